@@ -1,0 +1,77 @@
+#pragma once
+/// @file
+/// The exceptions tensorstream's public API throws. Every message says what failed and where
+/// (the object's URL, the tensor's name, the option's name), so one line on stderr is enough.
+
+#include <stdexcept>
+#include <string>
+
+namespace tensorstream {
+
+/// Base of every exception thrown by tensorstream.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// An option, URL, environment variable or argument has an invalid value.
+class InvalidArgument : public Error {
+ public:
+  using Error::Error;
+};
+
+/// An object is not a well-formed safetensors file (header, dtype, shape or offsets).
+class FormatError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// Reading an object failed: HTTP status, I/O error, timeout, truncated body, refused connection.
+class StorageError : public Error {
+ public:
+  /// @param object URL or path of the object the operation was about.
+  /// @param cause what went wrong, e.g. "HTTP 503 Service Unavailable".
+  /// @param transient whether trying again may succeed (timeouts, resets, 5xx).
+  StorageError(std::string object, std::string cause, bool transient = false)
+      : Error(object + ": " + cause), object_(std::move(object)), cause_(std::move(cause)),
+        transient_(transient) {}
+
+  /// URL or path of the object.
+  const std::string& object() const noexcept { return object_; }
+  /// What went wrong, without the object's name.
+  const std::string& cause() const noexcept { return cause_; }
+  /// Whether the same request may succeed if retried.
+  bool transient() const noexcept { return transient_; }
+
+ private:
+  std::string object_;
+  std::string cause_;
+  bool transient_;
+};
+
+/// The object or prefix does not exist (HTTP 404, ENOENT).
+class NotFoundError : public StorageError {
+ public:
+  NotFoundError(std::string object, std::string cause)
+      : StorageError(std::move(object), std::move(cause), false) {}
+};
+
+/// An operation was used in the wrong state, e.g. submitting to a batcher that is not running.
+class StateError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A queued request was cancelled before it was processed.
+class Cancelled : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A request's deadline passed before it was processed.
+class DeadlineExceeded : public Error {
+ public:
+  using Error::Error;
+};
+
+}  // namespace tensorstream

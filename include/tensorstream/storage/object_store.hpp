@@ -1,0 +1,61 @@
+#pragma once
+/// @file
+/// The object store abstraction every backend (file, http, s3, gs) implements.
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace tensorstream {
+
+/// One object found by ObjectStore::list.
+struct ObjectInfo {
+  std::string key;          ///< Key to pass to size() or read_range().
+  std::uint64_t size = 0;   ///< Size in bytes.
+};
+
+/// Counters a store keeps about its own work; a snapshot, safe to copy.
+struct StoreStats {
+  std::uint64_t requests = 0;   ///< Range reads, size and list requests issued.
+  std::uint64_t bytes = 0;      ///< Payload bytes delivered into destinations.
+  std::uint64_t retries = 0;    ///< Requests repeated after a transient failure.
+  std::uint64_t connections = 0;///< Connections opened (network stores).
+  std::string io_mode;          ///< How bytes are read: "io_uring", "pread (...why...)", "http".
+};
+
+/// A flat namespace of immutable objects that can be read by byte range.
+///
+/// Keys are the paths of the backend: absolute file paths for file://, URL paths for http(s)://.
+/// Every member may be called concurrently from coroutines on the store's executor, also when
+/// several threads run that executor's io_context. Failures throw StorageError (NotFoundError for
+/// a missing object) naming the object's URL.
+class ObjectStore {
+ public:
+  virtual ~ObjectStore() = default;
+
+  /// The URL of `key`, as used in messages.
+  virtual std::string url(const std::string& key) const = 0;
+
+  /// Size of the object in bytes.
+  virtual boost::asio::awaitable<std::uint64_t> size(std::string key) = 0;
+
+  /// Whether list() is supported (plain HTTP has no listing).
+  virtual bool can_list() const = 0;
+
+  /// The objects directly under `prefix` (which ends with '/'), one level deep, sorted by key.
+  virtual boost::asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix) = 0;
+
+  /// Reads exactly `destination.size()` bytes starting at `offset` into `destination`.
+  /// Bytes land directly in the caller's memory; a short object is an error, never a short read.
+  virtual boost::asio::awaitable<void> read_range(std::string key, std::uint64_t offset,
+                                                  std::span<std::byte> destination) = 0;
+
+  /// A snapshot of the store's counters.
+  virtual StoreStats stats() const = 0;
+};
+
+}  // namespace tensorstream

@@ -1,0 +1,18 @@
+#pragma once
+/// @file
+/// Picking the backend for a URL.
+
+#include <memory>
+
+#include "tensorstream/storage/object_store.hpp"
+#include "tensorstream/storage/store_options.hpp"
+#include "tensorstream/storage/url.hpp"
+
+namespace tensorstream {
+
+/// Creates the store serving `url`'s scheme, running its I/O on `executor`.
+/// Throws InvalidArgument for a scheme this build cannot serve.
+std::unique_ptr<ObjectStore> open_store(const Url& url, boost::asio::any_io_executor executor,
+                                        const StoreOptions& options = {});
+
+}  // namespace tensorstream

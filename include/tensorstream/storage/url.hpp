@@ -1,0 +1,37 @@
+#pragma once
+/// @file
+/// Parsing of the object URLs tensorstream accepts: file://, plain paths, http(s)://, s3://, gs://.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace tensorstream {
+
+/// A parsed object URL.
+///
+/// `file:///data/m.safetensors` and `/data/m.safetensors` both give scheme "file" and path
+/// "/data/m.safetensors". `https://host:8443/a/b` gives host "host", port 8443, path "/a/b".
+/// `s3://bucket/prefix/` gives host "bucket", path "/prefix/".
+struct Url {
+  std::string scheme;       ///< "file", "http", "https", "s3" or "gs".
+  std::string host;         ///< Host name or bucket; empty for file.
+  std::uint16_t port = 0;   ///< Explicit or default port (80, 443); 0 for file, s3 and gs.
+  std::string path;         ///< Starts with '/'; percent-encoding kept as written.
+  std::string query;        ///< After '?', without it; empty if none.
+
+  /// Parses `text`. Throws InvalidArgument naming the URL for an unsupported scheme, a missing
+  /// host, or a bad port.
+  static Url parse(std::string_view text);
+
+  /// Whether the path names a directory-like prefix (ends with '/').
+  bool is_prefix() const { return !path.empty() && path.back() == '/'; }
+
+  /// "scheme://host[:port]" for network URLs, "file://" for files.
+  std::string origin() const;
+
+  /// The full URL, with the default port omitted.
+  std::string str() const;
+};
+
+}  // namespace tensorstream

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Configures and builds tensorstream (library, CLI, tests, benchmarks, examples) into BUILD_DIR.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build_dir="${BUILD_DIR:-build}"
+generator=()
+command -v ninja >/dev/null && generator=(-G Ninja)
+cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" \
+  ${CMAKE_ARGS:-} >/dev/null
+cmake --build "$build_dir" -j "${JOBS:-$(nproc)}"

@@ -1,0 +1,19 @@
+#include "tensorstream/storage/open_store.hpp"
+
+#include "tensorstream/error.hpp"
+#include "tensorstream/storage/file_store.hpp"
+#include "tensorstream/storage/http_store.hpp"
+
+namespace tensorstream {
+
+std::unique_ptr<ObjectStore> open_store(const Url& url, boost::asio::any_io_executor executor,
+                                        const StoreOptions& options) {
+  if (url.scheme == "file") return std::make_unique<FileStore>(std::move(executor), options.file);
+  if (url.scheme == "http" || url.scheme == "https") {
+    return std::make_unique<HttpStore>(std::move(executor), url, options.http);
+  }
+  throw InvalidArgument(url.str() + ": " + url.scheme +
+                        ":// is not supported by this build yet (use file://, http:// or https://)");
+}
+
+}  // namespace tensorstream

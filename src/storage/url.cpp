@@ -1,0 +1,94 @@
+#include "tensorstream/storage/url.hpp"
+
+#include <charconv>
+
+#include "tensorstream/error.hpp"
+
+namespace tensorstream {
+namespace {
+
+std::uint16_t default_port(std::string_view scheme) {
+  if (scheme == "http") return 80;
+  if (scheme == "https") return 443;
+  return 0;
+}
+
+}  // namespace
+
+Url Url::parse(std::string_view text) {
+  const auto fail = [&](std::string_view why) -> InvalidArgument {
+    return InvalidArgument("invalid URL '" + std::string(text) + "': " + std::string(why));
+  };
+  Url url;
+  const auto scheme_end = text.find("://");
+  if (scheme_end == std::string_view::npos) {
+    if (text.empty()) throw fail("empty");
+    url.scheme = "file";
+    url.path = std::string(text);
+    return url;
+  }
+  url.scheme = std::string(text.substr(0, scheme_end));
+  for (auto& c : url.scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string_view rest = text.substr(scheme_end + 3);
+  if (url.scheme == "file") {
+    if (rest.empty() || rest.front() != '/') throw fail("file URLs need an absolute path");
+    url.path = std::string(rest);
+    return url;
+  }
+  if (url.scheme != "http" && url.scheme != "https" && url.scheme != "s3" && url.scheme != "gs") {
+    throw fail("unsupported scheme '" + url.scheme + "' (use file, http, https, s3 or gs)");
+  }
+  const auto authority_end = rest.find_first_of("/?");
+  std::string_view authority = rest.substr(0, authority_end);
+  rest = authority_end == std::string_view::npos ? std::string_view{} : rest.substr(authority_end);
+  if (authority.empty()) throw fail("missing host");
+
+  url.port = default_port(url.scheme);
+  const auto colon = authority.rfind(':');
+  const bool bracketed = authority.front() == '[';
+  if (colon != std::string_view::npos && (!bracketed || authority[colon - 1] == ']')) {
+    if (url.scheme == "s3" || url.scheme == "gs") throw fail("buckets take no port");
+    const auto digits = authority.substr(colon + 1);
+    unsigned value = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (ec != std::errc{} || end != digits.data() + digits.size() || value == 0 || value > 65535) {
+      throw fail("bad port '" + std::string(digits) + "'");
+    }
+    url.port = static_cast<std::uint16_t>(value);
+    authority = authority.substr(0, colon);
+  }
+  if (bracketed) {
+    if (authority.size() < 3 || authority.back() != ']') throw fail("bad IPv6 address");
+    authority = authority.substr(1, authority.size() - 2);
+  }
+  if (authority.empty()) throw fail("missing host");
+  url.host = std::string(authority);
+
+  const auto question = rest.find('?');
+  url.path = std::string(rest.substr(0, question));
+  if (question != std::string_view::npos) url.query = std::string(rest.substr(question + 1));
+  if (url.path.empty()) url.path.push_back('/');
+  return url;
+}
+
+std::string Url::origin() const {
+  if (scheme == "file") return "file://";
+  std::string text = scheme;
+  text += "://";
+  const bool ipv6 = host.find(':') != std::string::npos;
+  if (ipv6) text += '[';
+  text += host;
+  if (ipv6) text += ']';
+  if (port != 0 && port != default_port(scheme)) {
+    text += ':';
+    text += std::to_string(port);
+  }
+  return text;
+}
+
+std::string Url::str() const {
+  if (scheme == "file") return path;
+  return origin() + path + (query.empty() ? "" : "?" + query);
+}
+
+}  // namespace tensorstream
