@@ -1,0 +1,77 @@
+#pragma once
+/// @file
+/// Synthetic Llama-shaped BF16 checkpoints with deterministic content, written fast and with
+/// bounded memory: the input of `tensorstream gen-model`, the tests and the benchmarks.
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tensorstream/safetensors/writer.hpp"
+
+namespace tensorstream {
+
+/// The dimensions of a Llama model that decide its tensors' shapes.
+struct LlamaConfig {
+  std::int64_t hidden_size = 0;
+  std::int64_t intermediate_size = 0;
+  std::int64_t num_layers = 0;
+  std::int64_t num_heads = 0;
+  std::int64_t num_kv_heads = 0;
+  std::int64_t vocab_size = 0;
+  std::int64_t max_position_embeddings = 0;
+
+  /// Width of one attention head: hidden_size / num_heads.
+  std::int64_t head_dim() const { return hidden_size / num_heads; }
+};
+
+/// The configuration of a gen-model preset: "tiny" (hidden 256, 2 layers, 8 heads, 4 kv heads,
+/// vocab 1024; a few MB) or "llama-7b-4layers" (Llama-2-7B's dimensions with 4 layers; about
+/// 2.1 GB). Throws InvalidArgument naming the preset and the valid ones otherwise.
+LlamaConfig synthetic_preset(std::string_view preset);
+
+/// The BF16 tensors of a Llama checkpoint, in the order they are written: embed_tokens, each
+/// layer's attention (q, k, v, o), MLP (gate, up, down) and norms, the final norm, lm_head.
+std::vector<TensorSpec> llama_tensors(const LlamaConfig& config);
+
+/// Fills `destination` with the synthetic content of tensor `name` from byte `offset` of that
+/// tensor. The content depends only on the name and the position, so any range can be recomputed
+/// without the file; read as BF16 it is finite values of magnitude in [2^-7, 2) with random signs.
+void fill_synthetic_bytes(std::string_view name, std::uint64_t offset,
+                          std::span<std::byte> destination);
+
+/// The `length` synthetic bytes of tensor `name` starting at byte `offset` of that tensor: what a
+/// reader of a generated checkpoint must get for that range.
+std::vector<std::byte> synthetic_bytes(std::string_view name, std::uint64_t offset,
+                                       std::uint64_t length);
+
+/// What generate_synthetic_model writes.
+struct SyntheticModelOptions {
+  std::string preset = "tiny";  ///< See synthetic_preset().
+  int shards = 1;               ///< Number of .safetensors files, 1 to the number of tensors.
+  bool index = false;           ///< Also write model.safetensors.index.json.
+};
+
+/// What generate_synthetic_model wrote.
+struct SyntheticModel {
+  std::vector<std::filesystem::path> files;   ///< Every file written, the shards among them.
+  std::vector<std::filesystem::path> shards;  ///< The .safetensors files, in tensor order.
+  std::size_t tensors = 0;                    ///< Tensors over all shards.
+  std::uint64_t tensor_bytes = 0;             ///< Their bytes (the index's total_size).
+};
+
+/// Writes a synthetic checkpoint into `dir` (created if missing): config.json,
+/// generation_config.json, a small stand-in tokenizer.json, the shards (`model.safetensors`, or
+/// `model-00001-of-0000N.safetensors`... with the tensors split in order into shards of about equal
+/// bytes) and, with `index`, `model.safetensors.index.json`. Shards and an index left in `dir` by
+/// an earlier generation are removed first, so the directory always holds one consistent model.
+/// Throws InvalidArgument for an unknown preset or a shard count out of range, StorageError naming
+/// the file that could not be written.
+SyntheticModel generate_synthetic_model(const std::filesystem::path& dir,
+                                        const SyntheticModelOptions& options = {});
+
+}  // namespace tensorstream

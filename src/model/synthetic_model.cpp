@@ -1,0 +1,326 @@
+#include "tensorstream/model/synthetic_model.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <system_error>
+#include <utility>
+
+#include "safetensors/json_string.hpp"
+#include "tensorstream/error.hpp"
+
+namespace tensorstream {
+namespace {
+
+// Content words are copied to memory as they are; the bytes must not depend on the host.
+static_assert(std::endian::native == std::endian::little);
+
+constexpr std::uint64_t golden_gamma = 0x9E3779B97F4A7C15ull;
+
+// splitmix64's output function. Applied to seed + (i + 1) × gamma it is the i-th output of a
+// splitmix64 generator, so any word of a tensor can be computed without the ones before it.
+constexpr std::uint64_t mix(std::uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+std::uint64_t name_seed(std::string_view name) {
+  std::uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a
+  for (const char c : name) {
+    hash = (hash ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  }
+  return mix(hash);
+}
+
+// Each 16-bit lane keeps its random sign and mantissa and gets a BF16 exponent in [120, 127], so
+// tensors hold finite, modest values: torch comparisons and arithmetic on them behave.
+constexpr std::uint64_t bf16_keep_mask = 0x83FF83FF83FF83FFull;
+constexpr std::uint64_t bf16_exponent_bits = 0x3C003C003C003C00ull;
+
+std::uint64_t content_word(std::uint64_t seed, std::uint64_t index) {
+  return (mix(seed + (index + 1) * golden_gamma) & bf16_keep_mask) | bf16_exponent_bits;
+}
+
+struct Preset {
+  std::string_view name;
+  LlamaConfig config;
+};
+
+constexpr Preset presets[] = {
+    {"tiny", {.hidden_size = 256,
+              .intermediate_size = 688,
+              .num_layers = 2,
+              .num_heads = 8,
+              .num_kv_heads = 4,
+              .vocab_size = 1024,
+              .max_position_embeddings = 2048}},
+    {"llama-7b-4layers", {.hidden_size = 4096,
+                          .intermediate_size = 11008,
+                          .num_layers = 4,
+                          .num_heads = 32,
+                          .num_kv_heads = 32,
+                          .vocab_size = 32000,
+                          .max_position_embeddings = 4096}},
+};
+
+std::string shard_name(int index, int count) {
+  if (count == 1) return "model.safetensors";
+  char name[64];
+  std::snprintf(name, sizeof name, "model-%05d-of-%05d.safetensors", index + 1, count);
+  return name;
+}
+
+// Whether `name` is a file this generator writes as a shard or index.
+bool is_generated_weights_file(const std::string& name) {
+  if (name == "model.safetensors" || name == "model.safetensors.index.json") return true;
+  constexpr std::string_view pattern = "model-#####-of-#####.safetensors";
+  if (name.size() != pattern.size()) return false;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const bool digit = std::isdigit(static_cast<unsigned char>(name[i])) != 0;
+    if (pattern[i] == '#' ? !digit : name[i] != pattern[i]) return false;
+  }
+  return true;
+}
+
+void remove_earlier_weights(const std::filesystem::path& dir) {
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file() || !is_generated_weights_file(it->path().filename().string())) {
+      continue;
+    }
+    std::error_code remove_ec;
+    if (!std::filesystem::remove(it->path(), remove_ec) && remove_ec) {
+      throw StorageError(it->path().string(), "cannot remove: " + remove_ec.message());
+    }
+  }
+  if (ec) throw StorageError(dir.string(), "cannot list directory: " + ec.message());
+}
+
+void write_text_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) throw StorageError(path.string(), "cannot write file");
+}
+
+std::string config_json(const LlamaConfig& c) {
+  const auto field = [](std::string_view name, auto value) {
+    return "  \"" + std::string(name) + "\": " + std::to_string(value) + ",\n";
+  };
+  return "{\n"
+         "  \"architectures\": [\"LlamaForCausalLM\"],\n"
+         "  \"model_type\": \"llama\",\n" +
+         field("hidden_size", c.hidden_size) + field("intermediate_size", c.intermediate_size) +
+         field("num_hidden_layers", c.num_layers) + field("num_attention_heads", c.num_heads) +
+         field("num_key_value_heads", c.num_kv_heads) + field("vocab_size", c.vocab_size) +
+         field("max_position_embeddings", c.max_position_embeddings) +
+         "  \"hidden_act\": \"silu\",\n"
+         "  \"initializer_range\": 0.02,\n"
+         "  \"rms_norm_eps\": 1e-05,\n"
+         "  \"rope_theta\": 10000.0,\n"
+         "  \"rope_scaling\": null,\n"
+         "  \"attention_bias\": false,\n"
+         "  \"pretraining_tp\": 1,\n"
+         "  \"tie_word_embeddings\": false,\n"
+         "  \"bos_token_id\": 1,\n"
+         "  \"eos_token_id\": 2,\n"
+         "  \"use_cache\": true,\n"
+         "  \"torch_dtype\": \"bfloat16\",\n"
+         "  \"transformers_version\": \"4.36.2\"\n"
+         "}\n";
+}
+
+constexpr std::string_view generation_config_json =
+    "{\n"
+    "  \"_from_model_config\": true,\n"
+    "  \"bos_token_id\": 1,\n"
+    "  \"eos_token_id\": 2,\n"
+    "  \"transformers_version\": \"4.36.2\"\n"
+    "}\n";
+
+// A word-level tokenizer in the `tokenizers` format: small, but loadable by tools that open it.
+constexpr std::string_view tokenizer_json = R"({
+  "version": "1.0",
+  "truncation": null,
+  "padding": null,
+  "added_tokens": [
+    {"id": 0, "content": "<unk>", "special": true, "normalized": false,
+     "single_word": false, "lstrip": false, "rstrip": false},
+    {"id": 1, "content": "<s>", "special": true, "normalized": false,
+     "single_word": false, "lstrip": false, "rstrip": false},
+    {"id": 2, "content": "</s>", "special": true, "normalized": false,
+     "single_word": false, "lstrip": false, "rstrip": false}
+  ],
+  "normalizer": null,
+  "pre_tokenizer": {"type": "Whitespace"},
+  "post_processor": null,
+  "decoder": null,
+  "model": {
+    "type": "WordLevel",
+    "vocab": {"<unk>": 0, "<s>": 1, "</s>": 2, "the": 3, "model": 4, "streams": 5, "tensors": 6},
+    "unk_token": "<unk>"
+  }
+}
+)";
+
+std::string index_json(std::uint64_t total_size,
+                       std::vector<std::pair<std::string, std::string>> weight_map) {
+  // Sorted by tensor name, as transformers writes it.
+  std::sort(weight_map.begin(), weight_map.end());
+  std::string out = "{\n  \"metadata\": {\"total_size\": " + std::to_string(total_size) +
+                    "},\n  \"weight_map\": {";
+  for (std::size_t i = 0; i < weight_map.size(); ++i) {
+    out += i == 0 ? "\n    " : ",\n    ";
+    append_json_string(out, weight_map[i].first);
+    out += ": ";
+    append_json_string(out, weight_map[i].second);
+  }
+  return out + "\n  }\n}\n";
+}
+
+// Splits tensors, in order, into `count` non-empty runs of about equal bytes: a tensor goes to the
+// next shard when its middle lies past the current shard's share, or when every remaining tensor
+// is needed to give each remaining shard one. Returns each tensor's shard.
+std::vector<int> assign_shards(const std::vector<TensorSpec>& tensors, int count) {
+  std::vector<std::uint64_t> sizes;
+  std::uint64_t total = 0;
+  for (const auto& tensor : tensors) total += sizes.emplace_back(tensor_byte_size(tensor));
+  std::vector<int> shard_of(tensors.size());
+  int shard = 0;
+  std::uint64_t before = 0;  // bytes of the tensors already placed
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    if (i > 0 && shard < count - 1) {
+      const auto tensors_left = tensors.size() - i;
+      const auto shards_left = static_cast<std::size_t>(count - 1 - shard);
+      // Compared as before + size/2 > (shard + 1) × total / count, scaled to stay in integers.
+      const auto middle = static_cast<unsigned __int128>(2 * before + sizes[i]) * count;
+      const auto share_end = static_cast<unsigned __int128>(2 * total) * (shard + 1);
+      if (tensors_left == shards_left || middle > share_end) ++shard;
+    }
+    shard_of[i] = shard;
+    before += sizes[i];
+  }
+  return shard_of;
+}
+
+}  // namespace
+
+LlamaConfig synthetic_preset(std::string_view preset) {
+  for (const auto& p : presets) {
+    if (p.name == preset) return p.config;
+  }
+  throw InvalidArgument("unknown model preset \"" + std::string(preset) +
+                        "\" (use tiny or llama-7b-4layers)");
+}
+
+std::vector<TensorSpec> llama_tensors(const LlamaConfig& c) {
+  const auto kv_dim = c.num_kv_heads * c.head_dim();
+  std::vector<TensorSpec> tensors;
+  const auto add = [&](std::string name, std::vector<std::int64_t> shape) {
+    tensors.push_back({std::move(name), Dtype::BF16, std::move(shape)});
+  };
+  add("model.embed_tokens.weight", {c.vocab_size, c.hidden_size});
+  for (std::int64_t layer = 0; layer < c.num_layers; ++layer) {
+    const auto prefix = "model.layers." + std::to_string(layer) + ".";
+    add(prefix + "self_attn.q_proj.weight", {c.hidden_size, c.hidden_size});
+    add(prefix + "self_attn.k_proj.weight", {kv_dim, c.hidden_size});
+    add(prefix + "self_attn.v_proj.weight", {kv_dim, c.hidden_size});
+    add(prefix + "self_attn.o_proj.weight", {c.hidden_size, c.hidden_size});
+    add(prefix + "mlp.gate_proj.weight", {c.intermediate_size, c.hidden_size});
+    add(prefix + "mlp.up_proj.weight", {c.intermediate_size, c.hidden_size});
+    add(prefix + "mlp.down_proj.weight", {c.hidden_size, c.intermediate_size});
+    add(prefix + "input_layernorm.weight", {c.hidden_size});
+    add(prefix + "post_attention_layernorm.weight", {c.hidden_size});
+  }
+  add("model.norm.weight", {c.hidden_size});
+  add("lm_head.weight", {c.vocab_size, c.hidden_size});
+  return tensors;
+}
+
+void fill_synthetic_bytes(std::string_view name, std::uint64_t offset,
+                          std::span<std::byte> destination) {
+  const auto seed = name_seed(name);
+  auto index = offset / 8;
+  std::byte* out = destination.data();
+  std::size_t left = destination.size();
+  if (const auto skip = offset % 8; skip != 0 && left > 0) {
+    const auto word = content_word(seed, index++);
+    const auto n = std::min<std::size_t>(8 - skip, left);
+    std::memcpy(out, reinterpret_cast<const std::byte*>(&word) + skip, n);
+    out += n;
+    left -= n;
+  }
+  for (; left >= 8; out += 8, left -= 8) {
+    const auto word = content_word(seed, index++);
+    std::memcpy(out, &word, 8);
+  }
+  if (left > 0) {
+    const auto word = content_word(seed, index);
+    std::memcpy(out, &word, left);
+  }
+}
+
+std::vector<std::byte> synthetic_bytes(std::string_view name, std::uint64_t offset,
+                                       std::uint64_t length) {
+  std::vector<std::byte> bytes(static_cast<std::size_t>(length));
+  fill_synthetic_bytes(name, offset, bytes);
+  return bytes;
+}
+
+SyntheticModel generate_synthetic_model(const std::filesystem::path& dir,
+                                        const SyntheticModelOptions& options) {
+  const auto config = synthetic_preset(options.preset);
+  const auto tensors = llama_tensors(config);
+  if (options.shards < 1 || static_cast<std::size_t>(options.shards) > tensors.size()) {
+    throw InvalidArgument("shards must be between 1 and " + std::to_string(tensors.size()) +
+                          " (the tensors of preset " + options.preset + "), got " +
+                          std::to_string(options.shards));
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw StorageError(dir.string(), "cannot create directory: " + ec.message());
+  remove_earlier_weights(dir);
+
+  SyntheticModel model;
+  const auto write_text = [&](std::string_view name, std::string_view text) {
+    model.files.push_back(dir / name);
+    write_text_file(model.files.back(), std::string(text));
+  };
+  write_text("config.json", config_json(config));
+  write_text("generation_config.json", generation_config_json);
+  write_text("tokenizer.json", tokenizer_json);
+
+  const auto shard_of = assign_shards(tensors, options.shards);
+  const auto fill = [](const TensorSpec& tensor, std::uint64_t offset,
+                       std::span<std::byte> destination) {
+    fill_synthetic_bytes(tensor.name, offset, destination);
+  };
+  std::vector<std::pair<std::string, std::string>> weight_map;
+  for (std::size_t begin = 0; begin < tensors.size();) {
+    const auto shard = shard_of[begin];
+    auto end = begin;
+    while (end < tensors.size() && shard_of[end] == shard) ++end;
+    const auto name = shard_name(shard, options.shards);
+    const std::span<const TensorSpec> members(tensors.data() + begin, end - begin);
+    write_safetensors(dir / name, members, fill);
+    for (const auto& tensor : members) {
+      weight_map.emplace_back(tensor.name, name);
+      model.tensor_bytes += tensor_byte_size(tensor);
+    }
+    model.files.push_back(dir / name);
+    model.shards.push_back(dir / name);
+    begin = end;
+  }
+  model.tensors = tensors.size();
+  if (options.index) {
+    write_text("model.safetensors.index.json",
+               index_json(model.tensor_bytes, std::move(weight_map)));
+  }
+  return model;
+}
+
+}  // namespace tensorstream
