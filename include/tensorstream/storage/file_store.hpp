@@ -1,0 +1,84 @@
+#pragma once
+/// @file
+/// The file:// backend: local files read with io_uring, or with pread where io_uring is missing.
+
+#include <boost/asio/any_io_executor.hpp>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "tensorstream/storage/object_store.hpp"
+
+namespace tensorstream {
+
+/// Tuning of FileStore.
+struct FileStoreOptions {
+  /// Read through io_uring when the kernel allows it. The environment variable
+  /// `TENSORSTREAM_DISABLE_IO_URING=1` (any value but empty or "0") has the effect of `false`.
+  bool use_io_uring = true;
+  /// Reads in flight in the io_uring ring (its submission queue size); more wait in line.
+  unsigned queue_depth = 128;
+  /// Threads that run blocking pread calls when io_uring is not used.
+  std::size_t pread_threads = 2;
+};
+
+/// ObjectStore over the local file system. Keys are file paths; url(key) is the path itself.
+///
+/// Reads go through one io_uring ring per store, created (and thereby probed) in the constructor.
+/// Where io_uring is unavailable (seccomp, `kernel.io_uring_disabled`, old kernels) the store reads
+/// with pread on a small thread pool of its own, logs the reason once as a warning, and says so in
+/// stats().io_mode. Either way no read blocks the executor's threads; opening a file, size() and
+/// list() do make their (short) system calls on the calling thread.
+///
+/// Open file descriptors are cached per path, so files are assumed not to be replaced while the
+/// store reads them.
+///
+/// Destroying the store while reads are in flight is a caller error. The destructor then waits
+/// until neither the kernel nor a pread thread still writes into a destination, and the reads
+/// that had not finished fail with StorageError "read abandoned because the file store was
+/// destroyed".
+class FileStore final : public ObjectStore {
+ public:
+  /// Completions are delivered on each awaiting coroutine's own executor; `executor` runs the
+  /// store's internal io_uring completion watcher. Throws InvalidArgument unless queue_depth is
+  /// 1 to 4096 and pread_threads at least 1.
+  explicit FileStore(boost::asio::any_io_executor executor, FileStoreOptions options = {});
+  ~FileStore() override;
+  FileStore(const FileStore&) = delete;
+  FileStore& operator=(const FileStore&) = delete;
+
+  /// The path itself.
+  std::string url(const std::string& key) const override;
+
+  /// Size of the file. NotFoundError if it does not exist, StorageError if it cannot be opened or
+  /// is not a regular file.
+  boost::asio::awaitable<std::uint64_t> size(std::string key) override;
+
+  /// Always true.
+  bool can_list() const override;
+
+  /// The regular files (or links to them) directly in the directory `prefix`, which must end
+  /// with '/'; subdirectories are not descended. NotFoundError if the directory does not exist.
+  boost::asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix) override;
+
+  /// Reads `destination.size()` bytes at `offset`. A file ending before the range does throws
+  /// StorageError "truncated: wanted bytes A-B but the file has N bytes" (A, B inclusive). A
+  /// zero-length read only checks that the file can be opened.
+  boost::asio::awaitable<void> read_range(std::string key, std::uint64_t offset,
+                                          std::span<std::byte> destination) override;
+
+  /// Requests, bytes and io_mode: "io_uring", "pread (io_uring unavailable: <reason>)",
+  /// "pread (io_uring disabled by option)" or
+  /// "pread (io_uring disabled by TENSORSTREAM_DISABLE_IO_URING)".
+  StoreStats stats() const override;
+
+  /// Empty if this process can create an io_uring ring, else why not (e.g. "Operation not
+  /// permitted"). Ignores options and the environment variable.
+  static std::string io_uring_unavailable_reason();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tensorstream

@@ -1,0 +1,199 @@
+#include "tensorstream/storage/file_store.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <cerrno>
+#include <cstdlib>
+#include <mutex>
+#include <string_view>
+
+#include "storage/io_uring_reader.hpp"
+#include "storage/open_file_cache.hpp"
+#include "storage/pread_reader.hpp"
+#include "tensorstream/error.hpp"
+#include "tensorstream/log.hpp"
+
+namespace tensorstream {
+namespace {
+
+// Enough for the shards a streamer reads at once, far below the usual limit of 1024 descriptors.
+constexpr std::size_t kCachedFiles = 64;
+constexpr unsigned kMaxQueueDepth = 4096;
+
+boost::system::error_code errno_code(int value) {
+  return {value, boost::system::system_category()};
+}
+
+[[noreturn]] void throw_file_error(const std::string& path,
+                                   const boost::system::error_code& error) {
+  if (error == boost::system::errc::no_such_file_or_directory ||
+      error == boost::system::errc::not_a_directory) {
+    throw NotFoundError(path, error.message());
+  }
+  const bool transient = error == boost::system::errc::too_many_files_open ||
+                         error == boost::system::errc::too_many_files_open_in_system ||
+                         error == boost::system::errc::not_enough_memory ||
+                         error == boost::system::errc::resource_unavailable_try_again;
+  throw StorageError(path, error.message(), transient);
+}
+
+bool disabled_by_environment() {
+  const char* value = std::getenv("TENSORSTREAM_DISABLE_IO_URING");
+  return value != nullptr && *value != '\0' && std::string_view(value) != "0";
+}
+
+void warn_unavailable_once(const std::string& reason, std::size_t threads) {
+  static std::once_flag warned;
+  std::call_once(warned, [&] {
+    log(LogLevel::warning, "io_uring unavailable (" + reason + "); reading files with pread on " +
+                               std::to_string(threads) + " threads");
+  });
+}
+
+struct Counters {
+  std::atomic<std::uint64_t> requests{0};
+  std::atomic<std::uint64_t> bytes{0};
+};
+
+struct DirectoryCloser {
+  void operator()(DIR* directory) const { ::closedir(directory); }
+};
+
+}  // namespace
+
+class FileStore::Impl {
+ public:
+  Impl(boost::asio::any_io_executor executor, const FileStoreOptions& options)
+      : files(kCachedFiles) {
+    if (options.queue_depth == 0 || options.queue_depth > kMaxQueueDepth) {
+      throw InvalidArgument("FileStoreOptions::queue_depth must be between 1 and " +
+                            std::to_string(kMaxQueueDepth) + ", not " +
+                            std::to_string(options.queue_depth));
+    }
+    if (options.pread_threads == 0) {
+      throw InvalidArgument("FileStoreOptions::pread_threads must be at least 1");
+    }
+    if (!options.use_io_uring) {
+      io_mode = "pread (io_uring disabled by option)";
+    } else if (disabled_by_environment()) {
+      io_mode = "pread (io_uring disabled by TENSORSTREAM_DISABLE_IO_URING)";
+    } else {
+      boost::system::error_code error;
+      reader = IoUringReader::create(executor, options.queue_depth, error);
+      if (reader) {
+        io_mode = "io_uring";
+      } else {
+        io_mode = "pread (io_uring unavailable: " + error.message() + ")";
+        warn_unavailable_once(error.message(), options.pread_threads);
+      }
+    }
+    if (!reader) reader = std::make_unique<PreadReader>(executor, options.pread_threads);
+  }
+
+  std::shared_ptr<const OpenFile> open(const std::string& path) {
+    boost::system::error_code error;
+    auto file = files.open(path, error);
+    if (!file) throw_file_error(path, error);
+    return file;
+  }
+
+  OpenFileCache files;
+  // Declared after `files`: destroyed first, while descriptors of reads it drains are still open.
+  std::unique_ptr<FileReader> reader;
+  std::string io_mode;
+  // Shared with reads in flight, which may resume after the store is gone.
+  std::shared_ptr<Counters> counters = std::make_shared<Counters>();
+};
+
+FileStore::FileStore(boost::asio::any_io_executor executor, FileStoreOptions options)
+    : impl_(std::make_unique<Impl>(std::move(executor), options)) {}
+
+FileStore::~FileStore() = default;
+
+std::string FileStore::url(const std::string& key) const { return key; }
+
+bool FileStore::can_list() const { return true; }
+
+boost::asio::awaitable<std::uint64_t> FileStore::size(std::string key) {
+  impl_->counters->requests.fetch_add(1, std::memory_order_relaxed);
+  const auto file = impl_->open(key);
+  struct stat status {};
+  if (::fstat(file->fd(), &status) != 0) throw_file_error(key, errno_code(errno));
+  co_return static_cast<std::uint64_t>(status.st_size);
+}
+
+boost::asio::awaitable<std::vector<ObjectInfo>> FileStore::list(std::string prefix) {
+  impl_->counters->requests.fetch_add(1, std::memory_order_relaxed);
+  if (prefix.empty() || prefix.back() != '/') {
+    throw InvalidArgument("file store listing needs a directory path ending in '/', not '" +
+                          prefix + "'");
+  }
+  const std::unique_ptr<DIR, DirectoryCloser> directory(::opendir(prefix.c_str()));
+  if (!directory) throw_file_error(prefix, errno_code(errno));
+  std::vector<ObjectInfo> objects;
+  for (;;) {
+    errno = 0;
+    const dirent* entry = ::readdir(directory.get());
+    if (entry == nullptr) {
+      if (errno != 0) throw_file_error(prefix, errno_code(errno));
+      break;
+    }
+    const std::string_view name(entry->d_name);
+    if (name == "." || name == ".." || entry->d_type == DT_DIR) continue;
+    // fstatat follows links, so a link to a file counts as that file and a dangling one is
+    // skipped like anything else that is not a regular file.
+    struct stat status {};
+    if (::fstatat(::dirfd(directory.get()), entry->d_name, &status, 0) != 0) continue;
+    if (!S_ISREG(status.st_mode)) continue;
+    objects.push_back(
+        ObjectInfo{prefix + entry->d_name, static_cast<std::uint64_t>(status.st_size)});
+  }
+  std::sort(objects.begin(), objects.end(),
+            [](const ObjectInfo& a, const ObjectInfo& b) { return a.key < b.key; });
+  co_return objects;
+}
+
+boost::asio::awaitable<void> FileStore::read_range(std::string key, std::uint64_t offset,
+                                                   std::span<std::byte> destination) {
+  const auto counters = impl_->counters;
+  counters->requests.fetch_add(1, std::memory_order_relaxed);
+  const auto file = impl_->open(key);
+  if (destination.empty()) co_return;
+  const auto [error] = co_await async_read_file(*impl_->reader, file->fd(), offset, destination,
+                                                boost::asio::as_tuple(boost::asio::use_awaitable));
+  // The store may be gone by now; only the coroutine's own state is safe to use.
+  if (error == boost::asio::error::operation_aborted) {
+    throw StorageError(key, "read abandoned because the file store was destroyed");
+  }
+  if (error == boost::asio::error::eof) {
+    struct stat status {};
+    if (::fstat(file->fd(), &status) != 0) throw_file_error(key, errno_code(errno));
+    throw StorageError(key, "truncated: wanted bytes " + std::to_string(offset) + "-" +
+                                std::to_string(offset + destination.size() - 1) +
+                                " but the file has " + std::to_string(status.st_size) + " bytes");
+  }
+  if (error) throw_file_error(key, error);
+  counters->bytes.fetch_add(destination.size(), std::memory_order_relaxed);
+}
+
+StoreStats FileStore::stats() const {
+  StoreStats stats;
+  stats.requests = impl_->counters->requests.load(std::memory_order_relaxed);
+  stats.bytes = impl_->counters->bytes.load(std::memory_order_relaxed);
+  stats.io_mode = impl_->io_mode;
+  return stats;
+}
+
+std::string FileStore::io_uring_unavailable_reason() {
+  const auto error = IoUringReader::probe();
+  return error ? error.message() : std::string();
+}
+
+}  // namespace tensorstream
