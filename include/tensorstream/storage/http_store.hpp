@@ -1,0 +1,71 @@
+#pragma once
+/// @file
+/// The http:// and https:// object store: byte ranges from any HTTP/1.1 server.
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tensorstream/storage/http_options.hpp"
+#include "tensorstream/storage/object_store.hpp"
+#include "tensorstream/storage/url.hpp"
+
+namespace tensorstream {
+
+class HttpClient;
+
+/// Reads objects from one HTTP or HTTPS server with `Range` requests over pooled keep-alive
+/// connections.
+///
+/// Keys are URL paths as they go on the wire (already percent-encoded), e.g.
+/// "/models/a.safetensors"; a query string may follow. Bodies are read straight into the
+/// destination. Transient failures (resets, timeouts, truncated bodies, 408, 429, 5xx) are retried
+/// with jittered exponential backoff, resuming after the last byte received. A server that
+/// ignores `Range` is read correctly, at the cost of transferring the skipped prefix.
+/// Terminal cancellation of the calling coroutine abandons the request (its connection is
+/// closed) and throws boost::system::system_error with asio::error::operation_aborted.
+class HttpStore final : public ObjectStore {
+ public:
+  /// @param executor where the store's network I/O runs; its io_context may be run by several
+  ///        threads.
+  /// @param origin an http or https URL; only its scheme, host and port are used.
+  /// @param options timeouts, retries, pool size and TLS trust.
+  /// Throws InvalidArgument for another scheme or a CA file that cannot be loaded.
+  HttpStore(boost::asio::any_io_executor executor, Url origin, HttpOptions options = {});
+
+  /// Closes the pooled connections. Every operation must have finished.
+  ~HttpStore() override;
+
+  HttpStore(const HttpStore&) = delete;
+  HttpStore& operator=(const HttpStore&) = delete;
+
+  /// The origin followed by `key`.
+  std::string url(const std::string& key) const override;
+
+  /// The object's Content-Length, from a HEAD request.
+  boost::asio::awaitable<std::uint64_t> size(std::string key) override;
+
+  /// Always false: HTTP has no listing.
+  bool can_list() const override { return false; }
+
+  /// Throws InvalidArgument: HTTP servers cannot list objects.
+  boost::asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix) override;
+
+  /// Reads `destination.size()` bytes at `offset` with one or more `Range` GETs. Throws
+  /// InvalidArgument for a key that does not start with '/' or holds unencoded spaces.
+  boost::asio::awaitable<void> read_range(std::string key, std::uint64_t offset,
+                                          std::span<std::byte> destination) override;
+
+  /// Requests, payload bytes, retries and connections so far; io_mode "http".
+  StoreStats stats() const override;
+
+ private:
+  std::string origin_;
+  std::unique_ptr<HttpClient> client_;
+};
+
+}  // namespace tensorstream

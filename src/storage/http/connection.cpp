@@ -1,0 +1,208 @@
+#include "storage/http/connection.hpp"
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/http/read.hpp>
+#include <memory>
+
+namespace tensorstream {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+using tcp = asio::ip::tcp;
+
+std::string milliseconds_text(std::chrono::milliseconds timeout) {
+  return std::to_string(timeout.count()) + " ms";
+}
+
+Failure connect_failure(const beast::error_code& ec, std::chrono::milliseconds timeout) {
+  if (ec == beast::error::timeout) {
+    return transient_failure("connect timed out after " + milliseconds_text(timeout));
+  }
+  if (ec == asio::error::connection_refused) return transient_failure("connection refused");
+  return transient_failure("cannot connect: " + ec.message());
+}
+
+Failure resolve_failure(const beast::error_code& ec, const std::string& host,
+                        std::chrono::milliseconds timeout) {
+  if (ec == asio::error::operation_aborted) {
+    return transient_failure("resolving host '" + host + "' timed out after " +
+                             milliseconds_text(timeout));
+  }
+  // An authoritative "no such host" will not change on a retry; anything else might.
+  return {"cannot resolve host '" + host + "': " + ec.message(), ec != asio::error::host_not_found};
+}
+
+}  // namespace
+
+Connection::Connection(const asio::any_io_executor& executor, const ServerAddress& server)
+    : server_(server), strand_(asio::make_strand(executor)) {
+  if (server_.tls != nullptr) {
+    tls_.emplace(strand_, *server_.tls);
+  } else {
+    plain_.emplace(strand_);
+  }
+}
+
+beast::tcp_stream& Connection::tcp() { return tls_ ? tls_->next_layer() : *plain_; }
+
+const beast::tcp_stream& Connection::tcp() const { return tls_ ? tls_->next_layer() : *plain_; }
+
+asio::awaitable<void> Connection::enter() {
+  co_await asio::dispatch(asio::bind_executor(strand_, asio::use_awaitable));
+}
+
+asio::awaitable<std::optional<Failure>> Connection::open(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto failure = co_await connect(deadline);
+  if (!failure && tls_) failure = co_await handshake(deadline);
+  if (failure) {
+    close();
+    co_return failure;
+  }
+  tcp().expires_never();
+  co_return std::nullopt;
+}
+
+asio::awaitable<std::optional<Failure>> Connection::connect(
+    std::chrono::steady_clock::time_point deadline) {
+  const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
+  tcp::resolver::results_type endpoints;
+  beast::error_code ec;
+  const auto address = asio::ip::make_address(server_.host, ec);
+  if (!ec) {
+    endpoints = tcp::resolver::results_type::create(tcp::endpoint(address, server_.port),
+                                                    server_.host, std::to_string(server_.port));
+  } else {
+    // getaddrinfo cannot be interrupted; the timer only abandons it. The timer's handler holds
+    // the resolver weakly because it may run after this coroutine has finished with both.
+    auto resolver = std::make_shared<tcp::resolver>(strand_);
+    asio::steady_timer timer(strand_, deadline);
+    timer.async_wait(asio::bind_executor(
+        strand_, [weak = std::weak_ptr<tcp::resolver>(resolver)](const beast::error_code& e) {
+          if (e) return;
+          if (auto live = weak.lock()) live->cancel();
+        }));
+    auto [resolve_error, results] =
+        co_await resolver->async_resolve(server_.host, std::to_string(server_.port), token());
+    timer.cancel();
+    if (resolve_error) co_return resolve_failure(resolve_error, server_.host, timeout);
+    endpoints = std::move(results);
+  }
+
+  tcp().expires_at(deadline);
+  auto [connect_error, endpoint] = co_await tcp().async_connect(endpoints, token());
+  if (connect_error) co_return connect_failure(connect_error, timeout);
+  // Requests are written in one piece; Nagle would only delay them behind the previous ACK.
+  tcp().socket().set_option(tcp::no_delay(true), ec);
+  co_return std::nullopt;
+}
+
+asio::awaitable<std::optional<Failure>> Connection::handshake(
+    std::chrono::steady_clock::time_point deadline) {
+  SSL* ssl = tls_->native_handle();
+  beast::error_code ec;
+  asio::ip::make_address(server_.host, ec);
+  // SNI carries host names only; an IP literal is not allowed there (RFC 6066).
+  if (ec && SSL_set_tlsext_host_name(ssl, server_.host.c_str()) != 1) {
+    co_return permanent_failure("TLS handshake failed: cannot set SNI host name '" + server_.host +
+                                "'");
+  }
+  if (server_.verify_host) {
+    host_mismatch_ = false;
+    tls_->set_verify_callback([this, verify = asio::ssl::host_name_verification(server_.host)](
+                                  bool preverified, asio::ssl::verify_context& context) {
+      const bool ok = verify(preverified, context);
+      // host_name_verification only rejects a pre-verified chain for its name.
+      if (preverified && !ok) host_mismatch_ = true;
+      return ok;
+    });
+  }
+
+  tcp().expires_at(deadline);
+  auto [handshake_error] = co_await tls_->async_handshake(asio::ssl::stream_base::client, token());
+  if (!handshake_error) co_return std::nullopt;
+  if (handshake_error == beast::error::timeout) {
+    co_return transient_failure("TLS handshake timed out");
+  }
+  if (handshake_error.category() != asio::error::get_ssl_category()) {
+    // The server went away mid-handshake: a network failure, worth another try.
+    co_return transient_failure("TLS handshake failed: " + handshake_error.message());
+  }
+  const char* reason = ERR_reason_error_string(static_cast<unsigned long>(handshake_error.value()));
+  std::string cause = "TLS handshake failed: ";
+  cause += reason != nullptr ? reason : handshake_error.message();
+  const long verify_result = SSL_get_verify_result(ssl);
+  if (host_mismatch_) {
+    cause += " (certificate does not match host '" + server_.host + "')";
+  } else if (verify_result != X509_V_OK) {
+    cause += " (";
+    cause += X509_verify_cert_error_string(verify_result);
+    cause += ")";
+  }
+  co_return permanent_failure(std::move(cause));
+}
+
+asio::awaitable<Connection::ErrorCode> Connection::write_request(
+    std::chrono::milliseconds timeout) {
+  tcp().expires_after(timeout);
+  auto [ec, written] = co_await on_stream(
+      [&](auto& stream) { return asio::async_write(stream, asio::buffer(request_), token()); });
+  co_return ec;
+}
+
+asio::awaitable<Connection::ErrorCode> Connection::read_header(HeaderParser& parser,
+                                                               std::chrono::milliseconds timeout) {
+  tcp().expires_after(timeout);
+  auto [ec, parsed] = co_await on_stream([&](auto& stream) {
+    return beast::http::async_read_header(stream, buffer_, parser, token());
+  });
+  co_return ec;
+}
+
+asio::awaitable<Connection::ErrorCode> Connection::read_some(BufferParser& parser,
+                                                             std::chrono::milliseconds timeout) {
+  tcp().expires_after(timeout);
+  auto [ec, parsed] = co_await on_stream(
+      [&](auto& stream) { return beast::http::async_read_some(stream, buffer_, parser, token()); });
+  co_return ec;
+}
+
+asio::awaitable<Connection::ErrorCode> Connection::read(TextParser& parser,
+                                                        std::chrono::milliseconds timeout) {
+  tcp().expires_after(timeout);
+  auto [ec, parsed] = co_await on_stream(
+      [&](auto& stream) { return beast::http::async_read(stream, buffer_, parser, token()); });
+  co_return ec;
+}
+
+asio::awaitable<std::pair<Connection::ErrorCode, std::size_t>> Connection::read_some(
+    asio::mutable_buffer destination, std::chrono::milliseconds timeout) {
+  tcp().expires_after(timeout);
+  auto [ec, received] = co_await on_stream(
+      [&](auto& stream) { return stream.async_read_some(destination, token()); });
+  co_return std::pair{ec, received};
+}
+
+void Connection::close() {
+  reusable_ = false;
+  beast::error_code ignored;
+  tcp().socket().shutdown(tcp::socket::shutdown_both, ignored);
+  tcp().close();
+  buffer_.clear();
+}
+
+}  // namespace tensorstream

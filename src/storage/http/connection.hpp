@@ -1,0 +1,129 @@
+#pragma once
+// One HTTP/1.1 connection, plain or TLS, used by one request at a time.
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/error.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "storage/http/failure.hpp"
+
+namespace tensorstream {
+
+/// Parses a response up to the end of its header; the body is read by other means.
+using HeaderParser = boost::beast::http::response_parser<boost::beast::http::empty_body>;
+/// Reads a (chunked) body into memory the caller points it at.
+using BufferParser = boost::beast::http::response_parser<boost::beast::http::buffer_body>;
+/// Reads a small body, such as the text of an error response, into a string.
+using TextParser = boost::beast::http::response_parser<boost::beast::http::string_body>;
+
+/// The server a pool's connections go to.
+struct ServerAddress {
+  std::string host;  ///< Name or IP literal, without brackets.
+  std::uint16_t port = 0;
+  boost::asio::ssl::context* tls = nullptr;  ///< Null for plain HTTP.
+  bool verify_host = true;                   ///< Check that the certificate names `host`.
+};
+
+/// A connection to one server.
+///
+/// Every handler of the connection runs on its own strand, across all the requests it serves, so
+/// the stream's timers stay serialized with its reads even when several threads run the
+/// io_context. A request calls enter() first and then only the members below.
+class Connection {
+ public:
+  using Strand = boost::asio::strand<boost::asio::any_io_executor>;
+  using ErrorCode = boost::beast::error_code;
+
+  /// An unopened connection to `server`, which must outlive it.
+  Connection(const boost::asio::any_io_executor& executor, const ServerAddress& server);
+
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  /// Resumes the calling coroutine on the connection's strand.
+  boost::asio::awaitable<void> enter();
+
+  /// Resolves, connects and, for https, handshakes, all within `timeout`.
+  boost::asio::awaitable<std::optional<Failure>> open(std::chrono::milliseconds timeout);
+
+  /// Whether open() succeeded and nothing has closed the connection since.
+  bool is_open() const { return tcp().socket().is_open(); }
+
+  /// Sends request() in full.
+  boost::asio::awaitable<ErrorCode> write_request(std::chrono::milliseconds timeout);
+
+  /// Reads a response header; body bytes that came with it stay in buffer().
+  boost::asio::awaitable<ErrorCode> read_header(HeaderParser& parser,
+                                                std::chrono::milliseconds timeout);
+
+  /// Feeds the parser more of the body; need_buffer means the body buffer is full.
+  boost::asio::awaitable<ErrorCode> read_some(BufferParser& parser,
+                                              std::chrono::milliseconds timeout);
+
+  /// Reads the rest of a small body; `timeout` covers the whole body.
+  boost::asio::awaitable<ErrorCode> read(TextParser& parser, std::chrono::milliseconds timeout);
+
+  /// Reads at least one byte straight into `destination`, bypassing buffer().
+  boost::asio::awaitable<std::pair<ErrorCode, std::size_t>> read_some(
+      boost::asio::mutable_buffer destination, std::chrono::milliseconds timeout);
+
+  /// Bytes received but not yet parsed: the start of a body, or of the next response.
+  boost::beast::flat_buffer& buffer() { return buffer_; }
+
+  /// Storage for the next request's text, kept to avoid allocating per request.
+  std::string& request() { return request_; }
+
+  /// Whether the last response was read to its end and the server keeps the connection open.
+  bool reusable() const { return reusable_; }
+  void set_reusable(bool reusable) { reusable_ = reusable; }
+
+  /// Closes the socket without a TLS close_notify; the server copes.
+  void close();
+
+ private:
+  auto token() {
+    return boost::asio::bind_executor(strand_, boost::asio::as_tuple(boost::asio::use_awaitable));
+  }
+  boost::beast::tcp_stream& tcp();
+  const boost::beast::tcp_stream& tcp() const;
+  boost::asio::awaitable<std::optional<Failure>> connect(
+      std::chrono::steady_clock::time_point deadline);
+  boost::asio::awaitable<std::optional<Failure>> handshake(
+      std::chrono::steady_clock::time_point deadline);
+
+  // Runs `operation` on whichever stream this connection speaks: TLS or plain TCP.
+  template <class Operation>
+  auto on_stream(Operation&& operation) {
+    return tls_ ? operation(*tls_) : operation(*plain_);
+  }
+
+  const ServerAddress& server_;
+  Strand strand_;
+  std::optional<boost::beast::tcp_stream> plain_;
+  std::optional<boost::asio::ssl::stream<boost::beast::tcp_stream>> tls_;
+  boost::beast::flat_buffer buffer_;
+  std::string request_;
+  bool reusable_ = false;
+  bool host_mismatch_ = false;
+};
+
+}  // namespace tensorstream

@@ -1,0 +1,35 @@
+#include "storage/http/exchange.hpp"
+
+#include "storage/http/network_failure.hpp"
+
+namespace tensorstream {
+
+void begin_request(std::string& text, std::string_view method, std::string_view target,
+                   std::string_view host) {
+  text.clear();
+  text += method;
+  text += ' ';
+  text += target;
+  text += " HTTP/1.1\r\nHost: ";
+  text += host;
+  // Bodies are read byte for byte into tensors: no content coding may be applied.
+  text += "\r\nAccept-Encoding: identity\r\nUser-Agent: tensorstream\r\n";
+}
+
+boost::asio::awaitable<std::optional<Failure>> exchange(Connection& connection,
+                                                        HeaderParser& parser,
+                                                        std::chrono::milliseconds timeout) {
+  connection.set_reusable(false);
+  parser.header_limit(header_limit);
+  // Bodies never go through this parser; lifting the limit lets it accept any Content-Length.
+  parser.body_limit(boost::none);
+  if (auto ec = co_await connection.write_request(timeout)) {
+    co_return exchange_failure(ec, timeout, true);
+  }
+  if (auto ec = co_await connection.read_header(parser, timeout)) {
+    co_return exchange_failure(ec, timeout, !parser.got_some() && connection.buffer().size() == 0);
+  }
+  co_return std::nullopt;
+}
+
+}  // namespace tensorstream

@@ -1,0 +1,31 @@
+#pragma once
+// Sending a request and receiving its response header.
+
+#include <boost/asio/awaitable.hpp>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "storage/http/connection.hpp"
+#include "storage/http/failure.hpp"
+
+namespace tensorstream {
+
+/// Largest response header accepted; S3 and GCS send a few KiB at most.
+inline constexpr std::uint32_t header_limit = 16 * 1024;
+
+/// Replaces `text` with the request line and the headers every request carries; the caller
+/// appends its own headers and the blank line that ends the header.
+void begin_request(std::string& text, std::string_view method, std::string_view target,
+                   std::string_view host);
+
+/// Sends connection.request() and reads the response header into `parser`, leaving the
+/// connection marked not reusable until the caller has read the body. A failure before any byte
+/// of the response arrived is marked before_response.
+boost::asio::awaitable<std::optional<Failure>> exchange(Connection& connection,
+                                                        HeaderParser& parser,
+                                                        std::chrono::milliseconds timeout);
+
+}  // namespace tensorstream

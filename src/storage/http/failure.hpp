@@ -1,0 +1,28 @@
+#pragma once
+// Why one HTTP attempt failed. Attempts report failures as values rather than exceptions so the
+// retry loop can decide what to do; HttpClient turns the last one into a public exception.
+
+#include <string>
+
+namespace tensorstream {
+
+/// The outcome of a failed attempt.
+struct Failure {
+  /// What went wrong, without the URL, e.g. "HTTP 503 Service Unavailable".
+  std::string cause;
+  /// Trying again may succeed (timeouts, resets, truncated bodies, 408, 429, 5xx).
+  bool transient = false;
+  /// The object does not exist (HTTP 404).
+  bool not_found = false;
+  /// The connection died before any byte of the response arrived; on a reused keep-alive
+  /// connection this means the server had closed it while idle, so the request never ran.
+  bool before_response = false;
+};
+
+/// A failure that may go away when retried.
+inline Failure transient_failure(std::string cause) { return {std::move(cause), true}; }
+
+/// A failure that retrying cannot fix.
+inline Failure permanent_failure(std::string cause) { return {std::move(cause), false}; }
+
+}  // namespace tensorstream

@@ -1,0 +1,35 @@
+#pragma once
+// The size of an object, from the Content-Length of a HEAD response.
+
+#include <boost/asio/awaitable.hpp>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "storage/http/connection.hpp"
+#include "storage/http/failure.hpp"
+
+namespace tensorstream {
+
+/// A HEAD request for the object at `target`.
+class HeadRequest {
+ public:
+  /// `target` and `host` must outlive the request.
+  HeadRequest(std::string_view target, std::string_view host,
+              std::chrono::milliseconds read_timeout);
+
+  /// Sends the request on `connection` and takes the size from the response.
+  boost::asio::awaitable<std::optional<Failure>> attempt(Connection& connection);
+
+  /// The object's size once an attempt succeeded.
+  std::uint64_t size() const { return size_; }
+
+ private:
+  std::string_view target_;
+  std::string_view host_;
+  std::chrono::milliseconds read_timeout_;
+  std::uint64_t size_ = 0;
+};
+
+}  // namespace tensorstream

@@ -1,0 +1,122 @@
+#include "storage/http/http_client.hpp"
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/system/system_error.hpp>
+#include <utility>
+
+#include "storage/http/backoff.hpp"
+#include "storage/http/head_request.hpp"
+#include "storage/http/range_request.hpp"
+#include "storage/http/tls_context.hpp"
+#include "tensorstream/error.hpp"
+#include "tensorstream/log.hpp"
+
+namespace tensorstream {
+namespace {
+
+namespace asio = boost::asio;
+
+[[noreturn]] void throw_failure(const std::string& url, const Failure& failure, int attempts) {
+  if (failure.not_found) throw NotFoundError(url, failure.cause);
+  if (!failure.transient) throw StorageError(url, failure.cause, false);
+  throw StorageError(url,
+                     failure.cause + " (after " + std::to_string(attempts) +
+                         (attempts == 1 ? " attempt)" : " attempts)"),
+                     true);
+}
+
+asio::awaitable<void> throw_if_cancelled() {
+  const auto state = co_await asio::this_coro::cancellation_state;
+  if (state.cancelled() != asio::cancellation_type::none) {
+    throw boost::system::system_error(asio::error::operation_aborted);
+  }
+}
+
+}  // namespace
+
+HttpClient::HttpClient(asio::any_io_executor executor, const Url& origin, HttpOptions options)
+    : options_(std::move(options)),
+      host_header_(origin.origin().substr(origin.scheme.size() + 3)),
+      tls_(origin.scheme == "https"
+               ? std::optional<asio::ssl::context>(make_tls_context(options_, origin.origin()))
+               : std::nullopt),
+      server_{origin.host, origin.port, tls_ ? &*tls_ : nullptr, options_.verify_peer},
+      pool_(std::move(executor), server_, options_.max_idle_connections) {}
+
+template <class Request>
+asio::awaitable<void> HttpClient::perform(Request& request, const std::string& url) {
+  const int max_attempts = 1 + std::max(options_.max_retries, 0);
+  int attempts = 0;
+  bool fresh = false;
+  for (;;) {
+    auto connection = pool_.acquire(fresh);
+    const bool reused = connection->is_open();
+    co_await connection->enter();
+    std::optional<Failure> failure;
+    if (!reused) {
+      failure = co_await connection->open(options_.connect_timeout);
+      if (!failure) connections_.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (!failure) {
+      requests_.fetch_add(1, std::memory_order_relaxed);
+      failure = co_await request.attempt(*connection);
+    }
+    pool_.release(std::move(connection));
+    if (!failure) co_return;
+    co_await throw_if_cancelled();
+
+    // The server closed an idle keep-alive connection just as it was reused: the request never
+    // reached it, so it is repeated at once on a new connection and does not count as an attempt.
+    if (reused && failure->before_response) {
+      retries_.fetch_add(1, std::memory_order_relaxed);
+      fresh = true;
+      continue;
+    }
+    fresh = false;
+    ++attempts;
+    if (!failure->transient || attempts >= max_attempts) throw_failure(url, *failure, attempts);
+    retries_.fetch_add(1, std::memory_order_relaxed);
+    log(LogLevel::debug, url + ": " + failure->cause + "; retrying");
+    asio::steady_timer timer(co_await asio::this_coro::executor, backoff_delay(options_, attempts));
+    if (auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable)); ec) {
+      throw boost::system::system_error(ec);
+    }
+  }
+}
+
+asio::awaitable<std::uint64_t> HttpClient::content_length(std::string_view target,
+                                                          const std::string& url) {
+  HeadRequest request(target, host_header_, options_.read_timeout);
+  co_await perform(request, url);
+  co_return request.size();
+}
+
+asio::awaitable<void> HttpClient::read_range(std::string_view target, const std::string& url,
+                                             std::uint64_t offset,
+                                             std::span<std::byte> destination) {
+  RangeRequest request(target, host_header_, offset, destination, options_.read_timeout);
+  co_await perform(request, url);
+  bytes_.fetch_add(destination.size(), std::memory_order_relaxed);
+  if (request.range_ignored() && !warned_range_ignored_.exchange(true)) {
+    log(LogLevel::warning,
+        url +
+            ": the server ignores Range requests and sends whole objects; every read "
+            "transfers the bytes before its range too");
+  }
+}
+
+StoreStats HttpClient::stats() const {
+  StoreStats stats;
+  stats.requests = requests_.load(std::memory_order_relaxed);
+  stats.bytes = bytes_.load(std::memory_order_relaxed);
+  stats.retries = retries_.load(std::memory_order_relaxed);
+  stats.connections = connections_.load(std::memory_order_relaxed);
+  stats.io_mode = "http";
+  return stats;
+}
+
+}  // namespace tensorstream

@@ -1,0 +1,64 @@
+#pragma once
+// Requests to one HTTP(S) server with pooled connections and retries: the engine behind
+// HttpStore, reusable by other backends that speak HTTP.
+
+#include <atomic>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "storage/http/connection.hpp"
+#include "storage/http/connection_pool.hpp"
+#include "tensorstream/storage/http_options.hpp"
+#include "tensorstream/storage/object_store.hpp"
+#include "tensorstream/storage/url.hpp"
+
+namespace tensorstream {
+
+/// Runs requests against the server of `origin` (http or https), retrying transient failures.
+///
+/// Failures become exceptions naming `url`: NotFoundError for 404, StorageError otherwise, with
+/// "(after N attempts)" appended when retries ran out. Cancelling the calling coroutine throws
+/// boost::system::system_error(operation_aborted).
+class HttpClient {
+ public:
+  /// Throws InvalidArgument when https trust cannot be set up.
+  HttpClient(boost::asio::any_io_executor executor, const Url& origin, HttpOptions options);
+
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  /// Content-Length of `target` (path and query), from a HEAD request.
+  boost::asio::awaitable<std::uint64_t> content_length(std::string_view target,
+                                                       const std::string& url);
+
+  /// Fills `destination` with the bytes of `target` starting at `offset`.
+  boost::asio::awaitable<void> read_range(std::string_view target, const std::string& url,
+                                          std::uint64_t offset, std::span<std::byte> destination);
+
+  /// Counters so far, io_mode "http".
+  StoreStats stats() const;
+
+ private:
+  template <class Request>
+  boost::asio::awaitable<void> perform(Request& request, const std::string& url);
+
+  HttpOptions options_;
+  std::string host_header_;
+  std::optional<boost::asio::ssl::context> tls_;
+  ServerAddress server_;
+  ConnectionPool pool_;
+  std::atomic<std::uint64_t> requests_{0};
+  std::atomic<std::uint64_t> bytes_{0};
+  std::atomic<std::uint64_t> retries_{0};
+  std::atomic<std::uint64_t> connections_{0};
+  std::atomic<bool> warned_range_ignored_{false};
+};
+
+}  // namespace tensorstream

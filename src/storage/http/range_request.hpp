@@ -1,0 +1,65 @@
+#pragma once
+// One byte range of an object, read with `Range` GETs straight into the caller's memory.
+
+#include <boost/asio/awaitable.hpp>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "storage/http/connection.hpp"
+#include "storage/http/failure.hpp"
+
+namespace tensorstream {
+
+/// The state of reading `destination.size()` bytes at `offset` of the object at `target`.
+///
+/// Each attempt asks only for the bytes earlier attempts did not deliver, so a body that broke
+/// off is resumed, not restarted. Handles 206 (Content-Range checked against the request), a
+/// server that ignores Range and sends 200 with the whole object, and chunked bodies.
+class RangeRequest {
+ public:
+  /// `target`, `host` and `destination` must outlive the request; `destination` is not empty.
+  RangeRequest(std::string_view target, std::string_view host, std::uint64_t offset,
+               std::span<std::byte> destination, std::chrono::milliseconds read_timeout);
+
+  /// Requests the missing bytes on `connection` and reads them into the destination. On
+  /// success the connection is left reusable if its response was read to the end.
+  boost::asio::awaitable<std::optional<Failure>> attempt(Connection& connection);
+
+  /// Bytes of the destination filled so far, from its start.
+  std::uint64_t delivered() const { return delivered_; }
+
+  /// Whether the server answered a range request with the whole object.
+  bool range_ignored() const { return range_ignored_; }
+
+ private:
+  // The body of a 206 (skip 0) or of a 200 (skip = offset of the first missing byte).
+  boost::asio::awaitable<std::optional<Failure>> read_body(Connection& connection,
+                                                           HeaderParser& parser,
+                                                           std::uint64_t skip);
+  boost::asio::awaitable<std::optional<Failure>> read_chunked_body(Connection& connection,
+                                                                   HeaderParser& parser,
+                                                                   std::uint64_t skip);
+  std::optional<Failure> check_partial_response(const HeaderParser& parser) const;
+  std::uint64_t first() const { return offset_ + delivered_; }
+  std::uint64_t last() const { return offset_ + destination_.size() - 1; }
+  std::uint64_t missing() const { return destination_.size() - delivered_; }
+  // "bytes a-b": what the current attempt asked for.
+  std::string asked() const;
+  Failure short_object(std::uint64_t object_size) const;
+
+  std::string_view target_;
+  std::string_view host_;
+  std::uint64_t offset_;
+  std::span<std::byte> destination_;
+  std::chrono::milliseconds read_timeout_;
+  std::uint64_t delivered_ = 0;
+  std::uint64_t attempt_first_ = 0;
+  bool range_ignored_ = false;
+};
+
+}  // namespace tensorstream

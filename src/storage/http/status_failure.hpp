@@ -1,0 +1,23 @@
+#pragma once
+// What an HTTP error status means for a request.
+
+#include <boost/asio/awaitable.hpp>
+#include <chrono>
+
+#include "storage/http/connection.hpp"
+#include "storage/http/failure.hpp"
+
+namespace tensorstream {
+
+/// "HTTP 503 Service Unavailable": the status code with its standard reason phrase, or the
+/// server's for codes without one.
+std::string status_text(const HeaderParser& parser);
+
+/// The failure a response with an unexpected status stands for, e.g. "HTTP 404 Not Found".
+/// 408, 429 and 5xx are transient; 404 is not_found; redirects are reported, not followed.
+/// A short text body is read and quoted (up to 200 bytes), which also keeps the connection
+/// reusable; a long body closes it. Consumes `parser`.
+boost::asio::awaitable<Failure> status_failure(Connection& connection, HeaderParser&& parser,
+                                               std::chrono::milliseconds timeout);
+
+}  // namespace tensorstream

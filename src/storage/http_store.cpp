@@ -1,0 +1,69 @@
+#include "tensorstream/storage/http_store.hpp"
+
+#include <limits>
+#include <utility>
+
+#include "storage/http/http_client.hpp"
+#include "tensorstream/error.hpp"
+
+namespace tensorstream {
+namespace {
+
+// Keys go on the request line as they are, so they must be origin-form targets.
+void check_key(const std::string& url, const std::string& key) {
+  if (key.empty() || key.front() != '/') {
+    throw InvalidArgument(url + ": HTTP keys are URL paths starting with '/'");
+  }
+  for (const char c : key) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u == 0x7f) {
+      throw InvalidArgument(url +
+                            ": spaces and control characters in keys must be percent-encoded");
+    }
+  }
+}
+
+const Url& checked_origin(const Url& origin) {
+  if (origin.scheme != "http" && origin.scheme != "https") {
+    throw InvalidArgument(origin.str() + ": HttpStore serves http:// and https:// URLs only");
+  }
+  return origin;
+}
+
+}  // namespace
+
+HttpStore::HttpStore(boost::asio::any_io_executor executor, Url origin, HttpOptions options)
+    : origin_(checked_origin(origin).origin()),
+      client_(std::make_unique<HttpClient>(std::move(executor), origin, std::move(options))) {}
+
+HttpStore::~HttpStore() = default;
+
+std::string HttpStore::url(const std::string& key) const { return origin_ + key; }
+
+boost::asio::awaitable<std::uint64_t> HttpStore::size(std::string key) {
+  const std::string object = url(key);
+  check_key(object, key);
+  co_return co_await client_->content_length(key, object);
+}
+
+boost::asio::awaitable<std::vector<ObjectInfo>> HttpStore::list(std::string prefix) {
+  throw InvalidArgument(url(prefix) +
+                        ": HTTP servers cannot list objects; name a file or an index");
+  co_return std::vector<ObjectInfo>{};
+}
+
+boost::asio::awaitable<void> HttpStore::read_range(std::string key, std::uint64_t offset,
+                                                   std::span<std::byte> destination) {
+  const std::string object = url(key);
+  check_key(object, key);
+  if (destination.empty()) co_return;
+  if (offset > std::numeric_limits<std::uint64_t>::max() - destination.size()) {
+    throw InvalidArgument(object + ": byte range at offset " + std::to_string(offset) +
+                          " overflows");
+  }
+  co_await client_->read_range(key, object, offset, destination);
+}
+
+StoreStats HttpStore::stats() const { return client_->stats(); }
+
+}  // namespace tensorstream

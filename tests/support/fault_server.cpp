@@ -1,0 +1,187 @@
+#include "support/fault_server.hpp"
+
+#include <algorithm>
+#include <array>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/read.hpp>
+#include <charconv>
+#include <exception>
+#include <optional>
+#include <string_view>
+
+namespace tensorstream::testing {
+namespace {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+using asio::ip::tcp;
+
+constexpr auto token = asio::as_tuple(asio::use_awaitable);
+
+struct ByteRange {
+  std::uint64_t first = 0;
+  std::uint64_t last = 0;
+};
+
+// "bytes=a-b" or "bytes=a-"; anything else (suffix ranges, several ranges) counts as no Range.
+std::optional<ByteRange> parse_range(std::string_view header, std::uint64_t size) {
+  constexpr std::string_view prefix = "bytes=";
+  if (!header.starts_with(prefix)) return std::nullopt;
+  header.remove_prefix(prefix.size());
+  const auto dash = header.find('-');
+  if (dash == std::string_view::npos || dash == 0) return std::nullopt;
+  ByteRange range;
+  const auto first = header.substr(0, dash);
+  if (std::from_chars(first.data(), first.data() + first.size(), range.first).ec != std::errc{}) {
+    return std::nullopt;
+  }
+  const auto last = header.substr(dash + 1);
+  range.last = size == 0 ? 0 : size - 1;
+  if (!last.empty()) {
+    std::uint64_t value = 0;
+    if (std::from_chars(last.data(), last.data() + last.size(), value).ec != std::errc{} ||
+        value < range.first) {
+      return std::nullopt;
+    }
+    range.last = std::min(range.last, value);
+  }
+  return range;
+}
+
+std::string chunked(std::string_view body, std::size_t chunk_size) {
+  std::string text;
+  for (std::size_t at = 0; at < body.size(); at += chunk_size) {
+    const auto piece = body.substr(at, chunk_size);
+    char digits[20];
+    const auto end = std::to_chars(digits, digits + sizeof digits, piece.size(), 16).ptr;
+    text.append(digits, end);
+    text += "\r\n";
+    text += piece;
+    text += "\r\n";
+  }
+  return text + "0\r\n\r\n";
+}
+
+}  // namespace
+
+FaultServer::FaultServer(std::string path, std::string object, Behaviour behaviour)
+    : path_(std::move(path)),
+      object_(std::move(object)),
+      behaviour_(behaviour),
+      acceptor_(io_, tcp::endpoint(asio::ip::address_v4::loopback(), 0)) {
+  port_ = acceptor_.local_endpoint().port();
+  asio::co_spawn(io_, accept_loop(), [](std::exception_ptr) {});
+  thread_ = std::thread([this] { io_.run(); });
+}
+
+FaultServer::~FaultServer() {
+  io_.stop();
+  thread_.join();
+}
+
+std::string FaultServer::base_url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+
+std::vector<std::string> FaultServer::ranges() const {
+  std::lock_guard lock(mutex_);
+  return ranges_;
+}
+
+asio::awaitable<void> FaultServer::accept_loop() {
+  for (;;) {
+    auto [ec, socket] = co_await acceptor_.async_accept(token);
+    if (ec) co_return;
+    ++connections_;
+    asio::co_spawn(io_, serve(std::move(socket)), [](std::exception_ptr) {});
+  }
+}
+
+asio::awaitable<void> FaultServer::serve(tcp::socket socket) {
+  boost::beast::flat_buffer buffer;
+  for (;;) {
+    http::request<http::empty_body> request;
+    if (auto [ec, n] = co_await http::async_read(socket, buffer, request, token); ec) co_return;
+    const int index = requests_++;
+    const std::string range_header(request[http::field::range]);
+    {
+      std::lock_guard lock(mutex_);
+      ranges_.push_back(range_header);
+    }
+
+    std::string status = "200 OK";
+    std::string headers;
+    std::string_view body = object_;
+    std::string text_body;
+    if (request.target() != path_) {
+      status = "404 Not Found";
+      text_body = "no such object\n";
+    } else if (index < behaviour_.fail_first) {
+      status = std::to_string(behaviour_.fail_status) + " Injected Failure";
+      text_body = "injected failure\n";
+    } else if (const auto range = parse_range(range_header, object_.size());
+               range && behaviour_.honour_range) {
+      if (range->first >= object_.size()) {
+        status = "416 Range Not Satisfiable";
+        headers = "Content-Range: bytes */" + std::to_string(object_.size()) + "\r\n";
+        body = {};
+      } else {
+        const std::uint64_t shift = behaviour_.wrong_content_range ? 1 : 0;
+        status = "206 Partial Content";
+        headers = "Content-Range: bytes " + std::to_string(range->first + shift) + "-" +
+                  std::to_string(range->last + shift) + "/" + std::to_string(object_.size()) +
+                  "\r\n";
+        body = body.substr(range->first, range->last - range->first + 1);
+      }
+    }
+    if (!text_body.empty()) {
+      body = text_body;
+      headers += "Content-Type: text/plain\r\n";
+    } else {
+      headers += "Content-Type: application/octet-stream\r\n";
+    }
+    const bool chunk = behaviour_.chunked && text_body.empty();
+    headers += chunk ? "Transfer-Encoding: chunked\r\n"
+                     : "Content-Length: " + std::to_string(body.size()) + "\r\n";
+    const std::string header = "HTTP/1.1 " + status + "\r\n" + headers + "\r\n";
+
+    const bool truncate = index < behaviour_.truncate_first;
+    const bool reset = index < behaviour_.reset_first;
+    std::string encoded;
+    if (chunk && !body.empty()) {
+      encoded = chunked(body, behaviour_.chunk_size);
+      body = encoded;
+    } else if (chunk) {
+      body = "0\r\n\r\n";
+    }
+    const bool stall = behaviour_.stall && text_body.empty();
+    if (request.method() == http::verb::head || stall) body = {};
+    if (truncate || reset) body = body.substr(0, std::min(body.size(), behaviour_.truncate_after));
+    const std::array<asio::const_buffer, 2> message{asio::buffer(header), asio::buffer(body)};
+    if (auto [ec, n] = co_await asio::async_write(socket, message, token); ec) co_return;
+
+    boost::system::error_code ignored;
+    if (stall) {
+      // Hold the connection silently until the client gives up and closes it.
+      co_await socket.async_wait(tcp::socket::wait_read, token);
+      co_return;
+    }
+    if (reset) {
+      socket.set_option(asio::socket_base::linger(true, 0), ignored);
+      socket.close(ignored);
+      co_return;
+    }
+    if (truncate || behaviour_.close_after_response) {
+      socket.shutdown(tcp::socket::shutdown_both, ignored);
+      socket.close(ignored);
+      co_return;
+    }
+  }
+}
+
+}  // namespace tensorstream::testing
