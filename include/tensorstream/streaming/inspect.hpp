@@ -1,0 +1,26 @@
+#pragma once
+/// @file
+/// Reading the headers of a checkpoint without loading any tensor.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tensorstream/safetensors/header.hpp"
+#include "tensorstream/streaming/streamer_options.hpp"
+
+namespace tensorstream {
+
+/// The validated header of one safetensors object.
+struct FileHeader {
+  std::string url;          ///< Where the object is.
+  std::uint64_t size = 0;   ///< Its size in bytes.
+  Header header;            ///< Its tensors and metadata.
+};
+
+/// Fetches and validates the headers of the files a stream of `remote_path` would read, in the
+/// same order and with the same file selection, concurrently. Blocks the calling thread.
+/// Throws what RawStreamer::next() would for the same problems.
+std::vector<FileHeader> inspect(const std::string& remote_path, const StreamerOptions& options = {});
+
+}  // namespace tensorstream

@@ -1,0 +1,31 @@
+#pragma once
+/// @file
+/// What a stream did, for logs, the CLI and benchmarks.
+
+#include <cstdint>
+#include <string>
+
+namespace tensorstream {
+
+/// A snapshot of a stream's counters.
+struct StreamStats {
+  std::uint64_t files = 0;            ///< safetensors files streamed.
+  std::uint64_t tensors = 0;          ///< Tensors yielded so far.
+  std::uint64_t total_tensors = 0;    ///< Tensors the stream will yield (0 until headers are read).
+  std::uint64_t bytes = 0;            ///< Tensor bytes landed so far.
+  std::uint64_t total_bytes = 0;      ///< Tensor bytes the stream will load (0 until headers are read).
+  double elapsed_seconds = 0;         ///< Since the stream started (until it finished).
+  double first_tensor_seconds = -1;   ///< From the start to the first tensor ready; -1 before.
+  std::uint64_t requests = 0;         ///< Requests sent to the store.
+  std::uint64_t retries = 0;          ///< Requests repeated after transient failures.
+  std::uint64_t connections = 0;      ///< Network connections opened.
+  std::uint64_t peak_memory = 0;      ///< Most tensor bytes held at once.
+  std::string io_mode;                ///< How the store reads, e.g. "io_uring", "http".
+
+  /// Tensor bytes per second over the elapsed time, in GB/s (10^9 bytes).
+  double gigabytes_per_second() const {
+    return elapsed_seconds > 0 ? static_cast<double>(bytes) / elapsed_seconds / 1e9 : 0.0;
+  }
+};
+
+}  // namespace tensorstream

@@ -1,0 +1,49 @@
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "tensorstream/streaming/memory_budget.hpp"
+
+namespace tensorstream::detail {
+
+/// The memory tensors land in, for one stream.
+///
+/// Large tensors get mappings of their own with transparent huge pages requested. When such a
+/// tensor dies, its mapping is kept and handed to the next tensor of the same size, so a stream
+/// whose consumer releases tensors writes into memory that is already faulted in instead of
+/// paying a page fault (and the kernel's zeroing) for every page of the model. Kept mappings
+/// count towards the budget's limit together with live tensors: the pool unmaps kept ones before
+/// mapping more than the limit. Thread-safe; tensors may die on any thread, also after the stream.
+class TensorMemoryPool : public std::enable_shared_from_this<TensorMemoryPool> {
+ public:
+  explicit TensorMemoryPool(std::shared_ptr<MemoryBudget> budget);
+  ~TensorMemoryPool();
+  TensorMemoryPool(const TensorMemoryPool&) = delete;
+  TensorMemoryPool& operator=(const TensorMemoryPool&) = delete;
+
+  /// 64-byte aligned memory for `bytes`, which the caller already acquired from the budget. The
+  /// returned pointer gives the memory back to the pool and the bytes to the budget when its last
+  /// copy dies. Never null, also for zero bytes.
+  std::shared_ptr<std::byte> allocate(std::uint64_t bytes);
+
+  /// Unmaps every kept mapping; later releases unmap at once. Called when the stream ends.
+  void close();
+
+  /// Bytes of kept mappings.
+  std::uint64_t kept_bytes() const;
+
+ private:
+  void release(std::byte* memory, std::uint64_t bytes);
+
+  const std::shared_ptr<MemoryBudget> budget_;
+  mutable std::mutex mutex_;
+  std::multimap<std::uint64_t, std::byte*> kept_;
+  std::uint64_t kept_bytes_ = 0;
+  bool closed_ = false;
+};
+
+}  // namespace tensorstream::detail

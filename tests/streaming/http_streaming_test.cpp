@@ -1,0 +1,174 @@
+// Whole streams over real sockets: nginx over http and https, and a misbehaving server.
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+#include <set>
+
+#include "support/certificates.hpp"
+#include "support/fault_server.hpp"
+#include "support/nginx_server.hpp"
+#include "support/temp_dir.hpp"
+#include "tensorstream/error.hpp"
+#include "tensorstream/model/synthetic_model.hpp"
+#include "tensorstream/streaming/raw_streamer.hpp"
+
+namespace tensorstream {
+namespace {
+
+using testing::Certificates;
+using testing::FaultServer;
+using testing::NginxServer;
+using testing::TempDir;
+
+void expect_whole_model(RawStreamer& streamer) {
+  std::set<std::string> names;
+  while (auto tensor = streamer.next_blocking()) {
+    const auto expected = synthetic_bytes(tensor->info.name, 0, tensor->info.byte_size());
+    ASSERT_EQ(tensor->bytes().size(), expected.size());
+    EXPECT_EQ(std::memcmp(tensor->bytes().data(), expected.data(), expected.size()), 0)
+        << "bytes differ in " << tensor->info.name;
+    EXPECT_TRUE(names.insert(tensor->info.name).second) << "yielded twice: " << tensor->info.name;
+  }
+  std::set<std::string> expected;
+  for (const auto& spec : llama_tensors(synthetic_preset("tiny"))) expected.insert(spec.name);
+  EXPECT_EQ(names, expected);
+}
+
+StreamerOptions small_chunks() {
+  StreamerOptions options;
+  options.chunk_size = 100 * 1000;
+  options.max_concurrency = 8;
+  return options;
+}
+
+class HttpStreaming : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!NginxServer::available()) GTEST_SKIP() << "nginx is not installed";
+    generate_synthetic_model(models_.path() / "tiny", {.preset = "tiny"});
+  }
+
+  TempDir models_;
+};
+
+TEST_F(HttpStreaming, FileUrlStreamsByteExactOverHttp) {
+  NginxServer nginx({.root = models_.path()});
+  RawStreamer streamer(nginx.base_url() + "/tiny/model.safetensors", small_chunks());
+  expect_whole_model(streamer);
+  const auto stats = streamer.stats();
+  EXPECT_EQ(stats.io_mode, "http");
+  EXPECT_EQ(stats.retries, 0u);
+  EXPECT_LE(stats.connections, 8u) << "connections are reused";
+}
+
+TEST_F(HttpStreaming, PrefixUrlStreamsModelSafetensorsUnderIt) {
+  NginxServer nginx({.root = models_.path()});
+  RawStreamer streamer(nginx.base_url() + "/tiny/", small_chunks());
+  expect_whole_model(streamer);
+}
+
+TEST_F(HttpStreaming, StreamsByteExactOverHttpsWithTheTestsCa) {
+  if (!Certificates::available()) GTEST_SKIP() << "the openssl command is not installed";
+  TempDir pki;
+  const auto certificates = Certificates::generate(pki.path());
+  NginxServer nginx({.root = models_.path(),
+                     .certificate = certificates.server_certificate,
+                     .key = certificates.server_key});
+  StreamerOptions options = small_chunks();
+  options.store.http.ca_file = certificates.ca.string();
+  RawStreamer streamer(nginx.base_url() + "/tiny/model.safetensors", options);
+  expect_whole_model(streamer);
+}
+
+TEST_F(HttpStreaming, HttpsWithAnUntrustedCaFailsNamingTheCause) {
+  if (!Certificates::available()) GTEST_SKIP() << "the openssl command is not installed";
+  TempDir pki;
+  const auto certificates = Certificates::generate(pki.path());
+  NginxServer nginx({.root = models_.path(),
+                     .certificate = certificates.server_certificate,
+                     .key = certificates.server_key});
+  StreamerOptions options;
+  options.store.http.ca_file = certificates.other_ca.string();
+  const auto url = nginx.base_url() + "/tiny/model.safetensors";
+  RawStreamer streamer(url, options);
+  try {
+    streamer.next_blocking();
+    FAIL() << "expected StorageError";
+  } catch (const StorageError& error) {
+    const std::string message = error.what();
+    EXPECT_NE(message.find(url), std::string::npos) << message;
+    EXPECT_NE(message.find("certificate verify failed"), std::string::npos) << message;
+  }
+}
+
+TEST_F(HttpStreaming, MissingObjectIsNotFoundNamingTheUrl) {
+  NginxServer nginx({.root = models_.path()});
+  const auto url = nginx.base_url() + "/tiny/absent.safetensors";
+  RawStreamer streamer(url);
+  try {
+    streamer.next_blocking();
+    FAIL() << "expected NotFoundError";
+  } catch (const NotFoundError& error) {
+    EXPECT_NE(std::string(error.what()).find(url), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("404"), std::string::npos) << error.what();
+  }
+}
+
+TEST_F(HttpStreaming, ServerIgnoringRangeStillGivesExactBytes) {
+  NginxServer nginx({.root = models_.path(), .extra_config = "location / { max_ranges 0; }"});
+  RawStreamer streamer(nginx.base_url() + "/tiny/model.safetensors", small_chunks());
+  expect_whole_model(streamer);
+}
+
+TEST(HttpStreamingFaults, TransientFailuresAreRetriedAndTheStreamIsExact) {
+  TempDir dir;
+  generate_synthetic_model(dir.path(), {.preset = "tiny"});
+  std::ifstream in(dir.path() / "model.safetensors", std::ios::binary);
+  const std::string object((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  FaultServer server("/model.safetensors", object,
+                     {.fail_first = 2, .truncate_first = 5, .truncate_after = 1000});
+  StreamerOptions options = small_chunks();
+  options.store.http.retry_base_delay = std::chrono::milliseconds(1);
+  RawStreamer streamer(server.base_url() + "/model.safetensors", options);
+  expect_whole_model(streamer);
+  EXPECT_GE(streamer.stats().retries, 2u);
+}
+
+TEST(HttpStreamingFaults, AlwaysTruncatedBodyFailsNamingTheCause) {
+  TempDir dir;
+  generate_synthetic_model(dir.path(), {.preset = "tiny"});
+  std::ifstream in(dir.path() / "model.safetensors", std::ios::binary);
+  const std::string model((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  FaultServer server("/model.safetensors", model,
+                     {.truncate_first = FaultServer::always, .truncate_after = 10});
+  StreamerOptions options;
+  options.store.http.retry_base_delay = std::chrono::milliseconds(1);
+  options.store.http.retry_max_delay = std::chrono::milliseconds(2);
+  RawStreamer streamer(server.base_url() + "/model.safetensors", options);
+  try {
+    streamer.next_blocking();
+    FAIL() << "expected StorageError";
+  } catch (const StorageError& error) {
+    EXPECT_NE(std::string(error.what()).find("truncated"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("/model.safetensors"), std::string::npos);
+  }
+}
+
+TEST(HttpStreamingFaults, UnreachableHostFailsQuicklyWithACause) {
+  const auto port = testing::pick_free_port();
+  StreamerOptions options;
+  options.store.http.retry_base_delay = std::chrono::milliseconds(1);
+  options.store.http.retry_max_delay = std::chrono::milliseconds(2);
+  RawStreamer streamer("http://127.0.0.1:" + std::to_string(port) + "/m.safetensors", options);
+  try {
+    streamer.next_blocking();
+    FAIL() << "expected StorageError";
+  } catch (const StorageError& error) {
+    EXPECT_NE(std::string(error.what()).find("refused"), std::string::npos) << error.what();
+  }
+}
+
+}  // namespace
+}  // namespace tensorstream

@@ -1,0 +1,358 @@
+#include "tensorstream/streaming/raw_streamer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "streaming/gated_store.hpp"
+#include "support/temp_dir.hpp"
+#include "tensorstream/error.hpp"
+#include "tensorstream/model/synthetic_model.hpp"
+#include "tensorstream/safetensors/writer.hpp"
+#include "tensorstream/streaming/inspect.hpp"
+
+namespace tensorstream {
+namespace {
+
+using testing::TempDir;
+
+std::vector<StreamedTensor> stream_all(RawStreamer& streamer) {
+  std::vector<StreamedTensor> tensors;
+  while (auto tensor = streamer.next_blocking()) tensors.push_back(std::move(*tensor));
+  return tensors;
+}
+
+void expect_synthetic(const StreamedTensor& tensor) {
+  const auto expected = synthetic_bytes(tensor.info.name, 0, tensor.info.byte_size());
+  ASSERT_EQ(tensor.bytes().size(), expected.size()) << tensor.info.name;
+  EXPECT_EQ(std::memcmp(tensor.bytes().data(), expected.data(), expected.size()), 0)
+      << "bytes differ in " << tensor.info.name;
+}
+
+std::set<std::string> names_of(const std::vector<TensorSpec>& specs) {
+  std::set<std::string> names;
+  for (const auto& spec : specs) names.insert(spec.name);
+  return names;
+}
+
+// A file of named tensors whose bytes are `fill(name)` repeated.
+void write_file(const std::filesystem::path& path,
+                const std::vector<std::pair<std::string, std::uint64_t>>& tensors,
+                std::byte fill = std::byte{7}) {
+  std::vector<TensorSpec> specs;
+  for (const auto& [name, bytes] : tensors) {
+    specs.push_back({name, Dtype::U8, {static_cast<std::int64_t>(bytes)}});
+  }
+  write_safetensors(path, specs, [fill](const TensorSpec&, std::uint64_t, std::span<std::byte> out) {
+    std::fill(out.begin(), out.end(), fill);
+  });
+}
+
+StreamerOptions small_chunks() {
+  StreamerOptions options;
+  options.chunk_size = 64 * 1024;
+  options.max_concurrency = 8;
+  return options;
+}
+
+TEST(RawStreamer, StreamsEveryTensorOfAShardedModelByteExact) {
+  TempDir dir;
+  generate_synthetic_model(dir.path(), {.preset = "tiny", .shards = 3});
+  RawStreamer streamer(dir.path().string() + "/", small_chunks());
+  const auto tensors = stream_all(streamer);
+
+  std::set<std::string> names;
+  for (const auto& tensor : tensors) {
+    names.insert(tensor.info.name);
+    expect_synthetic(tensor);
+  }
+  EXPECT_EQ(names, names_of(llama_tensors(synthetic_preset("tiny"))));
+  EXPECT_EQ(tensors.size(), names.size());
+  const auto stats = streamer.stats();
+  EXPECT_EQ(stats.files, 3u);
+  EXPECT_EQ(stats.tensors, tensors.size());
+  EXPECT_EQ(stats.bytes, stats.total_bytes);
+  EXPECT_GE(stats.first_tensor_seconds, 0.0);
+  EXPECT_LE(stats.first_tensor_seconds, stats.elapsed_seconds);
+}
+
+TEST(RawStreamer, OneByteChunksAndZeroByteTensorsAreExact) {
+  TempDir dir;
+  const auto path = dir.path() / "edge.safetensors";
+  std::vector<TensorSpec> specs{{"empty", Dtype::F32, {0, 4}},
+                                {"one", Dtype::U8, {1}},
+                                {"seven", Dtype::I8, {7}},
+                                {"scalar", Dtype::F64, {}}};
+  write_safetensors(path, specs, [](const TensorSpec& spec, std::uint64_t offset, std::span<std::byte> out) {
+    fill_synthetic_bytes(spec.name, offset, out);
+  });
+  StreamerOptions options;
+  options.chunk_size = 1;
+  RawStreamer streamer("file://" + path.string(), options);
+  std::map<std::string, StreamedTensor> tensors;
+  for (auto& tensor : stream_all(streamer)) tensors.emplace(tensor.info.name, tensor);
+  ASSERT_EQ(tensors.size(), 4u);
+  EXPECT_EQ(tensors.at("empty").info.byte_size(), 0u);
+  EXPECT_NE(tensors.at("empty").data, nullptr);
+  EXPECT_EQ(tensors.at("empty").info.shape, (std::vector<std::int64_t>{0, 4}));
+  for (const auto& [name, tensor] : tensors) expect_synthetic(tensor);
+  EXPECT_EQ(streamer.stats().bytes, 16u);
+}
+
+TEST(RawStreamer, ADirectoryNamedWithoutSlashIsAPrefix) {
+  TempDir dir;
+  generate_synthetic_model(dir.path(), {.preset = "tiny", .shards = 2});
+  RawStreamer streamer(dir.path().string(), small_chunks());
+  EXPECT_EQ(stream_all(streamer).size(), llama_tensors(synthetic_preset("tiny")).size());
+}
+
+TEST(RawStreamer, FirstFileInLexicographicOrderWinsForDuplicateNames) {
+  TempDir dir;
+  write_file(dir.path() / "b.safetensors", {{"shared", 16}, {"only_b", 4}}, std::byte{2});
+  write_file(dir.path() / "a.safetensors", {{"shared", 16}, {"only_a", 4}}, std::byte{1});
+  RawStreamer streamer(dir.path().string() + "/");
+  std::map<std::string, StreamedTensor> tensors;
+  for (auto& tensor : stream_all(streamer)) {
+    ASSERT_TRUE(tensors.emplace(tensor.info.name, tensor).second) << "yielded twice: " << tensor.info.name;
+  }
+  ASSERT_EQ(tensors.size(), 3u);
+  EXPECT_EQ(tensors.at("shared").bytes()[0], std::byte{1});
+  EXPECT_NE(tensors.at("shared").object.find("a.safetensors"), std::string::npos);
+}
+
+TEST(RawStreamer, PrefixWithoutSafetensorsFilesNamesThePattern) {
+  TempDir dir;
+  std::ofstream(dir.path() / "config.json") << "{}";
+  RawStreamer streamer(dir.path().string() + "/");
+  try {
+    streamer.next_blocking();
+    FAIL() << "expected NotFoundError";
+  } catch (const NotFoundError& error) {
+    EXPECT_NE(std::string(error.what()).find("no files found matching pattern: *.safetensors"),
+              std::string::npos)
+        << error.what();
+  }
+}
+
+TEST(RawStreamer, MissingFileIsNotFoundNamingThePath) {
+  TempDir dir;
+  const auto path = (dir.path() / "absent.safetensors").string();
+  RawStreamer streamer(path);
+  try {
+    streamer.next_blocking();
+    FAIL() << "expected NotFoundError";
+  } catch (const NotFoundError& error) {
+    EXPECT_NE(std::string(error.what()).find(path), std::string::npos) << error.what();
+  }
+}
+
+TEST(RawStreamer, MalformedHeaderIsAFormatErrorNamingTheFile) {
+  TempDir dir;
+  const auto path = dir.path() / "bad.safetensors";
+  const std::string json = R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,7]}})";
+  std::string bytes(8, '\0');
+  const std::uint64_t length = json.size();
+  std::memcpy(bytes.data(), &length, 8);
+  std::ofstream(path, std::ios::binary) << bytes << json << std::string(7, '\0');
+  RawStreamer streamer(path.string());
+  try {
+    streamer.next_blocking();
+    FAIL() << "expected FormatError";
+  } catch (const FormatError& error) {
+    EXPECT_NE(std::string(error.what()).find(path.string()), std::string::npos) << error.what();
+  }
+}
+
+TEST(RawStreamer, UnsupportedSchemeIsRejectedAtConstruction) {
+  EXPECT_THROW(RawStreamer("ftp://host/model.safetensors"), InvalidArgument);
+}
+
+TEST(RawStreamer, InvalidOptionsAreRejectedAtConstruction) {
+  StreamerOptions options;
+  options.chunk_size = 0;
+  EXPECT_THROW(RawStreamer("/tmp/x.safetensors", options), InvalidArgument);
+  options = {};
+  options.tensor_parallel_size = 2;
+  options.rank = 2;
+  EXPECT_THROW(RawStreamer("/tmp/", options), InvalidArgument);
+}
+
+TEST(RawStreamer, TensorParallelRankStreamsOnlyItsRankFiles) {
+  TempDir dir;
+  write_file(dir.path() / "model-rank-0-part-0.safetensors", {{"w", 8}}, std::byte{10});
+  write_file(dir.path() / "model-rank-1-part-0.safetensors", {{"w", 8}}, std::byte{11});
+  write_file(dir.path() / "model-rank-1-part-1.safetensors", {{"v", 4}}, std::byte{12});
+  write_file(dir.path() / "model.safetensors", {{"w", 8}}, std::byte{13});
+  StreamerOptions options;
+  options.tensor_parallel_size = 2;
+  options.rank = 1;
+  RawStreamer streamer(dir.path().string() + "/", options);
+  std::map<std::string, std::byte> first_bytes;
+  for (auto& tensor : stream_all(streamer)) first_bytes[tensor.info.name] = tensor.bytes()[0];
+  EXPECT_EQ(first_bytes, (std::map<std::string, std::byte>{{"v", std::byte{12}}, {"w", std::byte{11}}}));
+
+  options.rank = 0;
+  options.tensor_parallel_size = 4;
+  TempDir empty;
+  RawStreamer none(empty.path().string() + "/", options);
+  try {
+    none.next_blocking();
+    FAIL() << "expected NotFoundError";
+  } catch (const NotFoundError& error) {
+    EXPECT_NE(std::string(error.what()).find("model-rank-0-part-*.safetensors"), std::string::npos);
+  }
+}
+
+TEST(RawStreamer, PreadFallbackStreamsByteExactAndSaysSo) {
+  TempDir dir;
+  generate_synthetic_model(dir.path(), {.preset = "tiny", .shards = 2});
+  StreamerOptions options = small_chunks();
+  options.store.file.use_io_uring = false;
+  RawStreamer streamer(dir.path().string(), options);
+  for (const auto& tensor : stream_all(streamer)) expect_synthetic(tensor);
+  EXPECT_EQ(streamer.stats().io_mode.rfind("pread", 0), 0u) << streamer.stats().io_mode;
+}
+
+TEST(RawStreamer, IoUringModeIsReportedWhereAvailable) {
+  const auto reason = FileStore::io_uring_unavailable_reason();
+  if (!reason.empty()) GTEST_SKIP() << "io_uring unavailable here: " << reason;
+  TempDir dir;
+  generate_synthetic_model(dir.path(), {.preset = "tiny"});
+  RawStreamer streamer(dir.path().string(), small_chunks());
+  for (const auto& tensor : stream_all(streamer)) expect_synthetic(tensor);
+  EXPECT_EQ(streamer.stats().io_mode, "io_uring");
+}
+
+// A big tensor first in the file, held back by the store, and small ones after it.
+struct GatedModel {
+  TempDir dir;
+  std::filesystem::path path = dir.path() / "model.safetensors";
+  GatedStore* store = nullptr;
+  std::atomic<int> cancelled_reads{0};
+
+  GatedModel() {
+    write_file(path, {{"big", 1 << 20}, {"small.0", 100}, {"small.1", 200}, {"small.2", 300}});
+  }
+
+  std::unique_ptr<RawStreamer> open(StreamerOptions options = {}) {
+    const auto header = inspect(path.string()).at(0).header;
+    const auto& big = header.tensors.at(0);
+    options.io_threads = 1;
+    options.chunk_size = 256 * 1024;
+    return std::make_unique<RawStreamer>(path.string(), options, [&, big, start = header.data_start](
+                                                    const Url&, boost::asio::any_io_executor executor) {
+      auto gated = std::make_unique<GatedStore>(executor, path.string(), start + big.begin,
+                                                start + big.end, cancelled_reads);
+      store = gated.get();
+      return gated;
+    });
+  }
+};
+
+TEST(RawStreamer, ASlowBigTensorDoesNotHoldBackSmallOnes) {
+  GatedModel model;
+  auto streamer_ptr = model.open();
+  RawStreamer& streamer = *streamer_ptr;
+  std::vector<std::string> order;
+  for (int i = 0; i < 3; ++i) order.push_back(streamer.next_blocking().value().info.name);
+  EXPECT_EQ(std::set<std::string>(order.begin(), order.end()),
+            (std::set<std::string>{"small.0", "small.1", "small.2"}));
+  EXPECT_GT(model.store->held_reads(), 0);
+  model.store->open();
+  const auto big = streamer.next_blocking();
+  ASSERT_TRUE(big.has_value());
+  EXPECT_EQ(big->info.name, "big");
+  EXPECT_FALSE(streamer.next_blocking().has_value());
+}
+
+TEST(RawStreamer, DestroyingTheStreamerCancelsOutstandingReads) {
+  GatedModel model;
+  auto streamer = model.open();
+  const StreamedTensor kept = streamer->next_blocking().value();
+  while (model.store->held_reads() < 4) std::this_thread::yield();
+  streamer.reset();
+  EXPECT_EQ(model.cancelled_reads.load(), 4);
+  EXPECT_EQ(kept.bytes()[0], std::byte{7}) << "a yielded tensor outlives its stream";
+}
+
+TEST(RawStreamer, MemoryStaysWithinTheLimitWithASlowConsumer) {
+  TempDir dir;
+  generate_synthetic_model(dir.path(), {.preset = "tiny", .shards = 2});
+  StreamerOptions options = small_chunks();
+  options.memory_limit = 1 << 20;
+  RawStreamer streamer(dir.path().string(), options);
+  std::size_t count = 0;
+  while (auto tensor = streamer.next_blocking()) {
+    expect_synthetic(*tensor);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    ++count;
+  }
+  EXPECT_EQ(count, llama_tensors(synthetic_preset("tiny")).size());
+  EXPECT_LE(streamer.stats().peak_memory, options.memory_limit);
+  EXPECT_GT(streamer.stats().peak_memory, 0u);
+}
+
+TEST(RawStreamer, ATensorLargerThanTheLimitLoadsAlone) {
+  TempDir dir;
+  write_file(dir.path() / "m.safetensors", {{"a", 5000}, {"b", 3000}, {"c", 100}});
+  StreamerOptions options;
+  options.memory_limit = 1000;
+  RawStreamer streamer(dir.path().string(), options);
+  std::size_t count = 0;
+  while (auto tensor = streamer.next_blocking()) ++count;
+  EXPECT_EQ(count, 3u);
+  EXPECT_EQ(streamer.stats().peak_memory, 5000u);
+}
+
+TEST(RawStreamer, AConsumerHoldingEveryTensorGetsAnErrorInsteadOfAHang) {
+  TempDir dir;
+  write_file(dir.path() / "m.safetensors", {{"a", 400}, {"b", 400}, {"c", 400}});
+  StreamerOptions options;
+  options.memory_limit = 1000;
+  RawStreamer streamer(dir.path().string(), options);
+  std::vector<StreamedTensor> kept;
+  try {
+    while (auto tensor = streamer.next_blocking()) kept.push_back(std::move(*tensor));
+    FAIL() << "expected an Error about memory_limit";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("memory_limit"), std::string::npos) << error.what();
+  }
+  EXPECT_EQ(kept.size(), 2u);
+}
+
+TEST(RawStreamer, CoroutineNextResumesOnTheCallersExecutor) {
+  TempDir dir;
+  generate_synthetic_model(dir.path(), {.preset = "tiny"});
+  RawStreamer streamer(dir.path().string(), small_chunks());
+  boost::asio::io_context service;
+  std::thread::id service_thread;
+  auto done = boost::asio::co_spawn(
+      service,
+      [&]() -> boost::asio::awaitable<std::size_t> {
+        std::size_t count = 0;
+        while (auto tensor = co_await streamer.next()) {
+          EXPECT_EQ(std::this_thread::get_id(), service_thread);
+          expect_synthetic(*tensor);
+          ++count;
+        }
+        co_return count;
+      },
+      boost::asio::use_future);
+  std::thread runner([&] {
+    service_thread = std::this_thread::get_id();
+    service.run();
+  });
+  runner.join();
+  EXPECT_EQ(done.get(), llama_tensors(synthetic_preset("tiny")).size());
+}
+
+}  // namespace
+}  // namespace tensorstream

@@ -1,0 +1,68 @@
+#include "streaming/tensor_memory.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace tensorstream::detail {
+namespace {
+
+constexpr std::uint64_t mib = 1 << 20;
+
+struct Pool {
+  std::shared_ptr<MemoryBudget> budget;
+  std::shared_ptr<TensorMemoryPool> pool;
+
+  explicit Pool(std::uint64_t limit)
+      : budget(std::make_shared<MemoryBudget>(limit)),
+        pool(std::make_shared<TensorMemoryPool>(budget)) {}
+
+  std::shared_ptr<std::byte> allocate(std::uint64_t bytes) {
+    EXPECT_TRUE(budget->try_acquire(bytes));
+    return pool->allocate(bytes);
+  }
+};
+
+TEST(TensorMemoryPool, ReleasedMappingIsReusedForATensorOfTheSameSize) {
+  Pool p(16 * mib);
+  auto first = p.allocate(2 * mib);
+  std::memset(first.get(), 1, 2 * mib);
+  std::byte* address = first.get();
+  first.reset();
+  EXPECT_EQ(p.budget->used(), 0u);
+  EXPECT_EQ(p.pool->kept_bytes(), 2 * mib);
+  auto second = p.allocate(2 * mib);
+  EXPECT_EQ(second.get(), address);
+  EXPECT_EQ(p.pool->kept_bytes(), 0u);
+}
+
+TEST(TensorMemoryPool, KeptMappingsAreUnmappedBeforeTheLimitIsExceeded) {
+  Pool p(8 * mib);
+  p.allocate(3 * mib).reset();
+  p.allocate(4 * mib).reset();
+  EXPECT_EQ(p.pool->kept_bytes(), 7 * mib);
+  auto other = p.allocate(5 * mib);
+  EXPECT_LE(p.budget->used() + p.pool->kept_bytes(), 8 * mib);
+  EXPECT_EQ(p.pool->kept_bytes(), 3 * mib);
+}
+
+TEST(TensorMemoryPool, MemoryIsAlignedAndZeroBytesGetAPointer) {
+  Pool p(8 * mib);
+  for (std::uint64_t bytes : {std::uint64_t{1}, std::uint64_t{100}, 3 * mib}) {
+    auto memory = p.allocate(bytes);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(memory.get()) % 64, 0u) << bytes;
+  }
+  EXPECT_NE(p.allocate(0).get(), nullptr);
+}
+
+TEST(TensorMemoryPool, ReleasesAfterCloseUnmapAtOnce) {
+  Pool p(8 * mib);
+  auto memory = p.allocate(2 * mib);
+  p.pool->close();
+  memory.reset();
+  EXPECT_EQ(p.pool->kept_bytes(), 0u);
+  EXPECT_EQ(p.budget->used(), 0u);
+}
+
+}  // namespace
+}  // namespace tensorstream::detail
