@@ -1,0 +1,16 @@
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace tensorstream::cli {
+
+/// Parses "16MiB", "1.5GiB", "512KiB", "100MB", "4096": binary (KiB, MiB, GiB, TiB) and decimal
+/// (KB, MB, GB, TB) units, case-insensitive, optional "B". Throws InvalidArgument naming `option`.
+std::uint64_t parse_byte_size(std::string_view text, std::string_view option);
+
+/// "1.5 GiB", "12.0 MiB", "512 B": for humans.
+std::string format_byte_size(std::uint64_t bytes);
+
+}  // namespace tensorstream::cli

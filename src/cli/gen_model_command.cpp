@@ -1,0 +1,30 @@
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/byte_size.hpp"
+#include "cli/commands.hpp"
+#include "tensorstream/model/synthetic_model.hpp"
+
+namespace tensorstream::cli {
+
+void register_gen_model_command(CLI::App& app) {
+  auto directory = std::make_shared<std::string>();
+  auto options = std::make_shared<SyntheticModelOptions>();
+  auto* command =
+      app.add_subcommand("gen-model", "Write a synthetic Llama-shaped checkpoint for tests and demos");
+  command->add_option("dir", *directory, "Directory to write into (created if missing)")->required();
+  command->add_option("--preset", options->preset, "tiny or llama-7b-4layers")
+      ->capture_default_str();
+  command->add_option("--shards", options->shards, "Number of .safetensors files")
+      ->capture_default_str();
+  command->add_flag("--index", options->index, "Also write model.safetensors.index.json");
+  command->callback([directory, options] {
+    const SyntheticModel model = generate_synthetic_model(*directory, *options);
+    std::printf("wrote %zu tensors (%s) in %zu shard(s) to %s\n", model.tensors,
+                format_byte_size(model.tensor_bytes).c_str(), model.shards.size(),
+                directory->c_str());
+  });
+}
+
+}  // namespace tensorstream::cli

@@ -1,0 +1,29 @@
+// tensorstream: stream safetensors checkpoints from object storage into memory.
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.hpp"
+#include "tensorstream/error.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"Streams safetensors checkpoints from object storage (file://, http(s)://) into "
+               "memory, tensor by tensor as they complete."};
+  app.require_subcommand(1);
+  tensorstream::cli::register_stream_command(app);
+  tensorstream::cli::register_inspect_command(app);
+  tensorstream::cli::register_gen_model_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error);
+  } catch (const tensorstream::InvalidArgument& error) {
+    std::fprintf(stderr, "tensorstream: error: %s\n", error.what());
+    return 2;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "tensorstream: error: %s\n", error.what());
+    return 1;
+  }
+  return 0;
+}

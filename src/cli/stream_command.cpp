@@ -1,0 +1,134 @@
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "cli/byte_size.hpp"
+#include "cli/commands.hpp"
+#include "cli/json_writer.hpp"
+#include "cli/progress_bar.hpp"
+#include "cli/sha256.hpp"
+#include "tensorstream/error.hpp"
+#include "tensorstream/streaming/raw_streamer.hpp"
+#include "tensorstream/streaming/safetensors_streamer.hpp"
+
+namespace tensorstream::cli {
+namespace {
+
+struct StreamArguments {
+  std::string url;
+  std::string chunk_size = "16MiB";
+  std::size_t concurrency = 32;
+  std::string memory_limit = "1GiB";
+  std::size_t io_threads = StreamerOptions{}.io_threads;
+  int rank = 0;
+  int tensor_parallel_size = 1;
+  bool json = false;
+  std::string checksum;
+};
+
+std::string tensor_line(const StreamedTensor& tensor, const std::string& digest) {
+  std::string line = "{";
+  append_key(line, "name");
+  append_json_string(line, tensor.info.name);
+  append_key(line, "dtype");
+  append_json_string(line, dtype_name(tensor.info.dtype));
+  append_key(line, "shape");
+  append_int_array(line, tensor.info.shape);
+  append_key(line, "bytes");
+  line += std::to_string(tensor.info.byte_size());
+  if (!digest.empty()) {
+    append_key(line, "sha256");
+    append_json_string(line, digest);
+  }
+  line += '}';
+  return line;
+}
+
+std::string summary_line(const StreamStats& stats) {
+  char text[256];
+  std::snprintf(text, sizeof text,
+                "{\"summary\":{\"tensors\":%llu,\"bytes\":%llu,\"seconds\":%.6f,\"gb_per_s\":%.6f,"
+                "\"first_tensor_ms\":%.3f}}",
+                static_cast<unsigned long long>(stats.tensors),
+                static_cast<unsigned long long>(stats.bytes), stats.elapsed_seconds,
+                stats.gigabytes_per_second(),
+                stats.first_tensor_seconds < 0 ? 0.0 : stats.first_tensor_seconds * 1e3);
+  return text;
+}
+
+void run_stream(const StreamArguments& arguments) {
+  if (!arguments.checksum.empty() && arguments.checksum != "sha256") {
+    throw InvalidArgument("--checksum: unsupported algorithm '" + arguments.checksum +
+                          "' (supported: sha256)");
+  }
+  StreamerOptions options;
+  options.chunk_size = parse_byte_size(arguments.chunk_size, "--chunk-size");
+  options.max_concurrency = arguments.concurrency;
+  options.memory_limit = parse_byte_size(arguments.memory_limit, "--memory-limit");
+  options.io_threads = arguments.io_threads;
+  options.rank = arguments.rank;
+  options.tensor_parallel_size = arguments.tensor_parallel_size;
+
+  RawStreamer streamer(arguments.url, options);
+  std::optional<ProgressBar> progress;
+  if (!arguments.json && ::isatty(STDERR_FILENO)) progress.emplace([&] { return streamer.stats(); });
+
+  while (auto tensor = streamer.next_blocking()) {
+    // Made and dropped like a service would, so the timing includes getting a torch::Tensor.
+    const at::Tensor value = to_torch(*tensor);
+    const std::string digest = arguments.checksum.empty() ? "" : sha256_hex(tensor->bytes());
+    if (arguments.json) {
+      std::puts(tensor_line(*tensor, digest).c_str());
+    } else if (!digest.empty()) {
+      std::printf("%s  %s\n", digest.c_str(), tensor->info.name.c_str());
+    }
+  }
+  progress.reset();
+  const StreamStats stats = streamer.stats();
+  if (arguments.json) {
+    std::puts(summary_line(stats).c_str());
+  } else {
+    std::printf("streamed %llu tensors (%s) from %s in %.3f s: %.3f GB/s, first tensor after "
+                "%.1f ms [%s, %llu requests, %llu retries, peak memory %s]\n",
+                static_cast<unsigned long long>(stats.tensors),
+                format_byte_size(stats.bytes).c_str(), arguments.url.c_str(),
+                stats.elapsed_seconds, stats.gigabytes_per_second(),
+                stats.first_tensor_seconds * 1e3, stats.io_mode.c_str(),
+                static_cast<unsigned long long>(stats.requests),
+                static_cast<unsigned long long>(stats.retries),
+                format_byte_size(stats.peak_memory).c_str());
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+void register_stream_command(CLI::App& app) {
+  auto arguments = std::make_shared<StreamArguments>();
+  auto* command = app.add_subcommand("stream", "Stream every tensor of a checkpoint and drop it");
+  command->add_option("url", arguments->url,
+                      "File, directory or prefix: /path, file:///path, http(s)://host/path")
+      ->required();
+  command->add_option("--chunk-size", arguments->chunk_size, "Bytes per range read")
+      ->capture_default_str();
+  command->add_option("--concurrency", arguments->concurrency, "Range reads in flight")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  command->add_option("--memory-limit", arguments->memory_limit,
+                      "Tensor memory held at once")
+      ->capture_default_str();
+  command->add_option("--io-threads", arguments->io_threads, "I/O threads")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  command->add_option("--rank", arguments->rank, "Tensor-parallel rank")->capture_default_str();
+  command->add_option("--tp", arguments->tensor_parallel_size, "Tensor-parallel size")
+      ->capture_default_str();
+  command->add_flag("--json", arguments->json, "One JSON object per tensor, then a summary");
+  command->add_option("--checksum", arguments->checksum, "Hash each tensor's bytes: sha256");
+  command->callback([arguments] { run_stream(*arguments); });
+}
+
+}  // namespace tensorstream::cli

@@ -1,0 +1,176 @@
+// The command-line contract that scripts rely on: output formats, exit status, error lines.
+
+#include <gtest/gtest.h>
+#include <openssl/evp.h>
+
+#include <map>
+#include <regex>
+#include <set>
+
+#include "support/nginx_server.hpp"
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+#include "tensorstream/model/synthetic_model.hpp"
+
+namespace tensorstream {
+namespace {
+
+using testing::lines_of;
+using testing::ProcessResult;
+using testing::TempDir;
+
+ProcessResult cli(std::vector<std::string> arguments) {
+  arguments.insert(arguments.begin(), TENSORSTREAM_CLI_PATH);
+  return testing::run_process(arguments);
+}
+
+std::string sha256_hex(const std::vector<std::byte>& bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr);
+  std::string hex;
+  for (unsigned int i = 0; i < length; ++i) {
+    char pair[3];
+    std::snprintf(pair, sizeof pair, "%02x", digest[i]);
+    hex += pair;
+  }
+  return hex;
+}
+
+std::map<std::string, TensorSpec> tiny_tensors() {
+  std::map<std::string, TensorSpec> specs;
+  for (auto& spec : llama_tensors(synthetic_preset("tiny"))) specs.emplace(spec.name, spec);
+  return specs;
+}
+
+std::string shape_json(const std::vector<std::int64_t>& shape) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i != 0) text += ',';
+    text += std::to_string(shape[i]);
+  }
+  text += ']';
+  return text;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(cli({"gen-model", model_.path().string(), "--preset", "tiny", "--shards", "2"}).exit_code, 0);
+  }
+  TempDir model_;
+};
+
+TEST_F(Cli, StreamJsonPrintsOneExactLinePerTensorThenASummary) {
+  const auto result = cli({"stream", model_.path().string(), "--json", "--checksum", "sha256",
+                           "--chunk-size", "64KiB", "--concurrency", "4"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto lines = lines_of(result.out);
+  const auto specs = tiny_tensors();
+  ASSERT_EQ(lines.size(), specs.size() + 1);
+
+  const std::regex tensor_line(
+      R"re(\{"name":"([^"]+)","dtype":"BF16","shape":(\[[0-9,]*\]),"bytes":([0-9]+),"sha256":"([0-9a-f]{64})"\})re");
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i + 1 < lines.size(); ++i) {
+    std::smatch match;
+    ASSERT_TRUE(std::regex_match(lines[i], match, tensor_line)) << lines[i];
+    const auto& spec = specs.at(match[1]);
+    EXPECT_EQ(match[2], shape_json(spec.shape));
+    const auto bytes = tensor_byte_size(spec);
+    EXPECT_EQ(match[3], std::to_string(bytes));
+    EXPECT_EQ(match[4], sha256_hex(synthetic_bytes(spec.name, 0, bytes))) << spec.name;
+    seen.insert(match[1]);
+  }
+  EXPECT_EQ(seen.size(), specs.size());
+
+  const std::regex summary(
+      R"re(\{"summary":\{"tensors":([0-9]+),"bytes":([0-9]+),"seconds":[0-9.]+,"gb_per_s":[0-9.]+,"first_tensor_ms":[0-9.]+\}\})re");
+  std::smatch match;
+  ASSERT_TRUE(std::regex_match(lines.back(), match, summary)) << lines.back();
+  EXPECT_EQ(match[1], std::to_string(specs.size()));
+}
+
+TEST_F(Cli, StreamWithoutJsonPrintsOneSummaryLine) {
+  const auto result = cli({"stream", "file://" + model_.path().string() + "/"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto lines = lines_of(result.out);
+  ASSERT_EQ(lines.size(), 1u) << result.out;
+  EXPECT_EQ(lines[0].rfind("streamed " + std::to_string(tiny_tensors().size()) + " tensors", 0), 0u)
+      << lines[0];
+}
+
+TEST_F(Cli, InspectJsonReportsEveryTensorWithoutStreaming) {
+  const auto result = cli({"inspect", model_.path().string(), "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("\"total_tensors\":" + std::to_string(tiny_tensors().size())),
+            std::string::npos);
+  EXPECT_NE(result.out.find(R"re("name":"model.norm.weight","dtype":"BF16","shape":[256])re"),
+            std::string::npos);
+  EXPECT_NE(result.out.find("model-00002-of-00002.safetensors"), std::string::npos);
+}
+
+TEST_F(Cli, InspectTablePrintsTotals) {
+  const auto result = cli({"inspect", model_.path().string()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("total: " + std::to_string(tiny_tensors().size()) + " tensors"),
+            std::string::npos)
+      << result.out;
+}
+
+TEST(CliErrors, MissingFileExitsNonZeroWithOneLineNamingIt) {
+  TempDir dir;
+  const auto path = (dir.path() / "nope.safetensors").string();
+  const auto result = cli({"stream", path});
+  EXPECT_EQ(result.exit_code, 1);
+  const auto lines = lines_of(result.err);
+  ASSERT_EQ(lines.size(), 1u) << result.err;
+  EXPECT_EQ(lines[0].rfind("tensorstream: error: " + path, 0), 0u) << lines[0];
+  EXPECT_TRUE(result.out.empty());
+}
+
+TEST(CliErrors, WrongSchemeExitsWithUsageStatus) {
+  const auto result = cli({"stream", "ftp://host/model.safetensors"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("unsupported scheme 'ftp'"), std::string::npos) << result.err;
+}
+
+TEST(CliErrors, BadSizeNamesTheOption) {
+  const auto result = cli({"stream", "/tmp/x.safetensors", "--chunk-size", "12XB"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--chunk-size: invalid size '12XB'"), std::string::npos) << result.err;
+}
+
+TEST(CliErrors, MalformedHeaderIsOneLineNamingTheFile) {
+  TempDir dir;
+  const auto path = (dir.path() / "bad.safetensors").string();
+  std::FILE* file = std::fopen(path.c_str(), "wb");
+  const std::uint64_t length = 4;
+  std::fwrite(&length, 8, 1, file);
+  std::fputs("{oops", file);
+  std::fclose(file);
+  const auto result = cli({"stream", path});
+  EXPECT_EQ(result.exit_code, 1);
+  ASSERT_EQ(lines_of(result.err).size(), 1u) << result.err;
+  EXPECT_NE(result.err.find(path), std::string::npos) << result.err;
+}
+
+TEST(CliErrors, Http404IsOneLineNamingTheUrl) {
+  if (!testing::NginxServer::available()) GTEST_SKIP() << "nginx is not installed";
+  TempDir root;
+  testing::NginxServer nginx({.root = root.path()});
+  const auto url = nginx.base_url() + "/missing/model.safetensors";
+  const auto result = cli({"stream", url});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.err, "tensorstream: error: " + url + ": HTTP 404 Not Found\n");
+}
+
+TEST(CliGenModel, UnknownPresetIsRejected) {
+  TempDir dir;
+  const auto result = cli({"gen-model", dir.path().string(), "--preset", "huge"});
+  EXPECT_NE(result.exit_code, 0);
+  EXPECT_NE(result.err.find("huge"), std::string::npos) << result.err;
+}
+
+}  // namespace
+}  // namespace tensorstream

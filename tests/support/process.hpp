@@ -1,0 +1,22 @@
+#pragma once
+// Running a program to completion and capturing what it printed, for the CLI tests.
+
+#include <string>
+#include <vector>
+
+namespace tensorstream::testing {
+
+/// How a program ended and what it printed.
+struct ProcessResult {
+  int exit_code = -1;   ///< Exit status, or 128 + signal number if it was killed.
+  std::string out;      ///< Everything written to stdout.
+  std::string err;      ///< Everything written to stderr.
+};
+
+/// Runs `argv` (argv[0] is the program's path) with stdin from /dev/null and waits for it.
+ProcessResult run_process(const std::vector<std::string>& argv);
+
+/// The lines of `text`, without their '\n'.
+std::vector<std::string> lines_of(const std::string& text);
+
+}  // namespace tensorstream::testing
