@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <set>
 
 #include "support/certificates.hpp"
@@ -36,6 +37,14 @@ void expect_whole_model(RawStreamer& streamer) {
   EXPECT_EQ(names, expected);
 }
 
+// A tiny synthetic checkpoint as one string, for the fault server to serve.
+std::string tiny_model_file() {
+  TempDir dir;
+  generate_synthetic_model(dir.path(), {.preset = "tiny"});
+  std::ifstream in(dir.path() / "model.safetensors", std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
 StreamerOptions small_chunks() {
   StreamerOptions options;
   options.chunk_size = 100 * 1000;
@@ -50,7 +59,20 @@ class HttpStreaming : public ::testing::Test {
     generate_synthetic_model(models_.path() / "tiny", {.preset = "tiny"});
   }
 
+  // nginx serving the models over https with a CA made for this test, or nullptr (and the test
+  // skipped) without the openssl command.
+  std::unique_ptr<NginxServer> start_https() {
+    if (!Certificates::available()) return nullptr;
+    certificates_ = Certificates::generate(pki_.path());
+    return std::make_unique<NginxServer>(NginxServer::Options{
+        .root = models_.path(),
+        .certificate = certificates_.server_certificate,
+        .key = certificates_.server_key});
+  }
+
   TempDir models_;
+  TempDir pki_;
+  Certificates certificates_;
 };
 
 TEST_F(HttpStreaming, FileUrlStreamsByteExactOverHttp) {
@@ -70,28 +92,20 @@ TEST_F(HttpStreaming, PrefixUrlStreamsModelSafetensorsUnderIt) {
 }
 
 TEST_F(HttpStreaming, StreamsByteExactOverHttpsWithTheTestsCa) {
-  if (!Certificates::available()) GTEST_SKIP() << "the openssl command is not installed";
-  TempDir pki;
-  const auto certificates = Certificates::generate(pki.path());
-  NginxServer nginx({.root = models_.path(),
-                     .certificate = certificates.server_certificate,
-                     .key = certificates.server_key});
+  const auto nginx = start_https();
+  if (!nginx) GTEST_SKIP() << "the openssl command is not installed";
   StreamerOptions options = small_chunks();
-  options.store.http.ca_file = certificates.ca.string();
-  RawStreamer streamer(nginx.base_url() + "/tiny/model.safetensors", options);
+  options.store.http.ca_file = certificates_.ca.string();
+  RawStreamer streamer(nginx->base_url() + "/tiny/model.safetensors", options);
   expect_whole_model(streamer);
 }
 
 TEST_F(HttpStreaming, HttpsWithAnUntrustedCaFailsNamingTheCause) {
-  if (!Certificates::available()) GTEST_SKIP() << "the openssl command is not installed";
-  TempDir pki;
-  const auto certificates = Certificates::generate(pki.path());
-  NginxServer nginx({.root = models_.path(),
-                     .certificate = certificates.server_certificate,
-                     .key = certificates.server_key});
+  const auto nginx = start_https();
+  if (!nginx) GTEST_SKIP() << "the openssl command is not installed";
   StreamerOptions options;
-  options.store.http.ca_file = certificates.other_ca.string();
-  const auto url = nginx.base_url() + "/tiny/model.safetensors";
+  options.store.http.ca_file = certificates_.other_ca.string();
+  const auto url = nginx->base_url() + "/tiny/model.safetensors";
   RawStreamer streamer(url, options);
   try {
     streamer.next_blocking();
@@ -123,11 +137,7 @@ TEST_F(HttpStreaming, ServerIgnoringRangeStillGivesExactBytes) {
 }
 
 TEST(HttpStreamingFaults, TransientFailuresAreRetriedAndTheStreamIsExact) {
-  TempDir dir;
-  generate_synthetic_model(dir.path(), {.preset = "tiny"});
-  std::ifstream in(dir.path() / "model.safetensors", std::ios::binary);
-  const std::string object((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  FaultServer server("/model.safetensors", object,
+  FaultServer server("/model.safetensors", tiny_model_file(),
                      {.fail_first = 2, .truncate_first = 5, .truncate_after = 1000});
   StreamerOptions options = small_chunks();
   options.store.http.retry_base_delay = std::chrono::milliseconds(1);
@@ -137,11 +147,7 @@ TEST(HttpStreamingFaults, TransientFailuresAreRetriedAndTheStreamIsExact) {
 }
 
 TEST(HttpStreamingFaults, AlwaysTruncatedBodyFailsNamingTheCause) {
-  TempDir dir;
-  generate_synthetic_model(dir.path(), {.preset = "tiny"});
-  std::ifstream in(dir.path() / "model.safetensors", std::ios::binary);
-  const std::string model((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  FaultServer server("/model.safetensors", model,
+  FaultServer server("/model.safetensors", tiny_model_file(),
                      {.truncate_first = FaultServer::always, .truncate_after = 10});
   StreamerOptions options;
   options.store.http.retry_base_delay = std::chrono::milliseconds(1);
