@@ -1,0 +1,65 @@
+// Loading weights inside an async service: the service's io_context keeps serving (here, a
+// heartbeat timer) while tensors arrive, and the streamer never blocks its thread.
+//
+//   example_coroutine_service [URL]   (default: a synthetic model written to a temporary directory)
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <cstdio>
+#include <iostream>
+#include <filesystem>
+#include <string>
+
+#include "tensorstream/model/synthetic_model.hpp"
+#include "tensorstream/streaming/safetensors_streamer.hpp"
+
+namespace asio = boost::asio;
+
+int main(int argc, char** argv) {
+  std::string url;
+  if (argc > 1) {
+    url = argv[1];
+  } else {
+    const auto dir = std::filesystem::temp_directory_path() / "tensorstream-example-model";
+    tensorstream::generate_synthetic_model(dir, {.preset = "tiny", .shards = 2});
+    url = dir.string() + "/";
+  }
+
+  asio::io_context service;
+  tensorstream::SafeTensorsStreamer streamer(url);
+  bool loading = true;
+  int heartbeats = 0;
+
+  asio::co_spawn(
+      service,
+      [&]() -> asio::awaitable<void> {
+        std::size_t tensors = 0;
+        while (auto tensor = co_await streamer.next()) {
+          auto& [name, value] = *tensor;
+          ++tensors;
+          std::cout << name << ' ' << value.sizes() << ' ' << value.dtype() << '\n';
+        }
+        loading = false;
+        const auto stats = streamer.stats();
+        std::printf("%zu tensors, %.3f GB/s, first after %.1f ms, %d heartbeats meanwhile\n", tensors,
+                    stats.gigabytes_per_second(), stats.first_tensor_seconds * 1e3, heartbeats);
+      },
+      asio::detached);
+
+  asio::co_spawn(
+      service,
+      [&]() -> asio::awaitable<void> {
+        asio::steady_timer timer(service);
+        while (loading) {
+          timer.expires_after(std::chrono::milliseconds(1));
+          co_await timer.async_wait(asio::use_awaitable);
+          ++heartbeats;
+        }
+      },
+      asio::detached);
+
+  service.run();
+}
