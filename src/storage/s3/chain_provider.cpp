@@ -1,0 +1,26 @@
+#include "tensorstream/storage/s3/chain_provider.hpp"
+
+#include "tensorstream/storage/s3/credentials_error.hpp"
+
+namespace tensorstream::s3 {
+
+ChainProvider::ChainProvider(std::vector<std::shared_ptr<CredentialsProvider>> providers)
+    : providers_(std::move(providers)) {}
+
+std::string ChainProvider::name() const { return "credential chain"; }
+
+boost::asio::awaitable<Credentials> ChainProvider::load() {
+  std::string reasons;
+  for (const auto& provider : providers_) {
+    try {
+      co_return co_await provider->load();
+    } catch (const CredentialsError& error) {
+      if (error.configured()) throw;
+      if (!reasons.empty()) reasons += "; ";
+      reasons += error.provider() + ": " + error.cause();
+    }
+  }
+  throw CredentialsError(name(), "no provider has credentials (" + reasons + ")", false);
+}
+
+}  // namespace tensorstream::s3

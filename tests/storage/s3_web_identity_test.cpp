@@ -1,0 +1,231 @@
+// STS AssumeRoleWithWebIdentity against a local fake of STS, over http and https.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "s3_fake_endpoint.hpp"
+#include "s3_test_environment.hpp"
+#include "support/certificates.hpp"
+#include "support/nginx_server.hpp"
+#include "support/temp_dir.hpp"
+#include "tensorstream/storage/s3/credentials_error.hpp"
+#include "tensorstream/storage/s3/default_credentials.hpp"
+#include "tensorstream/storage/s3/web_identity_provider.hpp"
+
+namespace tensorstream::s3 {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::FakeEndpoint;
+
+const std::string role = "arn:aws:iam::123456789012:role/s3-reader";
+
+// 2099-01-01T00:00:00Z, as STS writes Expiration in JSON: seconds since the epoch.
+constexpr std::int64_t expiration_seconds = 4'070'908'800;
+const auto expiration = std::chrono::sys_days{std::chrono::year{2099} / 1 / 1};
+
+std::string sts_document(const std::string& expiration_json) {
+  return R"({"AssumeRoleWithWebIdentityResponse":{"AssumeRoleWithWebIdentityResult":{)"
+         R"("AssumedRoleUser":{"Arn":"arn:aws:sts::123456789012:assumed-role/s3-reader/s",)"
+         R"("AssumedRoleId":"AROA:s"},"Credentials":{"AccessKeyId":"ASIASTS",)"
+         R"("SecretAccessKey":"sts/secret+key","SessionToken":"sts-session-token",)"
+         R"("Expiration":)" +
+         expiration_json + R"(}},"ResponseMetadata":{"RequestId":"r-1"}}})";
+}
+
+// STS, for requests that carry the form and ask for JSON.
+FakeEndpoint::Reply sts(const FakeEndpoint::Request& request) {
+  if (request.method != "POST" || request.target != "/" ||
+      request.header("content-type") != "application/x-www-form-urlencoded" ||
+      request.header("accept") != "application/json") {
+    return {400, "unexpected request"};
+  }
+  return {200, sts_document(std::to_string(expiration_seconds))};
+}
+
+struct Failure {
+  std::string message;
+  bool configured = false;
+};
+
+class S3WebIdentity : public testing::AwsEnvironmentTest {
+ protected:
+  Credentials load(CredentialsProvider& provider) { return run(provider.load()); }
+
+  Failure failure(CredentialsProvider& provider) {
+    try {
+      const auto credentials = run(provider.load());
+      ADD_FAILURE() << "loaded credentials " << credentials.access_key_id;
+    } catch (const CredentialsError& error) {
+      return {error.what(), error.configured()};
+    }
+    return {};
+  }
+
+  void configure() {
+    set("AWS_WEB_IDENTITY_TOKEN_FILE", write("token", "eyJ.token+value/x=\n").string());
+    set("AWS_ROLE_ARN", role);
+    set("AWS_ROLE_SESSION_NAME", "my session");
+  }
+};
+
+TEST_F(S3WebIdentity, ExchangesTheTokenForRoleCredentials) {
+  FakeEndpoint endpoint(sts);
+  configure();
+  WebIdentityProvider provider(endpoint.url());
+  const auto credentials = load(provider);
+  EXPECT_EQ(credentials.access_key_id, "ASIASTS");
+  EXPECT_EQ(credentials.secret_access_key, "sts/secret+key");
+  EXPECT_EQ(credentials.session_token, "sts-session-token");
+  EXPECT_EQ(credentials.expiration, expiration);
+  const auto requests = endpoint.requests();
+  ASSERT_EQ(requests.size(), 1u);
+  EXPECT_EQ(requests[0].body,
+            "Action=AssumeRoleWithWebIdentity&Version=2011-06-15"
+            "&RoleArn=arn%3Aaws%3Aiam%3A%3A123456789012%3Arole%2Fs3-reader"
+            "&RoleSessionName=my%20session&WebIdentityToken=eyJ.token%2Bvalue%2Fx%3D");
+  // An unsigned call: the token is the proof of identity.
+  EXPECT_EQ(requests[0].header("authorization"), "<absent>");
+}
+
+TEST_F(S3WebIdentity, EndpointFromEnvironmentAndGeneratedSessionName) {
+  FakeEndpoint endpoint([](const FakeEndpoint::Request&) {
+    return FakeEndpoint::Reply{200, sts_document("\"2099-01-01T00:00:00Z\"")};
+  });
+  configure();
+  unset("AWS_ROLE_SESSION_NAME");
+  set("AWS_ENDPOINT_URL_STS", endpoint.url());
+  WebIdentityProvider provider;
+  EXPECT_EQ(load(provider).expiration, expiration);
+  ASSERT_EQ(endpoint.requests().size(), 1u);
+  EXPECT_NE(endpoint.requests()[0].body.find("&RoleSessionName=tensorstream-"), std::string::npos);
+}
+
+TEST_F(S3WebIdentity, WithoutTokenFileIsNotConfigured) {
+  set("AWS_ROLE_ARN", role);
+  WebIdentityProvider provider("http://127.0.0.1:1");
+  const auto result = failure(provider);
+  EXPECT_EQ(result.message,
+            "AWS credentials from web identity: AWS_WEB_IDENTITY_TOKEN_FILE is not set");
+  EXPECT_FALSE(result.configured);
+}
+
+TEST_F(S3WebIdentity, TokenFileWithoutRoleIsAnError) {
+  set("AWS_WEB_IDENTITY_TOKEN_FILE", write("token", "t").string());
+  WebIdentityProvider provider("http://127.0.0.1:1");
+  const auto result = failure(provider);
+  EXPECT_EQ(result.message,
+            "AWS credentials from web identity: AWS_WEB_IDENTITY_TOKEN_FILE is "
+            "set but AWS_ROLE_ARN is not");
+  EXPECT_TRUE(result.configured);
+}
+
+TEST_F(S3WebIdentity, MissingTokenFileIsAnError) {
+  const auto missing = (home() / "nowhere/token").string();
+  set("AWS_WEB_IDENTITY_TOKEN_FILE", missing);
+  set("AWS_ROLE_ARN", role);
+  WebIdentityProvider provider("http://127.0.0.1:1");
+  EXPECT_EQ(failure(provider).message,
+            "AWS credentials from web identity: "
+            "AWS_WEB_IDENTITY_TOKEN_FILE " +
+                missing + ": No such file or directory");
+}
+
+TEST_F(S3WebIdentity, StsErrorCodeAndMessageAreReported) {
+  FakeEndpoint endpoint([](const FakeEndpoint::Request&) {
+    return FakeEndpoint::Reply{
+        400, R"({"Error":{"Code":"InvalidIdentityToken","Message":"Token expired",)"
+             R"("Type":"Sender"},"RequestId":"r-2"})"};
+  });
+  configure();
+  WebIdentityProvider provider(endpoint.url());
+  const auto result = failure(provider);
+  EXPECT_EQ(result.message, "AWS credentials from web identity: POST " + endpoint.url() +
+                                "/: AssumeRoleWithWebIdentity for " + role +
+                                " failed: HTTP 400 InvalidIdentityToken: Token expired");
+  EXPECT_TRUE(result.configured);
+}
+
+TEST_F(S3WebIdentity, MalformedResponseIsReported) {
+  FakeEndpoint endpoint([](const FakeEndpoint::Request&) {
+    return FakeEndpoint::Reply{200, sts_document("\"soon\"")};
+  });
+  configure();
+  WebIdentityProvider provider(endpoint.url());
+  EXPECT_EQ(failure(provider).message,
+            "AWS credentials from web identity: malformed AssumeRoleWithWebIdentity response "
+            "from " +
+                endpoint.url() + "/: Expiration is neither epoch seconds nor ISO 8601 UTC");
+}
+
+TEST_F(S3WebIdentity, ChainTriesWebIdentityBeforeContainer) {
+  FakeEndpoint endpoint(sts);
+  configure();
+  set("AWS_ENDPOINT_URL_STS", endpoint.url());
+  set("AWS_CONTAINER_CREDENTIALS_FULL_URI", FakeEndpoint::closed_url() + "/creds");
+  auto provider = default_credentials_provider();
+  EXPECT_EQ(load(*provider).access_key_id, "ASIASTS");
+}
+
+// nginx stands in for STS over https, answering every request with the same document.
+class S3WebIdentityTls : public S3WebIdentity {
+ protected:
+  static void SetUpTestSuite() {
+    if (!tensorstream::testing::Certificates::available() ||
+        !tensorstream::testing::NginxServer::available()) {
+      return;
+    }
+    pki_ = std::make_unique<tensorstream::testing::TempDir>();
+    const auto certificates = tensorstream::testing::Certificates::generate(pki_->path());
+    ca_ = certificates.ca;
+    other_ca_ = certificates.other_ca;
+    nginx_ = std::make_unique<tensorstream::testing::NginxServer>(
+        tensorstream::testing::NginxServer::Options{
+            .root = pki_->path(),
+            .certificate = certificates.server_certificate,
+            .key = certificates.server_key,
+            .extra_config = "location = / { default_type application/json; return 200 '" +
+                            sts_document(std::to_string(expiration_seconds)) + "'; }"});
+  }
+
+  static void TearDownTestSuite() {
+    nginx_.reset();
+    pki_.reset();
+  }
+
+  void SetUp() override {
+    if (!nginx_) GTEST_SKIP() << "the openssl command or nginx is not installed";
+  }
+
+  static inline std::unique_ptr<tensorstream::testing::TempDir> pki_;
+  static inline std::unique_ptr<tensorstream::testing::NginxServer> nginx_;
+  static inline std::filesystem::path ca_;
+  static inline std::filesystem::path other_ca_;
+};
+
+TEST_F(S3WebIdentityTls, HttpsWithTheRightCa) {
+  configure();
+  set("SSL_CERT_FILE", ca_.string());
+  ASSERT_EQ(nginx_->base_url().substr(0, 8), "https://");
+  WebIdentityProvider provider(nginx_->base_url());
+  const auto credentials = load(provider);
+  EXPECT_EQ(credentials.access_key_id, "ASIASTS");
+  EXPECT_EQ(credentials.expiration, expiration);
+}
+
+TEST_F(S3WebIdentityTls, HttpsWithTheWrongCaIsRejected) {
+  configure();
+  set("SSL_CERT_FILE", other_ca_.string());
+  WebIdentityProvider provider(nginx_->base_url());
+  const auto result = failure(provider);
+  EXPECT_EQ(result.message, "AWS credentials from web identity: POST " + nginx_->base_url() +
+                                "/: certificate verify failed (SSL routines)");
+  EXPECT_TRUE(result.configured);
+}
+
+}  // namespace
+}  // namespace tensorstream::s3
