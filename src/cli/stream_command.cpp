@@ -21,7 +21,7 @@ struct StreamArguments {
   std::string url;
   std::string chunk_size = "16MiB";
   std::size_t concurrency = 32;
-  std::string memory_limit = "1GiB";
+  std::string memory_limit = "512MiB";
   std::size_t io_threads = StreamerOptions{}.io_threads;
   int rank = 0;
   int tensor_parallel_size = 1;

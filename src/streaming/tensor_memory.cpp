@@ -16,10 +16,14 @@ constexpr std::size_t alignment = 64;
 // A zero-byte tensor still needs a valid pointer for libtorch.
 alignas(alignment) std::byte empty_tensor_storage[alignment];
 
-std::byte* map(std::uint64_t bytes) {
-  void* memory = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+constexpr std::uint64_t page_size = 4096;
+
+std::uint64_t page_round(std::uint64_t bytes) { return (bytes + page_size - 1) / page_size * page_size; }
+
+std::byte* map(std::uint64_t size) {
+  void* memory = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (memory == MAP_FAILED) throw std::bad_alloc();
-  ::madvise(memory, bytes, MADV_HUGEPAGE);
+  ::madvise(memory, size, MADV_HUGEPAGE);
   return static_cast<std::byte*>(memory);
 }
 
@@ -30,54 +34,88 @@ TensorMemoryPool::TensorMemoryPool(std::shared_ptr<MemoryBudget> budget)
 
 TensorMemoryPool::~TensorMemoryPool() { close(); }
 
+// A mapping of exactly `size` bytes (a multiple of the page size), recycled where possible.
+std::byte* TensorMemoryPool::take_mapping(std::uint64_t size) {
+  std::vector<std::pair<std::byte*, std::uint64_t>> unmap;
+  std::byte* memory = nullptr;
+  std::uint64_t grow_from = 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto fit = kept_.lower_bound(size); fit != kept_.end()) {
+      const auto [kept_size, kept_memory] = *fit;
+      kept_.erase(fit);
+      kept_bytes_ -= kept_size;
+      memory = kept_memory;
+      if (kept_size - size >= mapping_threshold) {
+        kept_.emplace(kept_size - size, kept_memory + size);
+        kept_bytes_ += kept_size - size;
+      } else if (kept_size > size) {
+        unmap.emplace_back(kept_memory + size, kept_size - size);
+      }
+    } else {
+      // New pages are needed: grow the largest kept mapping, whose pages come along, and unmap
+      // the smallest others until what stays kept fits beside the live tensors (the budget
+      // already counts this one).
+      if (!kept_.empty()) {
+        auto largest = std::prev(kept_.end());
+        memory = largest->second;
+        grow_from = largest->first;
+        kept_bytes_ -= largest->first;
+        kept_.erase(largest);
+      }
+      while (!kept_.empty() && budget_->used() + kept_bytes_ > budget_->limit()) {
+        auto smallest = kept_.begin();
+        unmap.emplace_back(smallest->second, smallest->first);
+        kept_bytes_ -= smallest->first;
+        kept_.erase(smallest);
+      }
+    }
+  }
+  for (const auto& [mapping, mapping_size] : unmap) ::munmap(mapping, mapping_size);
+  if (memory == nullptr) return map(size);
+  if (grow_from != 0) {
+    void* grown = ::mremap(memory, grow_from, size, MREMAP_MAYMOVE);
+    if (grown == MAP_FAILED) {
+      ::munmap(memory, grow_from);
+      return map(size);
+    }
+    ::madvise(grown, size, MADV_HUGEPAGE);
+    memory = static_cast<std::byte*>(grown);
+  }
+  return memory;
+}
+
 std::shared_ptr<std::byte> TensorMemoryPool::allocate(std::uint64_t bytes) {
   std::byte* memory = nullptr;
+  const std::uint64_t mapped = bytes >= mapping_threshold ? page_round(bytes) : 0;
   try {
     if (bytes == 0) {
       memory = empty_tensor_storage;
-    } else if (bytes < mapping_threshold) {
+    } else if (mapped == 0) {
       const std::size_t rounded = (bytes + alignment - 1) / alignment * alignment;
       memory = static_cast<std::byte*>(std::aligned_alloc(alignment, rounded));
       if (memory == nullptr) throw std::bad_alloc();
     } else {
-      std::vector<std::pair<std::byte*, std::uint64_t>> evicted;
-      {
-        std::lock_guard lock(mutex_);
-        if (auto reuse = kept_.find(bytes); reuse != kept_.end()) {
-          memory = reuse->second;
-          kept_.erase(reuse);
-          kept_bytes_ -= bytes;
-        } else {
-          // The budget already counts these bytes as used; what is kept must fit beside them.
-          while (!kept_.empty() && budget_->used() + kept_bytes_ > budget_->limit()) {
-            auto largest = std::prev(kept_.end());
-            evicted.emplace_back(largest->second, largest->first);
-            kept_bytes_ -= largest->first;
-            kept_.erase(largest);
-          }
-        }
-      }
-      for (const auto& [mapping, size] : evicted) ::munmap(mapping, size);
-      if (memory == nullptr) memory = map(bytes);
+      memory = take_mapping(mapped);
     }
   } catch (...) {
     budget_->release(bytes);
     throw;
   }
-  return std::shared_ptr<std::byte>(memory, [bytes, pool = shared_from_this()](std::byte* p) {
-    pool->release(p, bytes);
+  return std::shared_ptr<std::byte>(memory, [bytes, mapped, pool = shared_from_this()](std::byte* p) {
+    pool->release(p, bytes, mapped);
   });
 }
 
-void TensorMemoryPool::release(std::byte* memory, std::uint64_t bytes) {
-  if (bytes >= mapping_threshold) {
+void TensorMemoryPool::release(std::byte* memory, std::uint64_t bytes, std::uint64_t mapped) {
+  if (mapped != 0) {
     std::unique_lock lock(mutex_);
     if (closed_) {
       lock.unlock();
-      ::munmap(memory, bytes);
+      ::munmap(memory, mapped);
     } else {
-      kept_.emplace(bytes, memory);
-      kept_bytes_ += bytes;
+      kept_.emplace(mapped, memory);
+      kept_bytes_ += mapped;
     }
   } else if (bytes != 0) {
     std::free(memory);

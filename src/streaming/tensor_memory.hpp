@@ -13,11 +13,13 @@ namespace tensorstream::detail {
 /// The memory tensors land in, for one stream.
 ///
 /// Large tensors get mappings of their own with transparent huge pages requested. When such a
-/// tensor dies, its mapping is kept and handed to the next tensor of the same size, so a stream
-/// whose consumer releases tensors writes into memory that is already faulted in instead of
-/// paying a page fault (and the kernel's zeroing) for every page of the model. Kept mappings
-/// count towards the budget's limit together with live tensors: the pool unmaps kept ones before
-/// mapping more than the limit. Thread-safe; tensors may die on any thread, also after the stream.
+/// tensor dies, its mapping is kept and recycled for later tensors: one of the same size as it is,
+/// a smaller one from its head (the tail stays kept), a larger one by growing it with mremap (its
+/// pages come along). A stream whose consumer releases tensors so writes into memory that is
+/// already faulted in, instead of paying a page fault and the kernel's zeroing for every page of
+/// the model. Kept mappings count towards the budget's limit together with live tensors: the pool
+/// unmaps kept ones before mapping more than the limit. Thread-safe; tensors may die on any
+/// thread, also after the stream.
 class TensorMemoryPool : public std::enable_shared_from_this<TensorMemoryPool> {
  public:
   explicit TensorMemoryPool(std::shared_ptr<MemoryBudget> budget);
@@ -37,7 +39,8 @@ class TensorMemoryPool : public std::enable_shared_from_this<TensorMemoryPool> {
   std::uint64_t kept_bytes() const;
 
  private:
-  void release(std::byte* memory, std::uint64_t bytes);
+  std::byte* take_mapping(std::uint64_t size);
+  void release(std::byte* memory, std::uint64_t bytes, std::uint64_t mapped);
 
   const std::shared_ptr<MemoryBudget> budget_;
   mutable std::mutex mutex_;

@@ -38,12 +38,38 @@ TEST(TensorMemoryPool, ReleasedMappingIsReusedForATensorOfTheSameSize) {
 
 TEST(TensorMemoryPool, KeptMappingsAreUnmappedBeforeTheLimitIsExceeded) {
   Pool p(8 * mib);
-  p.allocate(3 * mib).reset();
-  p.allocate(4 * mib).reset();
+  {
+    auto a = p.allocate(3 * mib);
+    auto b = p.allocate(4 * mib);
+  }
   EXPECT_EQ(p.pool->kept_bytes(), 7 * mib);
-  auto other = p.allocate(5 * mib);
+  auto grown = p.allocate(6 * mib);
+  EXPECT_EQ(p.pool->kept_bytes(), 0u) << "the 4 MiB mapping grew, the 3 MiB one had to go";
   EXPECT_LE(p.budget->used() + p.pool->kept_bytes(), 8 * mib);
-  EXPECT_EQ(p.pool->kept_bytes(), 3 * mib);
+}
+
+TEST(TensorMemoryPool, ASmallerTensorTakesTheHeadOfAKeptMappingAndTheTailStaysKept) {
+  Pool p(16 * mib);
+  auto big = p.allocate(6 * mib);
+  std::byte* address = big.get();
+  big.reset();
+  auto small = p.allocate(2 * mib);
+  EXPECT_EQ(small.get(), address);
+  EXPECT_EQ(p.pool->kept_bytes(), 4 * mib);
+  auto rest = p.allocate(4 * mib);
+  EXPECT_EQ(rest.get(), address + 2 * mib);
+  EXPECT_EQ(p.pool->kept_bytes(), 0u);
+}
+
+TEST(TensorMemoryPool, ALargerTensorGrowsAKeptMappingKeepingItsBytes) {
+  Pool p(16 * mib);
+  auto first = p.allocate(2 * mib);
+  std::memset(first.get(), 0x5a, 2 * mib);
+  first.reset();
+  auto grown = p.allocate(5 * mib);
+  EXPECT_EQ(p.pool->kept_bytes(), 0u);
+  EXPECT_EQ(grown.get()[2 * mib - 1], std::byte{0x5a}) << "the kept pages were reused";
+  std::memset(grown.get(), 1, 5 * mib);
 }
 
 TEST(TensorMemoryPool, MemoryIsAlignedAndZeroBytesGetAPointer) {

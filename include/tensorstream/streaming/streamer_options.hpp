@@ -25,7 +25,7 @@ struct StreamerOptions {
   /// later ones within this limit, so a window well below the model's size (the default) streams
   /// faster than mapping fresh memory for every tensor; a consumer that keeps every tensor needs a
   /// limit above the model's size.
-  std::uint64_t memory_limit = 1ull << 30;
+  std::uint64_t memory_limit = 512ull << 20;
   /// Threads running the stream's network and file I/O.
   std::size_t io_threads = 2;
   /// Options of the backends.
