@@ -85,6 +85,19 @@ TEST_F(HttpStreaming, FileUrlStreamsByteExactOverHttp) {
   EXPECT_LE(stats.connections, 8u) << "connections are reused";
 }
 
+// Many small chunks completing on several I/O threads at once: the HTTP client must hand every
+// completion back to the stream's strand (a regression: it once resumed the stream on the
+// connection's strand, racing the stream's own state).
+TEST_F(HttpStreaming, ManySmallChunksOnSeveralIoThreadsStayExact) {
+  NginxServer nginx({.root = models_.path()});
+  StreamerOptions options;
+  options.chunk_size = 4096;
+  options.max_concurrency = 32;
+  options.io_threads = 4;
+  RawStreamer streamer(nginx.base_url() + "/tiny/model.safetensors", options);
+  expect_whole_model(streamer);
+}
+
 TEST_F(HttpStreaming, PrefixUrlStreamsModelSafetensorsUnderIt) {
   NginxServer nginx({.root = models_.path()});
   RawStreamer streamer(nginx.base_url() + "/tiny/", small_chunks());

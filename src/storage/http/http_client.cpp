@@ -1,11 +1,14 @@
 #include "storage/http/http_client.hpp"
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/system_error.hpp>
+#include <exception>
 #include <utility>
 
 #include "storage/http/backoff.hpp"
@@ -52,20 +55,33 @@ asio::awaitable<void> HttpClient::perform(Request& request, const std::string& u
   const int max_attempts = 1 + std::max(options_.max_retries, 0);
   int attempts = 0;
   bool fresh = false;
+  const auto home = co_await asio::this_coro::executor;
   for (;;) {
     auto connection = pool_.acquire(fresh);
     const bool reused = connection->is_open();
-    co_await connection->enter();
     std::optional<Failure> failure;
-    if (!reused) {
-      failure = co_await connection->open(options_.connect_timeout);
-      if (!failure) connections_.fetch_add(1, std::memory_order_relaxed);
-    }
-    if (!failure) {
-      requests_.fetch_add(1, std::memory_order_relaxed);
-      failure = co_await request.attempt(*connection);
+    std::exception_ptr error;
+    // The exchange runs on the connection's strand. The caller must get control back on its own
+    // executor, also when cancelled, so the hop back is made with cancellation exceptions off.
+    const bool throw_on_cancel = co_await asio::this_coro::throw_if_cancelled();
+    co_await asio::this_coro::throw_if_cancelled(false);
+    try {
+      co_await connection->enter();
+      if (!reused) {
+        failure = co_await connection->open(options_.connect_timeout);
+        if (!failure) connections_.fetch_add(1, std::memory_order_relaxed);
+      }
+      if (!failure) {
+        requests_.fetch_add(1, std::memory_order_relaxed);
+        failure = co_await request.attempt(*connection);
+      }
+    } catch (...) {
+      error = std::current_exception();
     }
     pool_.release(std::move(connection));
+    co_await asio::dispatch(asio::bind_executor(home, asio::use_awaitable));
+    co_await asio::this_coro::throw_if_cancelled(throw_on_cancel);
+    if (error) std::rethrow_exception(error);
     if (!failure) co_return;
     co_await throw_if_cancelled();
 
