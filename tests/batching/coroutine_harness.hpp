@@ -1,0 +1,104 @@
+#pragma once
+// Helpers for driving batcher coroutines from GoogleTest: run a coroutine to completion with a
+// time limit, let posted work settle without sleeping, and hold a process function at a gate.
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include <chrono>
+#include <exception>
+#include <optional>
+#include <stdexcept>
+#include <type_traits>
+#include <utility>
+
+namespace tensorstream::testing {
+
+namespace asio = boost::asio;
+
+// Runs the coroutine `body()` on `context` until it finishes and returns its value or rethrows
+// its exception. Throws if it has not finished within `limit`, so a hang fails instead of
+// blocking the suite.
+template <typename Body>
+auto run(asio::io_context& context, Body body,
+         std::chrono::steady_clock::duration limit = std::chrono::seconds(30)) {
+  using Value = typename std::invoke_result_t<Body&>::value_type;
+  std::exception_ptr error;
+  bool done = false;
+  if constexpr (std::is_void_v<Value>) {
+    asio::co_spawn(context, body(), [&](std::exception_ptr e) {
+      error = e;
+      done = true;
+    });
+    context.run_for(limit);
+    if (!done) {
+      throw std::runtime_error("coroutine did not finish within the time limit");
+    }
+    if (error) {
+      std::rethrow_exception(error);
+    }
+  } else {
+    std::optional<Value> value;
+    asio::co_spawn(context, body(), [&](std::exception_ptr e, Value v) {
+      error = e;
+      if (!e) {
+        value.emplace(std::move(v));
+      }
+      done = true;
+    });
+    context.run_for(limit);
+    if (!done) {
+      throw std::runtime_error("coroutine did not finish within the time limit");
+    }
+    if (error) {
+      std::rethrow_exception(error);
+    }
+    return std::move(*value);
+  }
+}
+
+// Yields to the executor `rounds` times, so that on a single-threaded io_context every chain of
+// posted handlers (wake-ups, hand-offs, completions) runs to quiescence without sleeping.
+inline asio::awaitable<void> settle(int rounds = 200) {
+  const auto executor = co_await asio::this_coro::executor;
+  for (int i = 0; i < rounds; ++i) {
+    co_await asio::post(executor, asio::use_awaitable);
+  }
+}
+
+// Suspends the calling coroutine for `duration`.
+inline asio::awaitable<void> sleep_for(std::chrono::steady_clock::duration duration) {
+  asio::steady_timer timer(co_await asio::this_coro::executor, duration);
+  co_await timer.async_wait(asio::use_awaitable);
+}
+
+// Holds coroutines in wait() until open(). Single-threaded use only.
+class Gate {
+ public:
+  explicit Gate(asio::any_io_executor executor)
+      : timer_(std::move(executor), asio::steady_timer::time_point::max()) {}
+
+  asio::awaitable<void> wait() {
+    while (!open_) {
+      co_await timer_.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+  }
+
+  void open() {
+    open_ = true;
+    timer_.cancel();
+  }
+
+ private:
+  asio::steady_timer timer_;
+  bool open_ = false;
+};
+
+}  // namespace tensorstream::testing
