@@ -32,19 +32,9 @@ using testing::run;
 using testing::settle;
 using testing::sleep_for;
 
-using Batcher = DynamicBatcher<int, int>;
-using Batches = std::vector<std::vector<int>>;
-
-Batcher::ProcessFn times_ten(Batches& batches) {
-  return [&batches](std::vector<int> batch) -> asio::awaitable<std::vector<int>> {
-    batches.push_back(batch);
-    std::vector<int> results;
-    for (const int record : batch) {
-      results.push_back(record * 10);
-    }
-    co_return results;
-  };
-}
+using Batcher = testing::IntBatcher;
+using Batches = testing::Batches;
+using testing::times_ten;
 
 // A process function held at `gate` that records every batch it is given.
 Batcher::ProcessFn gated_identity(Gate& gate, Batches& batches) {

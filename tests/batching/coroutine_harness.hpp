@@ -18,6 +18,9 @@
 #include <stdexcept>
 #include <type_traits>
 #include <utility>
+#include <vector>
+
+#include "tensorstream/batching/dynamic_batcher.hpp"
 
 namespace tensorstream::testing {
 
@@ -100,5 +103,22 @@ class Gate {
   asio::steady_timer timer_;
   bool open_ = false;
 };
+
+/// The batcher most tests use.
+using IntBatcher = DynamicBatcher<int, int>;
+/// The batches a process function saw, in order.
+using Batches = std::vector<std::vector<int>>;
+
+/// A process function that records every batch in `batches` and answers record * 10.
+inline IntBatcher::ProcessFn times_ten(Batches& batches) {
+  return [&batches](std::vector<int> batch) -> asio::awaitable<std::vector<int>> {
+    batches.push_back(batch);
+    std::vector<int> results;
+    for (const int record : batch) {
+      results.push_back(record * 10);
+    }
+    co_return results;
+  };
+}
 
 }  // namespace tensorstream::testing

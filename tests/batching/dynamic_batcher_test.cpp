@@ -24,20 +24,9 @@ using testing::Gate;
 using testing::run;
 using testing::settle;
 
-using Batcher = DynamicBatcher<int, int>;
-using Batches = std::vector<std::vector<int>>;
-
-// Records every batch and answers record * 10.
-Batcher::ProcessFn times_ten(Batches& batches) {
-  return [&batches](std::vector<int> batch) -> asio::awaitable<std::vector<int>> {
-    batches.push_back(batch);
-    std::vector<int> results;
-    for (const int record : batch) {
-      results.push_back(record * 10);
-    }
-    co_return results;
-  };
-}
+using Batcher = testing::IntBatcher;
+using Batches = testing::Batches;
+using testing::times_ten;
 
 std::vector<int> iota(int count) {
   std::vector<int> values(static_cast<std::size_t>(count));

@@ -31,26 +31,8 @@ namespace {
 using namespace std::chrono_literals;
 using Time = std::chrono::system_clock::time_point;
 
-// What a failing load() threw.
-struct Failure {
-  std::string message;
-  bool configured = false;
-};
-
 class S3Credentials : public testing::AwsEnvironmentTest {
  protected:
-  Credentials load(CredentialsProvider& provider) { return run(provider.load()); }
-
-  Failure failure(CredentialsProvider& provider) {
-    try {
-      const auto credentials = run(provider.load());
-      ADD_FAILURE() << "loaded credentials " << credentials.access_key_id;
-    } catch (const CredentialsError& error) {
-      return {error.what(), error.configured()};
-    }
-    return {};
-  }
-
   std::string default_files() const {
     return (home() / ".aws/credentials").string() + " and " + (home() / ".aws/config").string();
   }

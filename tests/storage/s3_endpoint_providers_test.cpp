@@ -47,25 +47,8 @@ FakeEndpoint::Reply imds(const FakeEndpoint::Request& request) {
   return {404, "not found"};
 }
 
-struct Failure {
-  std::string message;
-  bool configured = false;
-};
-
 class S3EndpointProviders : public testing::AwsEnvironmentTest {
  protected:
-  Credentials load(CredentialsProvider& provider) { return run(provider.load()); }
-
-  Failure failure(CredentialsProvider& provider) {
-    try {
-      const auto credentials = run(provider.load());
-      ADD_FAILURE() << "loaded credentials " << credentials.access_key_id;
-    } catch (const CredentialsError& error) {
-      return {error.what(), error.configured()};
-    }
-    return {};
-  }
-
   void use_imds(const FakeEndpoint& endpoint) {
     unset("AWS_EC2_METADATA_DISABLED");
     set("AWS_EC2_METADATA_SERVICE_ENDPOINT", endpoint.url());

@@ -15,6 +15,8 @@
 #include <string>
 
 #include "support/temp_dir.hpp"
+#include "tensorstream/storage/s3/credentials_error.hpp"
+#include "tensorstream/storage/s3/credentials_provider.hpp"
 
 namespace tensorstream::s3::testing {
 
@@ -87,6 +89,26 @@ class AwsEnvironmentTest : public ::testing::Test {
     auto future = boost::asio::co_spawn(io, std::move(task), boost::asio::use_future);
     io.run();
     return future.get();
+  }
+
+  /// What a failing load() threw.
+  struct Failure {
+    std::string message;
+    bool configured = false;
+  };
+
+  /// The credentials `provider` loads.
+  Credentials load(CredentialsProvider& provider) { return run(provider.load()); }
+
+  /// The error `provider` fails with (and a test failure if it loads credentials instead).
+  Failure failure(CredentialsProvider& provider) {
+    try {
+      const auto credentials = run(provider.load());
+      ADD_FAILURE() << "loaded credentials " << credentials.access_key_id;
+    } catch (const CredentialsError& error) {
+      return {error.what(), error.configured()};
+    }
+    return {};
   }
 
  private:

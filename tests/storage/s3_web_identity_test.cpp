@@ -47,25 +47,8 @@ FakeEndpoint::Reply sts(const FakeEndpoint::Request& request) {
   return {200, sts_document(std::to_string(expiration_seconds))};
 }
 
-struct Failure {
-  std::string message;
-  bool configured = false;
-};
-
 class S3WebIdentity : public testing::AwsEnvironmentTest {
  protected:
-  Credentials load(CredentialsProvider& provider) { return run(provider.load()); }
-
-  Failure failure(CredentialsProvider& provider) {
-    try {
-      const auto credentials = run(provider.load());
-      ADD_FAILURE() << "loaded credentials " << credentials.access_key_id;
-    } catch (const CredentialsError& error) {
-      return {error.what(), error.configured()};
-    }
-    return {};
-  }
-
   void configure() {
     set("AWS_WEB_IDENTITY_TOKEN_FILE", write("token", "eyJ.token+value/x=\n").string());
     set("AWS_ROLE_ARN", role);
