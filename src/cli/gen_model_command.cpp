@@ -2,7 +2,7 @@
 #include <memory>
 #include <string>
 
-#include "cli/byte_size.hpp"
+#include "byte_size.hpp"
 #include "cli/commands.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
 

@@ -2,7 +2,7 @@
 #include <memory>
 #include <string>
 
-#include "cli/byte_size.hpp"
+#include "byte_size.hpp"
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "tensorstream/streaming/inspect.hpp"

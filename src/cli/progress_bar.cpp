@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include "cli/byte_size.hpp"
+#include "byte_size.hpp"
 
 namespace tensorstream::cli {
 

@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "cli/byte_size.hpp"
+#include "byte_size.hpp"
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/progress_bar.hpp"

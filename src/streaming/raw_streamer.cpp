@@ -18,6 +18,7 @@
 #include <thread>
 #include <unordered_set>
 
+#include "byte_size.hpp"
 #include "streaming/discovery.hpp"
 #include "streaming/run_concurrently.hpp"
 #include "streaming/signal.hpp"
@@ -47,12 +48,6 @@ void validate(const StreamerOptions& options) {
     throw InvalidArgument("rank " + std::to_string(options.rank) + " is outside [0, " +
                           std::to_string(options.tensor_parallel_size) + ")");
   }
-}
-
-std::string format_bytes(std::uint64_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
-  return text;
 }
 
 }  // namespace
@@ -316,7 +311,7 @@ class RawStreamer::Engine {
     if (jobs_in_flight_ != 0 || !blocked_request_ || budget_->fits(*blocked_request_)) return;
     error_ = std::make_exception_ptr(Error(
         "streaming " + remote_path_ + " cannot continue: memory_limit of " +
-        format_bytes(budget_->limit()) + " is held by " + format_bytes(budget_->used()) +
+        format_byte_size(budget_->limit()) + " is held by " + format_byte_size(budget_->used()) +
         " of yielded tensors that are still alive; release tensors after use or raise "
         "memory_limit"));
     if (waiter_) complete_waiter_locked(error_, std::nullopt);

@@ -1,4 +1,4 @@
-#include "cli/byte_size.hpp"
+#include "byte_size.hpp"
 
 #include <array>
 #include <cctype>
@@ -8,7 +8,7 @@
 
 #include "tensorstream/error.hpp"
 
-namespace tensorstream::cli {
+namespace tensorstream {
 
 std::uint64_t parse_byte_size(std::string_view text, std::string_view option) {
   const auto fail = [&] {
@@ -55,4 +55,4 @@ std::string format_byte_size(std::uint64_t bytes) {
   return text;
 }
 
-}  // namespace tensorstream::cli
+}  // namespace tensorstream

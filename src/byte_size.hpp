@@ -1,10 +1,11 @@
 #pragma once
+// Byte sizes as people write and read them, for the CLI's options and for messages.
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-namespace tensorstream::cli {
+namespace tensorstream {
 
 /// Parses "16MiB", "1.5GiB", "512KiB", "100MB", "4096": binary (KiB, MiB, GiB, TiB) and decimal
 /// (KB, MB, GB, TB) units, case-insensitive, optional "B". Throws InvalidArgument naming `option`.
@@ -13,4 +14,4 @@ std::uint64_t parse_byte_size(std::string_view text, std::string_view option);
 /// "1.5 GiB", "12.0 MiB", "512 B": for humans.
 std::string format_byte_size(std::uint64_t bytes);
 
-}  // namespace tensorstream::cli
+}  // namespace tensorstream
