@@ -66,6 +66,40 @@ struct DirectoryCloser {
   void operator()(DIR* directory) const { ::closedir(directory); }
 };
 
+// Appends the regular files in `directory` (ending in '/') to `objects`, and with
+// ListDepth::recursive those of its subdirectories.
+void list_directory(const std::string& directory, ListDepth depth,
+                    std::vector<ObjectInfo>& objects) {
+  const std::unique_ptr<DIR, DirectoryCloser> handle(::opendir(directory.c_str()));
+  if (!handle) throw_file_error(directory, errno_code(errno));
+  for (;;) {
+    errno = 0;
+    const dirent* entry = ::readdir(handle.get());
+    if (entry == nullptr) {
+      if (errno != 0) throw_file_error(directory, errno_code(errno));
+      break;
+    }
+    const std::string_view name(entry->d_name);
+    if (name == "." || name == "..") continue;
+    struct stat own {};
+    if (::fstatat(::dirfd(handle.get()), entry->d_name, &own, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    if (S_ISDIR(own.st_mode)) {
+      if (depth == ListDepth::recursive) {
+        list_directory(directory + entry->d_name + "/", depth, objects);
+      }
+      continue;
+    }
+    // Links count as what they point to, so a link to a file is that file and a dangling one is
+    // skipped like anything else that is not a regular file.
+    struct stat target {};
+    if (::fstatat(::dirfd(handle.get()), entry->d_name, &target, 0) != 0) continue;
+    if (!S_ISREG(target.st_mode)) continue;
+    objects.push_back(
+        ObjectInfo{directory + entry->d_name, static_cast<std::uint64_t>(target.st_size)});
+  }
+}
+
+
 }  // namespace
 
 class FileStore::Impl {
@@ -129,32 +163,15 @@ boost::asio::awaitable<std::uint64_t> FileStore::size(std::string key) {
   co_return static_cast<std::uint64_t>(status.st_size);
 }
 
-boost::asio::awaitable<std::vector<ObjectInfo>> FileStore::list(std::string prefix) {
+boost::asio::awaitable<std::vector<ObjectInfo>> FileStore::list(std::string prefix,
+                                                                ListDepth depth) {
   impl_->counters->requests.fetch_add(1, std::memory_order_relaxed);
   if (prefix.empty() || prefix.back() != '/') {
     throw InvalidArgument("file store listing needs a directory path ending in '/', not '" +
                           prefix + "'");
   }
-  const std::unique_ptr<DIR, DirectoryCloser> directory(::opendir(prefix.c_str()));
-  if (!directory) throw_file_error(prefix, errno_code(errno));
   std::vector<ObjectInfo> objects;
-  for (;;) {
-    errno = 0;
-    const dirent* entry = ::readdir(directory.get());
-    if (entry == nullptr) {
-      if (errno != 0) throw_file_error(prefix, errno_code(errno));
-      break;
-    }
-    const std::string_view name(entry->d_name);
-    if (name == "." || name == ".." || entry->d_type == DT_DIR) continue;
-    // fstatat follows links, so a link to a file counts as that file and a dangling one is
-    // skipped like anything else that is not a regular file.
-    struct stat status {};
-    if (::fstatat(::dirfd(directory.get()), entry->d_name, &status, 0) != 0) continue;
-    if (!S_ISREG(status.st_mode)) continue;
-    objects.push_back(
-        ObjectInfo{prefix + entry->d_name, static_cast<std::uint64_t>(status.st_size)});
-  }
+  list_directory(prefix, depth, objects);
   std::sort(objects.begin(), objects.end(),
             [](const ObjectInfo& a, const ObjectInfo& b) { return a.key < b.key; });
   co_return objects;

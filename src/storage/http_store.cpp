@@ -46,7 +46,7 @@ boost::asio::awaitable<std::uint64_t> HttpStore::size(std::string key) {
   co_return co_await client_->content_length(key, object);
 }
 
-boost::asio::awaitable<std::vector<ObjectInfo>> HttpStore::list(std::string prefix) {
+boost::asio::awaitable<std::vector<ObjectInfo>> HttpStore::list(std::string prefix, ListDepth) {
   throw InvalidArgument(url(prefix) +
                         ": HTTP servers cannot list objects; name a file or an index");
   co_return std::vector<ObjectInfo>{};

@@ -83,7 +83,7 @@ asio::awaitable<std::vector<std::string>> select_files(ObjectStore& store, const
     pattern = prefix + "*.safetensors";
   }
   std::vector<std::string> keys;
-  for (auto& object : co_await store.list(url.path)) {
+  for (auto& object : co_await store.list(url.path, ListDepth::one_level)) {
     const auto name = file_name(object.key);
     if (name.starts_with(prefix) && ends_with(name, ".safetensors")) keys.push_back(object.key);
   }

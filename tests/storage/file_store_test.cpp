@@ -358,7 +358,7 @@ TEST_P(FileStoreTest, ListGivesRegularFilesOneLevelDeepSortedWithSizes) {
 
   FileStore store(context_.get_executor(), options());
   const std::string prefix = root.string() + "/";
-  const auto objects = run(context_, store.list(prefix));
+  const auto objects = run(context_, store.list(prefix, ListDepth::one_level));
   std::vector<std::pair<std::string, std::uint64_t>> listed;
   for (const auto& object : objects) listed.emplace_back(object.key, object.size);
   const std::vector<std::pair<std::string, std::uint64_t>> expected{
@@ -371,16 +371,40 @@ TEST_P(FileStoreTest, ListGivesRegularFilesOneLevelDeepSortedWithSizes) {
   EXPECT_TRUE(store.can_list());
 }
 
+TEST_P(FileStoreTest, RecursiveListDescendsIntoDirectoriesButNotThroughLinks) {
+  testing::TempDir scratch;
+  const auto root = scratch.path();
+  write_file(root / "config.json", random_bytes(4, 1));
+  fs::create_directories(root / "tokenizer" / "deep");
+  write_file(root / "tokenizer" / "vocab.txt", random_bytes(6, 2));
+  write_file(root / "tokenizer" / "deep" / "empty", {});
+  fs::create_directory(root / "nothing");
+  fs::create_directory_symlink(root, root / "loop");
+
+  FileStore store(context_.get_executor(), options());
+  const std::string prefix = root.string() + "/";
+  std::vector<std::pair<std::string, std::uint64_t>> listed;
+  for (const auto& object : run(context_, store.list(prefix, ListDepth::recursive))) {
+    listed.emplace_back(object.key, object.size);
+  }
+  const std::vector<std::pair<std::string, std::uint64_t>> expected{
+      {prefix + "config.json", 4},
+      {prefix + "tokenizer/deep/empty", 0},
+      {prefix + "tokenizer/vocab.txt", 6},
+  };
+  EXPECT_EQ(listed, expected);
+}
+
 TEST_P(FileStoreTest, ListOfAnEmptyDirectoryIsEmpty) {
   testing::TempDir scratch;
   FileStore store(context_.get_executor(), options());
-  EXPECT_TRUE(run(context_, store.list(scratch.path().string() + "/")).empty());
+  EXPECT_TRUE(run(context_, store.list(scratch.path().string() + "/", ListDepth::one_level)).empty());
 }
 
 TEST_P(FileStoreTest, ListOfAMissingDirectoryIsNotFound) {
   FileStore store(context_.get_executor(), options());
   const std::string prefix = (directory_->path() / "absent").string() + "/";
-  const auto error = thrown<NotFoundError>([&] { run(context_, store.list(prefix)); });
+  const auto error = thrown<NotFoundError>([&] { run(context_, store.list(prefix, ListDepth::one_level)); });
   ASSERT_TRUE(error);
   EXPECT_EQ(std::string(error->what()), prefix + ": No such file or directory");
 }
@@ -388,7 +412,7 @@ TEST_P(FileStoreTest, ListOfAMissingDirectoryIsNotFound) {
 TEST_P(FileStoreTest, ListNeedsATrailingSlash) {
   FileStore store(context_.get_executor(), options());
   const std::string prefix = directory_->path().string();
-  const auto error = thrown<InvalidArgument>([&] { run(context_, store.list(prefix)); });
+  const auto error = thrown<InvalidArgument>([&] { run(context_, store.list(prefix, ListDepth::one_level)); });
   ASSERT_TRUE(error);
   EXPECT_EQ(std::string(error->what()),
             "file store listing needs a directory path ending in '/', not '" + prefix + "'");
@@ -438,7 +462,7 @@ TEST_P(FileStoreTest, StatsCountRequestsAndDeliveredBytes) {
   FileStore store(context_.get_executor(), options());
   read(store, *path_, 5, 1000);
   run(context_, store.size(*path_));
-  run(context_, store.list(directory_->path().string() + "/"));
+  run(context_, store.list(directory_->path().string() + "/", ListDepth::one_level));
   thrown<StorageError>([&] { read(store, *path_, kFileSize, 1); });
   const auto stats = store.stats();
   EXPECT_EQ(stats.requests, 4u);

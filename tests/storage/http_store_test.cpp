@@ -331,7 +331,7 @@ TEST(HttpStore, CannotList) {
   asio::io_context io;
   HttpStore store(io.get_executor(), Url::parse("http://127.0.0.1:9/models/"));
   EXPECT_FALSE(store.can_list());
-  const auto error = expect_throw<InvalidArgument>([&] { run(io, store.list("/models/")); });
+  const auto error = expect_throw<InvalidArgument>([&] { run(io, store.list("/models/", ListDepth::one_level)); });
   EXPECT_EQ(
       std::string(error.what()),
       "http://127.0.0.1:9/models/: HTTP servers cannot list objects; name a file or an index");

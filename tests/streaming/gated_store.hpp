@@ -45,8 +45,9 @@ class GatedStore final : public ObjectStore {
     return inner_.size(std::move(key));
   }
   bool can_list() const override { return true; }
-  boost::asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix) override {
-    return inner_.list(std::move(prefix));
+  boost::asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix,
+                                                       ListDepth depth) override {
+    return inner_.list(std::move(prefix), depth);
   }
   StoreStats stats() const override { return inner_.stats(); }
 

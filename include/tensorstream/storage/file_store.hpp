@@ -57,9 +57,11 @@ class FileStore final : public ObjectStore {
   /// Always true.
   bool can_list() const override;
 
-  /// The regular files (or links to them) directly in the directory `prefix`, which must end
-  /// with '/'; subdirectories are not descended. NotFoundError if the directory does not exist.
-  boost::asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix) override;
+  /// The regular files (or links to them) in the directory `prefix`, which must end with '/'.
+  /// ListDepth::recursive descends into subdirectories, but not through links to directories,
+  /// which could form cycles. NotFoundError if the directory does not exist.
+  boost::asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix,
+                                                       ListDepth depth) override;
 
   /// Reads `destination.size()` bytes at `offset`. A file ending before the range does throws
   /// StorageError "truncated: wanted bytes A-B but the file has N bytes" (A, B inclusive). A

@@ -53,7 +53,8 @@ class HttpStore final : public ObjectStore {
   bool can_list() const override { return false; }
 
   /// Throws InvalidArgument: HTTP servers cannot list objects.
-  boost::asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix) override;
+  boost::asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix,
+                                                       ListDepth depth) override;
 
   /// Reads `destination.size()` bytes at `offset` with one or more `Range` GETs. Throws
   /// InvalidArgument for a key that does not start with '/' or holds unencoded spaces.

@@ -18,6 +18,12 @@ struct ObjectInfo {
   std::uint64_t size = 0;   ///< Size in bytes.
 };
 
+/// How deep ObjectStore::list looks under its prefix.
+enum class ListDepth {
+  one_level,  ///< Objects directly under the prefix, as a directory listing shows them.
+  recursive,  ///< Every object whose key starts with the prefix, at any depth.
+};
+
 /// Counters a store keeps about its own work; a snapshot, safe to copy.
 struct StoreStats {
   std::uint64_t requests = 0;   ///< Range reads, size and list requests issued.
@@ -46,8 +52,10 @@ class ObjectStore {
   /// Whether list() is supported (plain HTTP has no listing).
   virtual bool can_list() const = 0;
 
-  /// The objects directly under `prefix` (which ends with '/'), one level deep, sorted by key.
-  virtual boost::asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix) = 0;
+  /// The objects under `prefix` (which ends with '/'), sorted by key. Object stores may return
+  /// zero-byte keys ending in '/' that tools create as directory placeholders.
+  virtual boost::asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix,
+                                                               ListDepth depth) = 0;
 
   /// Reads exactly `destination.size()` bytes starting at `offset` into `destination`.
   /// Bytes land directly in the caller's memory; a short object is an error, never a short read.
