@@ -17,6 +17,11 @@ struct Failure {
   /// The connection died before any byte of the response arrived; on a reused keep-alive
   /// connection this means the server had closed it while idle, so the request never ran.
   bool before_response = false;
+  /// The HTTP status of an error response; 0 when none arrived.
+  unsigned status = 0;
+  /// The error response's body when it was short enough to read (S3 and GCS explain errors
+  /// there); empty otherwise.
+  std::string body;
 };
 
 /// A failure that may go away when retried.

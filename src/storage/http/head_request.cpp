@@ -14,6 +14,7 @@ HeadRequest::HeadRequest(std::string_view target, std::string_view host,
 boost::asio::awaitable<std::optional<Failure>> HeadRequest::attempt(Connection& connection) {
   std::string& text = connection.request();
   begin_request(text, "HEAD", target_, host_);
+  text += credentials_;
   text += "\r\n";
 
   HeaderParser parser;

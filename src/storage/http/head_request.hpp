@@ -5,10 +5,12 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "storage/http/connection.hpp"
 #include "storage/http/failure.hpp"
+#include "storage/http/service_adapter.hpp"
 
 namespace tensorstream {
 
@@ -18,6 +20,12 @@ class HeadRequest {
   /// `target` and `host` must outlive the request.
   HeadRequest(std::string_view target, std::string_view host,
               std::chrono::milliseconds read_timeout);
+
+  /// What credentials must cover.
+  RequestHead head() const { return RequestHead{"HEAD", target_, host_, {}}; }
+
+  /// Header lines every attempt carries, from ServiceAdapter::authorize.
+  void set_credentials(std::string lines) { credentials_ = std::move(lines); }
 
   /// Sends the request on `connection` and takes the size from the response.
   boost::asio::awaitable<std::optional<Failure>> attempt(Connection& connection);
@@ -29,6 +37,7 @@ class HeadRequest {
   std::string_view target_;
   std::string_view host_;
   std::chrono::milliseconds read_timeout_;
+  std::string credentials_;
   std::uint64_t size_ = 0;
 };
 

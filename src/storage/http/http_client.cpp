@@ -14,6 +14,7 @@
 #include "storage/http/backoff.hpp"
 #include "storage/http/head_request.hpp"
 #include "storage/http/range_request.hpp"
+#include "storage/http/text_request.hpp"
 #include "storage/http/tls_context.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
@@ -41,8 +42,10 @@ asio::awaitable<void> throw_if_cancelled() {
 
 }  // namespace
 
-HttpClient::HttpClient(asio::any_io_executor executor, const Url& origin, HttpOptions options)
+HttpClient::HttpClient(asio::any_io_executor executor, const Url& origin, HttpOptions options,
+                       std::shared_ptr<ServiceAdapter> adapter)
     : options_(std::move(options)),
+      adapter_(std::move(adapter)),
       host_header_(origin.origin().substr(origin.scheme.size() + 3)),
       tls_(origin.scheme == "https"
                ? std::optional<asio::ssl::context>(make_tls_context(options_, origin.origin()))
@@ -57,6 +60,7 @@ asio::awaitable<void> HttpClient::perform(Request& request, const std::string& u
   bool fresh = false;
   const auto home = co_await asio::this_coro::executor;
   for (;;) {
+    if (adapter_) request.set_credentials(co_await adapter_->authorize(request.head()));
     auto connection = pool_.acquire(fresh);
     const bool reused = connection->is_open();
     std::optional<Failure> failure;
@@ -84,6 +88,7 @@ asio::awaitable<void> HttpClient::perform(Request& request, const std::string& u
     if (error) std::rethrow_exception(error);
     if (!failure) co_return;
     co_await throw_if_cancelled();
+    if (adapter_ && failure->status != 0) adapter_->interpret(*failure);
 
     // The server closed an idle keep-alive connection just as it was reused: the request never
     // reached it, so it is repeated at once on a new connection and does not count as an attempt.
@@ -123,6 +128,13 @@ asio::awaitable<void> HttpClient::read_range(std::string_view target, const std:
             ": the server ignores Range requests and sends whole objects; every read "
             "transfers the bytes before its range too");
   }
+}
+
+asio::awaitable<std::string> HttpClient::get_text(std::string_view target, const std::string& url,
+                                                 std::size_t max_size) {
+  TextRequest request(target, host_header_, max_size, options_.read_timeout);
+  co_await perform(request, url);
+  co_return std::move(request.body());
 }
 
 StoreStats HttpClient::stats() const {

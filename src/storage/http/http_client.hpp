@@ -3,6 +3,7 @@
 // HttpStore, reusable by other backends that speak HTTP.
 
 #include <atomic>
+#include <memory>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ssl/context.hpp>
@@ -15,6 +16,7 @@
 
 #include "storage/http/connection.hpp"
 #include "storage/http/connection_pool.hpp"
+#include "storage/http/service_adapter.hpp"
 #include "tensorstream/storage/http_options.hpp"
 #include "tensorstream/storage/object_store.hpp"
 #include "tensorstream/storage/url.hpp"
@@ -26,10 +28,14 @@ namespace tensorstream {
 /// Failures become exceptions naming `url`: NotFoundError for 404, StorageError otherwise, with
 /// "(after N attempts)" appended when retries ran out. Cancelling the calling coroutine throws
 /// boost::system::system_error(operation_aborted).
+///
+/// A storage service's `adapter` adds credentials to every attempt and interprets its error
+/// bodies before the retry decision, so that e.g. S3's RequestTimeout (a 400) is retried.
 class HttpClient {
  public:
   /// Throws InvalidArgument when https trust cannot be set up.
-  HttpClient(boost::asio::any_io_executor executor, const Url& origin, HttpOptions options);
+  HttpClient(boost::asio::any_io_executor executor, const Url& origin, HttpOptions options,
+             std::shared_ptr<ServiceAdapter> adapter = nullptr);
 
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
@@ -42,6 +48,10 @@ class HttpClient {
   boost::asio::awaitable<void> read_range(std::string_view target, const std::string& url,
                                           std::uint64_t offset, std::span<std::byte> destination);
 
+  /// The body of `target` (a 200 response), at most `max_size` bytes: listings, metadata.
+  boost::asio::awaitable<std::string> get_text(std::string_view target, const std::string& url,
+                                               std::size_t max_size);
+
   /// Counters so far, io_mode "http".
   StoreStats stats() const;
 
@@ -50,6 +60,7 @@ class HttpClient {
   boost::asio::awaitable<void> perform(Request& request, const std::string& url);
 
   HttpOptions options_;
+  std::shared_ptr<ServiceAdapter> adapter_;
   std::string host_header_;
   std::optional<boost::asio::ssl::context> tls_;
   ServerAddress server_;

@@ -50,6 +50,14 @@ Failure RangeRequest::short_object(std::uint64_t object_size) const {
                            asked());
 }
 
+RequestHead RangeRequest::head() {
+  range_ = "bytes=";
+  append_number(range_, first());
+  range_ += '-';
+  append_number(range_, last());
+  return RequestHead{"GET", target_, host_, {{"Range", range_}}};
+}
+
 asio::awaitable<std::optional<Failure>> RangeRequest::attempt(Connection& connection) {
   attempt_first_ = first();
   std::string& text = connection.request();
@@ -58,7 +66,9 @@ asio::awaitable<std::optional<Failure>> RangeRequest::attempt(Connection& connec
   append_number(text, first());
   text += '-';
   append_number(text, last());
-  text += "\r\n\r\n";
+  text += "\r\n";
+  text += credentials_;
+  text += "\r\n";
 
   HeaderParser parser;
   if (auto failure = co_await exchange(connection, parser, read_timeout_)) co_return failure;

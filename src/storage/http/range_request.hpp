@@ -12,6 +12,7 @@
 
 #include "storage/http/connection.hpp"
 #include "storage/http/failure.hpp"
+#include "storage/http/service_adapter.hpp"
 
 namespace tensorstream {
 
@@ -25,6 +26,12 @@ class RangeRequest {
   /// `target`, `host` and `destination` must outlive the request; `destination` is not empty.
   RangeRequest(std::string_view target, std::string_view host, std::uint64_t offset,
                std::span<std::byte> destination, std::chrono::milliseconds read_timeout);
+
+  /// What credentials must cover in the next attempt: the Range of the bytes still missing.
+  RequestHead head();
+
+  /// Header lines the next attempt carries, from ServiceAdapter::authorize.
+  void set_credentials(std::string lines) { credentials_ = std::move(lines); }
 
   /// Requests the missing bytes on `connection` and reads them into the destination. On
   /// success the connection is left reusable if its response was read to the end.
@@ -57,6 +64,8 @@ class RangeRequest {
   std::uint64_t offset_;
   std::span<std::byte> destination_;
   std::chrono::milliseconds read_timeout_;
+  std::string range_;
+  std::string credentials_;
   std::uint64_t delivered_ = 0;
   std::uint64_t attempt_first_ = 0;
   bool range_ignored_ = false;

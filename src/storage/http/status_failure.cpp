@@ -79,6 +79,7 @@ boost::asio::awaitable<Failure> status_failure(Connection& connection, HeaderPar
                                                std::chrono::milliseconds timeout) {
   const unsigned code = parser.get().result_int();
   Failure failure{status_text(parser), is_transient_status(code), code == 404};
+  failure.status = code;
   const std::string_view location = parser.get()[beast::http::field::location];
   if (code / 100 == 3 && !location.empty()) {
     failure.cause += " (redirect to " + std::string(location) + " not followed)";
@@ -105,6 +106,7 @@ boost::asio::awaitable<Failure> status_failure(Connection& connection, HeaderPar
     const std::string quoted = quote(text.get().body());
     if (!quoted.empty()) failure.cause += ": " + quoted;
   }
+  failure.body = std::move(text.get().body());
   co_return failure;
 }
 

@@ -15,8 +15,9 @@ std::string status_text(const HeaderParser& parser);
 
 /// The failure a response with an unexpected status stands for, e.g. "HTTP 404 Not Found".
 /// 408, 429 and 5xx are transient; 404 is not_found; redirects are reported, not followed.
-/// A short text body is read and quoted (up to 200 bytes), which also keeps the connection
-/// reusable; a long body closes it. Consumes `parser`.
+/// A short body is read, kept in Failure::body and, when it is text, quoted in the cause (up to
+/// 200 bytes); reading it also keeps the connection reusable. A long body closes the connection.
+/// Consumes `parser`.
 boost::asio::awaitable<Failure> status_failure(Connection& connection, HeaderParser&& parser,
                                                std::chrono::milliseconds timeout);
 

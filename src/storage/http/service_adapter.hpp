@@ -1,0 +1,40 @@
+#pragma once
+// What a cloud storage API adds to plain HTTP: credentials on every attempt of a request, and
+// the meaning of its error bodies. S3 signs each attempt with SigV4; GCS sends a bearer token.
+
+#include <boost/asio/awaitable.hpp>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "storage/http/failure.hpp"
+
+namespace tensorstream {
+
+/// The parts of one attempt of a request that credentials cover.
+struct RequestHead {
+  std::string_view method;  ///< "GET" or "HEAD".
+  std::string_view target;  ///< Origin-form target as sent: percent-encoded path and query.
+  std::string_view host;    ///< Value of the Host header.
+  /// Headers of this attempt besides Host, e.g. {"Range", "bytes=0-9"}.
+  std::vector<std::pair<std::string_view, std::string_view>> headers;
+};
+
+/// Hooks an HttpClient calls for a storage service.
+class ServiceAdapter {
+ public:
+  virtual ~ServiceAdapter() = default;
+
+  /// Header lines ("Name: value\r\n" each) to add to one attempt of `head`. Called on the
+  /// requesting coroutine's executor before every attempt, retries included, so it may refresh
+  /// expiring credentials and sign with the current time. Throws (e.g. CredentialsError) when no
+  /// credentials can be had; the request then fails with that error.
+  virtual boost::asio::awaitable<std::string> authorize(const RequestHead& head) = 0;
+
+  /// Rewrites the failure of an attempt that got an error status (failure.status != 0) from the
+  /// service's error body (failure.body): a clearer cause, and whether a retry may help.
+  virtual void interpret(Failure& failure) const = 0;
+};
+
+}  // namespace tensorstream
