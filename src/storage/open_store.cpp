@@ -3,6 +3,7 @@
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/file_store.hpp"
 #include "tensorstream/storage/http_store.hpp"
+#include "tensorstream/storage/s3_store.hpp"
 
 namespace tensorstream {
 
@@ -11,6 +12,9 @@ std::unique_ptr<ObjectStore> open_store(const Url& url, boost::asio::any_io_exec
   if (url.scheme == "file") return std::make_unique<FileStore>(std::move(executor), options.file);
   if (url.scheme == "http" || url.scheme == "https") {
     return std::make_unique<HttpStore>(std::move(executor), url, options.http);
+  }
+  if (url.scheme == "s3") {
+    return std::make_unique<S3Store>(std::move(executor), url, options.http, options.s3);
   }
   throw InvalidArgument(url.str() + ": " + url.scheme +
                         ":// is not supported by this build yet (use file://, http:// or https://)");

@@ -64,7 +64,9 @@ Url Url::parse(std::string_view text) {
   if (authority.empty()) throw fail("missing host");
   url.host = std::string(authority);
 
-  const auto question = rest.find('?');
+  // Object keys are taken as they are written, '?' included, as the AWS and gcloud CLIs do.
+  const bool bucket = url.scheme == "s3" || url.scheme == "gs";
+  const auto question = bucket ? std::string_view::npos : rest.find('?');
   url.path = std::string(rest.substr(0, question));
   if (question != std::string_view::npos) url.query = std::string(rest.substr(question + 1));
   if (url.path.empty()) url.path.push_back('/');

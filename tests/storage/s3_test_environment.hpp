@@ -40,6 +40,9 @@ inline constexpr const char* aws_variables[] = {"AWS_ACCESS_KEY_ID",
                                                 "AWS_EC2_METADATA_SERVICE_ENDPOINT",
                                                 "AWS_EC2_METADATA_DISABLED",
                                                 "AWS_ENDPOINT_URL_STS",
+                                                "AWS_ENDPOINT_URL",
+                                                "AWS_ENDPOINT_URL_S3",
+                                                "AWS_CA_BUNDLE",
                                                 "HOME",
                                                 "SSL_CERT_FILE"};
 

@@ -113,6 +113,29 @@ void run_command(const std::vector<std::string>& argv, const std::filesystem::pa
   }
 }
 
+std::uint16_t wait_for_announced_port(ChildProcess& process, const std::filesystem::path& log,
+                                      const std::string& marker,
+                                      std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const std::string text = read_text_file(log);
+    if (const auto at = text.find(marker); at != std::string::npos) {
+      const auto digits = at + marker.size();
+      const auto end = text.find_first_not_of("0123456789", digits);
+      if (end != std::string::npos && end > digits) {
+        return static_cast<std::uint16_t>(std::stoul(text.substr(digits, end - digits)));
+      }
+    }
+    if (process.exited()) {
+      throw std::runtime_error("server exited before announcing its port: " + text);
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw std::runtime_error("server did not announce its port in time: " + text);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 std::string read_text_file(const std::filesystem::path& path) {
   std::ifstream file(path, std::ios::binary);
   std::stringstream text;

@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -54,6 +55,13 @@ class ChildProcess {
 /// Runs `argv` to completion with its output in `log`. Throws std::runtime_error quoting the
 /// command and its output when it cannot start or exits unsuccessfully.
 void run_command(const std::vector<std::string>& argv, const std::filesystem::path& log);
+
+/// Waits until `log`, the output of `process`, holds `marker` followed by a port number (servers
+/// started on port 0 announce the port they got, e.g. "listening on 40123") and returns it.
+/// Throws std::runtime_error quoting the log when the process exits or `timeout` passes first.
+std::uint16_t wait_for_announced_port(ChildProcess& process, const std::filesystem::path& log,
+                                      const std::string& marker,
+                                      std::chrono::milliseconds timeout = std::chrono::seconds(20));
 
 /// The contents of a text file, or "" when it cannot be read.
 std::string read_text_file(const std::filesystem::path& path);

@@ -4,12 +4,14 @@
 
 #include "tensorstream/storage/file_store.hpp"
 #include "tensorstream/storage/http_options.hpp"
+#include "tensorstream/storage/s3_options.hpp"
 
 namespace tensorstream {
 
 /// Options of the object stores open_store() can create.
 struct StoreOptions {
-  HttpOptions http;        ///< http(s):// (and later s3://, gs://).
+  HttpOptions http;        ///< The HTTP client of http(s)://, s3:// and gs://.
+  S3Options s3;            ///< s3://: region, endpoint, addressing, credentials.
   FileStoreOptions file;   ///< file:// and plain paths.
 };
 

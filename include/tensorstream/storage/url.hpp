@@ -12,7 +12,8 @@ namespace tensorstream {
 ///
 /// `file:///data/m.safetensors` and `/data/m.safetensors` both give scheme "file" and path
 /// "/data/m.safetensors". `https://host:8443/a/b` gives host "host", port 8443, path "/a/b".
-/// `s3://bucket/prefix/` gives host "bucket", path "/prefix/".
+/// `s3://bucket/prefix/` gives host "bucket", path "/prefix/"; s3 and gs paths are object keys
+/// taken literally, so they keep any `?` or `%` and have no query.
 struct Url {
   std::string scheme;       ///< "file", "http", "https", "s3" or "gs".
   std::string host;         ///< Host name or bucket; empty for file.

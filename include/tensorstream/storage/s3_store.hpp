@@ -1,0 +1,88 @@
+#pragma once
+/// @file
+/// The s3:// object store: Amazon S3 and S3-compatible stores over SigV4-signed HTTP.
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tensorstream/storage/http_options.hpp"
+#include "tensorstream/storage/object_store.hpp"
+#include "tensorstream/storage/s3_options.hpp"
+#include "tensorstream/storage/url.hpp"
+
+namespace tensorstream {
+
+class HttpClient;
+
+/// Reads objects of one S3 bucket with signed `Range` GETs over pooled keep-alive connections.
+///
+/// Keys are the URL paths of s3:// URLs: "/prefix/model.safetensors" names the object key
+/// "prefix/model.safetensors" of the bucket, and url(key) gives "s3://bucket/prefix/...". Every
+/// attempt of every request is signed anew (SigV4, `UNSIGNED-PAYLOAD`), with credentials that are
+/// refreshed before they expire, so a long stream outlives temporary credentials.
+///
+/// S3 errors become exceptions naming the object and the service's code and message:
+/// NotFoundError for NoSuchKey and NoSuchBucket; StorageError for AccessDenied,
+/// SignatureDoesNotMatch, InvalidAccessKeyId and the rest, which fail at once. SlowDown,
+/// InternalError, RequestTimeout, 5xx and network failures are retried with backoff, and a body
+/// that broke off resumes after its last byte.
+///
+/// https trusts the system's CAs, or AWS_CA_BUNDLE when HttpOptions::ca_file is empty.
+class S3Store final : public ObjectStore {
+ public:
+  /// @param executor where the store's network I/O runs.
+  /// @param bucket an s3:// URL; only its bucket (host) is used.
+  /// @param http timeouts, retries, pool size and TLS trust.
+  /// @param options region, endpoint, addressing and credentials.
+  /// Throws InvalidArgument for another scheme, a malformed endpoint, or a bucket name that
+  /// cannot be addressed as asked.
+  S3Store(boost::asio::any_io_executor executor, const Url& bucket, HttpOptions http = {},
+          S3Options options = {});
+
+  /// Closes the pooled connections. Every operation must have finished.
+  ~S3Store() override;
+
+  S3Store(const S3Store&) = delete;
+  S3Store& operator=(const S3Store&) = delete;
+
+  /// "s3://bucket" followed by `key`.
+  std::string url(const std::string& key) const override;
+
+  /// The object's size, from a HEAD request.
+  boost::asio::awaitable<std::uint64_t> size(std::string key) override;
+
+  /// Always true.
+  bool can_list() const override { return true; }
+
+  /// The objects under `prefix` with ListObjectsV2, following continuation tokens; one level
+  /// deep uses the delimiter '/'. Sorted by key.
+  boost::asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix,
+                                                       ListDepth depth) override;
+
+  /// Reads `destination.size()` bytes at `offset` with one or more signed `Range` GETs.
+  boost::asio::awaitable<void> read_range(std::string key, std::uint64_t offset,
+                                          std::span<std::byte> destination) override;
+
+  /// Requests, payload bytes, retries and connections so far; io_mode "http".
+  StoreStats stats() const override;
+
+  /// The endpoint and addressing in use, e.g. "https://models.s3.eu-west-1.amazonaws.com
+  /// (virtual-hosted, region eu-west-1)", for logs.
+  const std::string& describe() const { return description_; }
+
+ private:
+  // The request target of `key`: the bucket's path prefix and the URI-encoded key.
+  std::string target(const std::string& key) const;
+
+  std::string bucket_;
+  std::string path_prefix_;
+  std::string description_;
+  std::unique_ptr<HttpClient> client_;
+};
+
+}  // namespace tensorstream

@@ -1,0 +1,111 @@
+#include "storage/s3/adapter.hpp"
+
+#include <array>
+#include <chrono>
+#include <utility>
+
+#include "storage/s3/error_document.hpp"
+#include "tensorstream/storage/s3/sigv4.hpp"
+
+namespace tensorstream::s3 {
+namespace {
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+// The targets S3Store builds are URI-encoded exactly as SigV4 encodes, so decoding them gives
+// back the key the signer encodes again.
+std::string percent_decode(std::string_view text) {
+  std::string decoded;
+  decoded.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '%' && i + 2 < text.size() && hex_value(text[i + 1]) >= 0 &&
+        hex_value(text[i + 2]) >= 0) {
+      decoded += static_cast<char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2]));
+      i += 2;
+    } else {
+      decoded += text[i];
+    }
+  }
+  return decoded;
+}
+
+SigningRequest signing_request(const RequestHead& head, const std::string& region) {
+  SigningRequest request;
+  request.method = std::string(head.method);
+  request.host = std::string(head.host);
+  const auto question = head.target.find('?');
+  request.path = percent_decode(head.target.substr(0, question));
+  if (question != std::string_view::npos) {
+    std::string_view query = head.target.substr(question + 1);
+    while (!query.empty()) {
+      const auto amp = query.find('&');
+      const std::string_view pair = query.substr(0, amp);
+      const auto equals = pair.find('=');
+      request.query.emplace_back(
+          percent_decode(pair.substr(0, equals)),
+          equals == std::string_view::npos ? std::string() : percent_decode(pair.substr(equals + 1)));
+      query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+    }
+  }
+  for (const auto& [name, value] : head.headers) request.headers.emplace_back(name, value);
+  request.payload_hash = std::string(unsigned_payload);
+  request.time = std::chrono::system_clock::now();
+  request.region = region;
+  request.service = "s3";
+  return request;
+}
+
+bool is_retryable_code(const std::string& code) {
+  static constexpr std::array<std::string_view, 5> retryable{
+      "SlowDown", "InternalError", "RequestTimeout", "ServiceUnavailable", "Throttling"};
+  for (const auto candidate : retryable) {
+    if (code == candidate) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+Adapter::Adapter(std::string region, std::shared_ptr<CredentialsProvider> credentials)
+    : region_(std::move(region)), credentials_(std::move(credentials)) {}
+
+boost::asio::awaitable<std::string> Adapter::authorize(const RequestHead& head) {
+  if (!credentials_) co_return std::string();
+  const Credentials credentials = co_await credentials_->load();
+  const SignedRequest signed_request = sign(signing_request(head, region_), credentials);
+  std::string lines;
+  for (const auto& [name, value] : signed_request.headers) {
+    lines += name;
+    lines += ": ";
+    lines += value;
+    lines += "\r\n";
+  }
+  co_return lines;
+}
+
+void Adapter::interpret(Failure& failure) const {
+  const auto document = parse_error_document(failure.body);
+  if (!document) {
+    if (failure.status == 403 && failure.body.empty()) {
+      failure.cause +=
+          " (S3 sends no details with this response: access is denied, or the credentials are "
+          "wrong)";
+    }
+    return;
+  }
+  failure.cause = document->code;
+  if (!document->message.empty()) failure.cause += ": " + document->message;
+  failure.cause += " (HTTP " + std::to_string(failure.status);
+  if (!document->request_id.empty()) failure.cause += ", request id " + document->request_id;
+  failure.cause += ")";
+  failure.not_found =
+      failure.not_found || document->code == "NoSuchKey" || document->code == "NoSuchBucket";
+  failure.transient = failure.transient || is_retryable_code(document->code);
+}
+
+}  // namespace tensorstream::s3

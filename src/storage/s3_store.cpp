@@ -1,0 +1,111 @@
+#include "tensorstream/storage/s3_store.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "storage/http/http_client.hpp"
+#include "storage/s3/adapter.hpp"
+#include "storage/s3/bucket_endpoint.hpp"
+#include "storage/s3/environment.hpp"
+#include "storage/s3/list_objects.hpp"
+#include "tensorstream/error.hpp"
+#include "tensorstream/storage/s3/default_credentials.hpp"
+#include "tensorstream/storage/s3/sigv4.hpp"
+
+namespace tensorstream {
+namespace {
+
+// A ListObjectsV2 page holds at most 1000 keys of at most 1 KiB each, plus markup.
+constexpr std::size_t max_list_page = 4 << 20;
+
+const Url& checked_bucket(const Url& bucket) {
+  if (bucket.scheme != "s3") {
+    throw InvalidArgument(bucket.str() + ": S3Store serves s3:// URLs only");
+  }
+  return bucket;
+}
+
+HttpOptions with_ca_bundle(HttpOptions http) {
+  if (http.ca_file.empty()) http.ca_file = s3::environment("AWS_CA_BUNDLE");
+  return http;
+}
+
+std::shared_ptr<s3::CredentialsProvider> signing_credentials(const S3Options& options) {
+  if (!options.sign_requests) return nullptr;
+  return options.credentials ? options.credentials : s3::default_credentials_provider();
+}
+
+void check_key(const std::string& url, const std::string& key) {
+  if (key.size() < 2 || key.front() != '/') {
+    throw InvalidArgument(url + ": S3 keys are paths starting with '/' and naming an object");
+  }
+}
+
+}  // namespace
+
+S3Store::S3Store(boost::asio::any_io_executor executor, const Url& bucket, HttpOptions http,
+                 S3Options options)
+    : bucket_(checked_bucket(bucket).host) {
+  const s3::BucketEndpoint endpoint = s3::resolve_bucket_endpoint(bucket_, options);
+  path_prefix_ = endpoint.path_prefix;
+  description_ = endpoint.describe();
+  client_ = std::make_unique<HttpClient>(
+      std::move(executor), endpoint.origin, with_ca_bundle(std::move(http)),
+      std::make_shared<s3::Adapter>(endpoint.region, signing_credentials(options)));
+}
+
+S3Store::~S3Store() = default;
+
+std::string S3Store::url(const std::string& key) const { return "s3://" + bucket_ + key; }
+
+std::string S3Store::target(const std::string& key) const {
+  return path_prefix_ + s3::uri_encode(key, true);
+}
+
+boost::asio::awaitable<std::uint64_t> S3Store::size(std::string key) {
+  const std::string object = url(key);
+  check_key(object, key);
+  co_return co_await client_->content_length(target(key), object);
+}
+
+boost::asio::awaitable<std::vector<ObjectInfo>> S3Store::list(std::string prefix,
+                                                              ListDepth depth) {
+  const std::string listed = url(prefix);
+  if (prefix.empty() || prefix.front() != '/' || prefix.back() != '/') {
+    throw InvalidArgument(listed + ": S3 listing needs a prefix starting and ending with '/'");
+  }
+  const std::string key_prefix = prefix.substr(1);
+  std::vector<ObjectInfo> objects;
+  std::optional<std::string> token;
+  do {
+    const std::string request = path_prefix_ + "/?" +
+                                s3::list_objects_query(key_prefix, depth == ListDepth::one_level,
+                                                       token);
+    const std::string body = co_await client_->get_text(request, listed, max_list_page);
+    auto page = s3::parse_list_objects(body, listed);
+    for (auto& object : page.objects) {
+      objects.push_back(ObjectInfo{"/" + std::move(object.key), object.size});
+    }
+    token = std::move(page.next_token);
+  } while (token);
+  std::sort(objects.begin(), objects.end(),
+            [](const ObjectInfo& a, const ObjectInfo& b) { return a.key < b.key; });
+  co_return objects;
+}
+
+boost::asio::awaitable<void> S3Store::read_range(std::string key, std::uint64_t offset,
+                                                 std::span<std::byte> destination) {
+  const std::string object = url(key);
+  check_key(object, key);
+  if (destination.empty()) co_return;
+  if (offset > std::numeric_limits<std::uint64_t>::max() - destination.size()) {
+    throw InvalidArgument(object + ": byte range at offset " + std::to_string(offset) +
+                          " overflows");
+  }
+  co_await client_->read_range(target(key), object, offset, destination);
+}
+
+StoreStats S3Store::stats() const { return client_->stats(); }
+
+}  // namespace tensorstream

@@ -1,0 +1,223 @@
+// S3Store against a real S3 server (s3rver), with every signature re-verified by botocore.
+
+#include "tensorstream/storage/s3_store.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+
+#include "s3_test_environment.hpp"
+#include "support/s3rver_server.hpp"
+#include "support/signature_verifier.hpp"
+#include "support/temp_dir.hpp"
+#include "tensorstream/error.hpp"
+#include "tensorstream/storage/s3/environment_provider.hpp"
+#include "tensorstream/storage/s3/profile_provider.hpp"
+
+namespace tensorstream {
+namespace {
+
+using testing::S3rverServer;
+using testing::SignatureVerifier;
+using testing::TempDir;
+
+std::string random_text(std::size_t size, unsigned seed) {
+  std::mt19937 generator(seed);
+  std::string text(size, '\0');
+  for (auto& c : text) c = static_cast<char>(generator());
+  return text;
+}
+
+class S3StoreTest : public s3::testing::AwsEnvironmentTest {
+ protected:
+  void SetUp() override {
+    if (auto why = S3rverServer::unavailable()) GTEST_SKIP() << *why;
+    if (auto why = SignatureVerifier::unavailable()) GTEST_SKIP() << *why;
+    s3rver_ = std::make_unique<S3rverServer>(std::vector<std::string>{"models"});
+    verifier_ = std::make_unique<SignatureVerifier>(
+        s3rver_->port(), std::vector<std::pair<std::string, std::string>>{
+                             {S3rverServer::access_key_id, S3rverServer::secret_access_key}});
+    set("AWS_ACCESS_KEY_ID", S3rverServer::access_key_id);
+    set("AWS_SECRET_ACCESS_KEY", S3rverServer::secret_access_key);
+    set("AWS_ENDPOINT_URL", verifier_->endpoint());
+  }
+
+  void TearDown() override {
+    if (verifier_) EXPECT_EQ(verifier_->counts().rejected, expected_rejections_) << verifier_->log();
+  }
+
+  // Uploads `content` as `key` of the bucket "models".
+  void put(const std::string& key, const std::string& content) {
+    const auto file = scratch_.path() / "upload";
+    std::ofstream(file, std::ios::binary) << content;
+    s3rver_->put("models", key, file);
+  }
+
+  S3Store store(S3Options options = {}) {
+    HttpOptions http;
+    http.retry_base_delay = std::chrono::milliseconds(1);
+    http.retry_max_delay = std::chrono::milliseconds(2);
+    return S3Store(io_.get_executor(), Url::parse("s3://models/"), http, std::move(options));
+  }
+
+  template <class T>
+  T run(boost::asio::awaitable<T> task) {
+    auto future = boost::asio::co_spawn(io_, std::move(task), boost::asio::use_future);
+    io_.restart();
+    io_.run();
+    return future.get();
+  }
+
+  std::string read(S3Store& store, const std::string& key, std::uint64_t offset,
+                   std::size_t size) {
+    std::string bytes(size, '\0');
+    run(store.read_range(key, offset, std::as_writable_bytes(std::span(bytes))));
+    return bytes;
+  }
+
+  template <class Error>
+  std::string error_of(auto&& action) {
+    try {
+      action();
+    } catch (const Error& error) {
+      return error.what();
+    }
+    return "no error";
+  }
+
+  boost::asio::io_context io_;
+  TempDir scratch_;
+  std::unique_ptr<S3rverServer> s3rver_;
+  std::unique_ptr<SignatureVerifier> verifier_;
+  int expected_rejections_ = 0;
+};
+
+TEST_F(S3StoreTest, SignedRangeReadsGiveExactBytesOfKeysWithSpacesAndPlus) {
+  const std::string content = random_text(300'000, 1);
+  put("dir/a b+c=d.bin", content);
+  auto s3 = store();
+  EXPECT_EQ(run(s3.size("/dir/a b+c=d.bin")), content.size());
+  EXPECT_EQ(read(s3, "/dir/a b+c=d.bin", 0, content.size()), content);
+  EXPECT_EQ(read(s3, "/dir/a b+c=d.bin", 12345, 100), content.substr(12345, 100));
+  EXPECT_EQ(s3.url("/dir/a b+c=d.bin"), "s3://models/dir/a b+c=d.bin");
+  EXPECT_GE(verifier_->counts().verified, 3);
+  EXPECT_EQ(verifier_->counts().unsigned_requests, 0);
+}
+
+TEST_F(S3StoreTest, SessionTokensAreSentAndSigned) {
+  set("AWS_SESSION_TOKEN", "FwoGZXIvYXdzEJr//////////session");
+  put("t.bin", "token");
+  auto s3 = store();
+  EXPECT_EQ(read(s3, "/t.bin", 0, 5), "token");
+  EXPECT_EQ(verifier_->counts().verified, 1);
+}
+
+TEST_F(S3StoreTest, ProfileCredentialsSign) {
+  unset("AWS_ACCESS_KEY_ID");
+  unset("AWS_SECRET_ACCESS_KEY");
+  write(".aws/credentials",
+        "[loader]\naws_access_key_id = S3RVER\naws_secret_access_key = S3RVER\n");
+  set("AWS_PROFILE", "loader");
+  put("p.bin", "profile");
+  auto s3 = store();
+  EXPECT_EQ(read(s3, "/p.bin", 0, 7), "profile");
+  EXPECT_EQ(verifier_->counts().verified, 1);
+}
+
+TEST_F(S3StoreTest, UnsignedRequestsCarryNoAuthorization) {
+  put("public.bin", "public");
+  auto s3 = store({.sign_requests = false});
+  EXPECT_EQ(read(s3, "/public.bin", 0, 6), "public");
+  EXPECT_EQ(verifier_->counts().unsigned_requests, 1);
+  EXPECT_EQ(verifier_->counts().verified, 0);
+}
+
+TEST_F(S3StoreTest, WrongSecretFailsAtOnceWithSignatureDoesNotMatch) {
+  set("AWS_SECRET_ACCESS_KEY", "not-the-secret");
+  put("x.bin", "x");
+  auto s3 = store();
+  EXPECT_EQ(error_of<StorageError>([&] { read(s3, "/x.bin", 0, 1); }),
+            "s3://models/x.bin: SignatureDoesNotMatch: The request signature we calculated does "
+            "not match the signature you provided. Check your key and signing method. (HTTP 403)");
+  EXPECT_EQ(s3.stats().retries, 0u);
+  EXPECT_EQ(s3.stats().requests, 1u);
+  expected_rejections_ = 1;
+}
+
+TEST_F(S3StoreTest, UnknownAccessKeyIdFailsAtOnce) {
+  set("AWS_ACCESS_KEY_ID", "AKIDUNKNOWN");
+  put("x.bin", "x");
+  auto s3 = store({.endpoint = s3rver_->endpoint()});
+  EXPECT_EQ(error_of<StorageError>([&] { read(s3, "/x.bin", 0, 1); }),
+            "s3://models/x.bin: InvalidAccessKeyId: The AWS Access Key Id you provided does not "
+            "exist in our records. (HTTP 403)");
+  EXPECT_EQ(s3.stats().retries, 0u);
+}
+
+TEST_F(S3StoreTest, MissingKeyIsNotFoundWithNoSuchKey) {
+  auto s3 = store();
+  EXPECT_EQ(error_of<NotFoundError>([&] { read(s3, "/absent.bin", 0, 4); }),
+            "s3://models/absent.bin: NoSuchKey: The specified key does not exist. (HTTP 404)");
+  EXPECT_EQ(error_of<NotFoundError>([&] { run(s3.size("/absent.bin")); }),
+            "s3://models/absent.bin: HTTP 404 Not Found");
+  EXPECT_EQ(s3.stats().retries, 0u);
+}
+
+TEST_F(S3StoreTest, MissingBucketIsNotFoundWithNoSuchBucket) {
+  HttpOptions http;
+  S3Store s3(io_.get_executor(), Url::parse("s3://no-such-bucket/"), http, {});
+  EXPECT_EQ(error_of<NotFoundError>([&] { run(s3.list("/", ListDepth::one_level)); }),
+            "s3://no-such-bucket/: NoSuchBucket: The specified bucket does not exist (HTTP 404)");
+}
+
+TEST_F(S3StoreTest, ARangePastTheEndNamesTheObjectsSize) {
+  put("short.bin", "12345");
+  auto s3 = store();
+  const auto message = error_of<StorageError>([&] { read(s3, "/short.bin", 3, 10); });
+  EXPECT_NE(message.find("s3://models/short.bin: "), std::string::npos) << message;
+  EXPECT_NE(message.find("5 bytes"), std::string::npos) << message;
+}
+
+TEST_F(S3StoreTest, ListingOneLevelAndRecursively) {
+  put("m/config.json", "{}");
+  put("m/model.safetensors", "abc");
+  put("m/tokenizer/vocab.txt", "vocab");
+  put("m/empty", "");
+  put("other.txt", "o");
+  auto s3 = store();
+  std::vector<std::pair<std::string, std::uint64_t>> one_level, recursive;
+  for (const auto& object : run(s3.list("/m/", ListDepth::one_level))) {
+    one_level.emplace_back(object.key, object.size);
+  }
+  for (const auto& object : run(s3.list("/m/", ListDepth::recursive))) {
+    recursive.emplace_back(object.key, object.size);
+  }
+  using Listing = std::vector<std::pair<std::string, std::uint64_t>>;
+  EXPECT_EQ(one_level,
+            (Listing{{"/m/config.json", 2}, {"/m/empty", 0}, {"/m/model.safetensors", 3}}));
+  EXPECT_EQ(recursive, (Listing{{"/m/config.json", 2},
+                                {"/m/empty", 0},
+                                {"/m/model.safetensors", 3},
+                                {"/m/tokenizer/vocab.txt", 5}}));
+}
+
+TEST_F(S3StoreTest, ListingFollowsContinuationTokensPastAThousandKeys) {
+  s3rver_->put_many("models", "many/", 1003, "z");
+  auto s3 = store();
+  const auto objects = run(s3.list("/many/", ListDepth::one_level));
+  ASSERT_EQ(objects.size(), 1003u);
+  EXPECT_EQ(objects.front().key, "/many/obj-00000");
+  EXPECT_EQ(objects.back().key, "/many/obj-01002");
+  EXPECT_EQ(s3.stats().requests, 2u);
+}
+
+TEST_F(S3StoreTest, AwsCaBundleIsTrustedForHttps) {
+  set("AWS_CA_BUNDLE", (scratch_.path() / "absent-ca.pem").string());
+  const auto message =
+      error_of<InvalidArgument>([&] { store({.endpoint = "https://127.0.0.1:1"}); });
+  EXPECT_NE(message.find("absent-ca.pem"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace tensorstream

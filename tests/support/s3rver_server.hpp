@@ -1,0 +1,73 @@
+#pragma once
+// A real S3 server for integration tests: s3rver, pinned under third_party/s3rver.
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "support/child_process.hpp"
+#include "support/temp_dir.hpp"
+
+namespace tensorstream::testing {
+
+/// s3rver on an ephemeral 127.0.0.1 port, from construction until destruction, with its buckets
+/// in a private temporary directory.
+///
+/// s3rver knows one access key, S3RVER / S3RVER (access_key_id, secret_access_key). It rejects
+/// other access key ids (InvalidAccessKeyId) but does not check signatures; tests that need
+/// signatures checked put a SignatureVerifier in front of it.
+///
+///     if (auto why = S3rverServer::unavailable()) GTEST_SKIP() << *why;
+///     S3rverServer s3({"models"});
+///     s3.put_directory("models", "llama/", model_dir);
+class S3rverServer {
+ public:
+  /// The access key id s3rver accepts.
+  static constexpr const char* access_key_id = "S3RVER";
+  /// Its secret key.
+  static constexpr const char* secret_access_key = "S3RVER";
+
+  /// Why s3rver cannot run here (no node, or `npm ci` not run), or nullopt when it can.
+  static std::optional<std::string> unavailable();
+
+  /// Starts s3rver with `buckets` created and returns once it accepts connections. Throws
+  /// std::runtime_error quoting its output when it does not come up.
+  explicit S3rverServer(const std::vector<std::string>& buckets);
+
+  /// Stops s3rver and removes its data.
+  ~S3rverServer();
+
+  S3rverServer(const S3rverServer&) = delete;
+  S3rverServer& operator=(const S3rverServer&) = delete;
+
+  /// The port s3rver listens on, on 127.0.0.1.
+  std::uint16_t port() const { return port_; }
+
+  /// "http://127.0.0.1:PORT", the endpoint to give clients.
+  std::string endpoint() const;
+
+  /// Uploads `file` as `key` of `bucket`.
+  void put(const std::string& bucket, const std::string& key,
+           const std::filesystem::path& file) const;
+
+  /// Uploads every regular file under `directory`, recursively, as `prefix` + its relative path,
+  /// in one curl run.
+  void put_directory(const std::string& bucket, const std::string& prefix,
+                     const std::filesystem::path& directory) const;
+
+  /// Creates `count` objects `prefix` + "obj-NNNNN" with `bytes` as content, in one curl run.
+  void put_many(const std::string& bucket, const std::string& prefix, int count,
+                const std::string& bytes) const;
+
+ private:
+  void upload(const std::vector<std::pair<std::string, std::filesystem::path>>& objects) const;
+
+  TempDir directory_;
+  std::uint16_t port_ = 0;
+  std::unique_ptr<ChildProcess> process_;
+};
+
+}  // namespace tensorstream::testing
