@@ -2,15 +2,14 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <fstream>
 #include <memory>
-#include <set>
 
 #include "support/certificates.hpp"
 #include "support/fault_server.hpp"
 #include "support/nginx_server.hpp"
 #include "support/temp_dir.hpp"
+#include "streaming/synthetic_stream.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
 #include "tensorstream/streaming/raw_streamer.hpp"
@@ -22,20 +21,8 @@ using testing::Certificates;
 using testing::FaultServer;
 using testing::NginxServer;
 using testing::TempDir;
-
-void expect_whole_model(RawStreamer& streamer) {
-  std::set<std::string> names;
-  while (auto tensor = streamer.next_blocking()) {
-    const auto expected = synthetic_bytes(tensor->info.name, 0, tensor->info.byte_size());
-    ASSERT_EQ(tensor->bytes().size(), expected.size());
-    EXPECT_EQ(std::memcmp(tensor->bytes().data(), expected.data(), expected.size()), 0)
-        << "bytes differ in " << tensor->info.name;
-    EXPECT_TRUE(names.insert(tensor->info.name).second) << "yielded twice: " << tensor->info.name;
-  }
-  std::set<std::string> expected;
-  for (const auto& spec : llama_tensors(synthetic_preset("tiny"))) expected.insert(spec.name);
-  EXPECT_EQ(names, expected);
-}
+using testing::expect_whole_model;
+using testing::small_chunks;
 
 // A tiny synthetic checkpoint as one string, for the fault server to serve.
 std::string tiny_model_file() {
@@ -43,13 +30,6 @@ std::string tiny_model_file() {
   generate_synthetic_model(dir.path(), {.preset = "tiny"});
   std::ifstream in(dir.path() / "model.safetensors", std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-StreamerOptions small_chunks() {
-  StreamerOptions options;
-  options.chunk_size = 100 * 1000;
-  options.max_concurrency = 8;
-  return options;
 }
 
 class HttpStreaming : public ::testing::Test {

@@ -1,0 +1,39 @@
+#pragma once
+// What streaming a synthetic checkpoint must give, for the tests of every backend.
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <set>
+#include <string>
+
+#include "tensorstream/model/synthetic_model.hpp"
+#include "tensorstream/streaming/raw_streamer.hpp"
+
+namespace tensorstream::testing {
+
+/// Streams everything `streamer` yields and checks that it is exactly the synthetic `preset`
+/// model: every tensor once, each byte as generate_synthetic_model() wrote it.
+inline void expect_whole_model(RawStreamer& streamer, const std::string& preset = "tiny") {
+  std::set<std::string> names;
+  while (auto tensor = streamer.next_blocking()) {
+    const auto expected = synthetic_bytes(tensor->info.name, 0, tensor->info.byte_size());
+    ASSERT_EQ(tensor->bytes().size(), expected.size());
+    EXPECT_EQ(std::memcmp(tensor->bytes().data(), expected.data(), expected.size()), 0)
+        << "bytes differ in " << tensor->info.name;
+    EXPECT_TRUE(names.insert(tensor->info.name).second) << "yielded twice: " << tensor->info.name;
+  }
+  std::set<std::string> expected;
+  for (const auto& spec : llama_tensors(synthetic_preset(preset))) expected.insert(spec.name);
+  EXPECT_EQ(names, expected);
+}
+
+/// Chunks small enough that even the tiny model takes many range reads per tensor.
+inline StreamerOptions small_chunks() {
+  StreamerOptions options;
+  options.chunk_size = 100 * 1000;
+  options.max_concurrency = 8;
+  return options;
+}
+
+}  // namespace tensorstream::testing

@@ -1,0 +1,149 @@
+#include "support/fault_proxy.hpp"
+
+#include <algorithm>
+#include <array>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/buffer.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <exception>
+
+namespace tensorstream::testing {
+namespace {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+using asio::ip::tcp;
+
+constexpr auto token = asio::as_tuple(asio::use_awaitable);
+
+// The upstream's answer to `request`, read whole; nullopt when the upstream fails.
+asio::awaitable<std::optional<http::response<http::string_body>>> forward(
+    http::request<http::string_body> request, std::uint16_t port) {
+  tcp::socket upstream(co_await asio::this_coro::executor);
+  if (auto [ec] = co_await upstream.async_connect(
+          tcp::endpoint(asio::ip::address_v4::loopback(), port), token);
+      ec) {
+    co_return std::nullopt;
+  }
+  request.keep_alive(false);
+  if (auto [ec, n] = co_await http::async_write(upstream, request, token); ec) {
+    co_return std::nullopt;
+  }
+  boost::beast::flat_buffer buffer;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(boost::none);
+  if (request.method() == http::verb::head) parser.skip(true);
+  if (auto [ec, n] = co_await http::async_read(upstream, buffer, parser, token); ec) {
+    co_return std::nullopt;
+  }
+  co_return parser.release();
+}
+
+// The response header as bytes on the wire, announcing the whole body whatever part of it is
+// sent; a HEAD response keeps the upstream's Content-Length, the size of what GET would send.
+std::string header_of(const http::response<http::string_body>& response, bool head) {
+  std::string text = "HTTP/1.1 " + std::to_string(response.result_int()) + " " +
+                     std::string(response.reason()) + "\r\n";
+  for (const auto& field : response) {
+    if (field.name() == http::field::connection ||
+        field.name() == http::field::transfer_encoding ||
+        (field.name() == http::field::content_length && !head)) {
+      continue;
+    }
+    text += std::string(field.name_string()) + ": " + std::string(field.value()) + "\r\n";
+  }
+  if (!head) text += "Content-Length: " + std::to_string(response.body().size()) + "\r\n";
+  return text + "\r\n";
+}
+
+}  // namespace
+
+FaultProxy::FaultProxy(std::uint16_t upstream_port, Faults faults)
+    : upstream_port_(upstream_port),
+      faults_(std::move(faults)),
+      acceptor_(io_, tcp::endpoint(asio::ip::address_v4::loopback(), 0)) {
+  asio::co_spawn(io_, accept_loop(), [](std::exception_ptr) {});
+  thread_ = std::thread([this] { io_.run(); });
+}
+
+FaultProxy::~FaultProxy() {
+  io_.stop();
+  thread_.join();
+}
+
+std::string FaultProxy::endpoint() const {
+  return "http://127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port());
+}
+
+asio::awaitable<void> FaultProxy::accept_loop() {
+  for (;;) {
+    auto [ec, socket] = co_await acceptor_.async_accept(token);
+    if (ec) co_return;
+    asio::co_spawn(io_, serve(std::move(socket)), [](std::exception_ptr) {});
+  }
+}
+
+asio::awaitable<void> FaultProxy::serve(tcp::socket socket) {
+  boost::beast::flat_buffer buffer;
+  boost::system::error_code ignored;
+  for (;;) {
+    http::request<http::string_body> request;
+    if (auto [ec, n] = co_await http::async_read(socket, buffer, request, token); ec) co_return;
+    const bool head = request.method() == http::verb::head;
+    const bool read = request.method() == http::verb::get && request.count(http::field::range);
+    int fault = read ? reads_++ : -1;
+
+    if (fault >= 0 && fault < faults_.fail_first) {
+      ++injected_;
+      const std::string answer =
+          "HTTP/1.1 " + std::to_string(faults_.fail_status) + " Injected\r\nContent-Type: " +
+          faults_.fail_content_type + "\r\nContent-Length: " +
+          std::to_string(faults_.fail_body.size()) + "\r\n\r\n" + faults_.fail_body;
+      if (auto [ec, n] = co_await asio::async_write(socket, asio::buffer(answer), token); ec) {
+        co_return;
+      }
+      continue;
+    }
+    if (fault >= 0) fault -= faults_.fail_first;
+
+    auto response = co_await forward(std::move(request), upstream_port_);
+    if (!response) co_return;
+    const std::string header = header_of(*response, head);
+    std::string_view body = head ? std::string_view{} : std::string_view(response->body());
+
+    const bool stall = fault >= 0 && fault < faults_.stall_first;
+    if (fault >= 0) fault -= faults_.stall_first;
+    const bool reset = fault >= 0 && fault < faults_.reset_first;
+    if (fault >= 0) fault -= faults_.reset_first;
+    const bool truncate = fault >= 0 && fault < faults_.truncate_first;
+    if (stall) body = {};
+    if (reset || truncate) body = body.substr(0, std::min(body.size(), faults_.cut_after));
+    if (stall || reset || truncate) ++injected_;
+
+    const std::array<asio::const_buffer, 2> message{asio::buffer(header), asio::buffer(body)};
+    if (auto [ec, n] = co_await asio::async_write(socket, message, token); ec) co_return;
+    if (stall) {
+      // Hold the connection silently until the client gives up and closes it.
+      co_await socket.async_wait(tcp::socket::wait_read, token);
+      co_return;
+    }
+    if (reset) {
+      socket.set_option(asio::socket_base::linger(true, 0), ignored);
+      socket.close(ignored);
+      co_return;
+    }
+    if (truncate) {
+      socket.shutdown(tcp::socket::shutdown_both, ignored);
+      socket.close(ignored);
+      co_return;
+    }
+  }
+}
+
+}  // namespace tensorstream::testing
