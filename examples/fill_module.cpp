@@ -1,6 +1,6 @@
-// Filling a libtorch module's parameters as tensors arrive: each streamed tensor is copied into
-// its parameter and released at once, so peak memory is the module plus the streaming budget,
-// not two copies of the model.
+// Filling a libtorch module's parameters as tensors arrive with load_into_module: each streamed
+// tensor is copied into its parameter and released at once, so peak memory is the module plus the
+// streaming budget, not two copies of the model.
 //
 //   example_fill_module   (streams a synthetic tiny Llama checkpoint into a matching module)
 
@@ -11,9 +11,8 @@
 
 #include <cstdio>
 #include <filesystem>
-#include <map>
-#include <string>
 
+#include "tensorstream/model/load_into_module.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
 #include "tensorstream/streaming/safetensors_streamer.hpp"
 
@@ -84,27 +83,10 @@ int main() {
 
   Llama model(config);
   model.to(torch::kBFloat16);
-  std::map<std::string, torch::Tensor> parameters;
-  for (auto& item : model.named_parameters()) parameters.emplace(item.key(), item.value());
-
-  torch::NoGradGuard no_grad;
   tensorstream::SafeTensorsStreamer streamer(dir.string() + "/");
-  std::size_t filled = 0;
-  for (auto& [name, tensor] : streamer.get_tensors()) {
-    auto parameter = parameters.find(name);
-    if (parameter == parameters.end()) {
-      std::fprintf(stderr, "unexpected tensor %s\n", name.c_str());
-      return 1;
-    }
-    parameter->second.copy_(tensor);
-    parameters.erase(parameter);
-    ++filled;
-  }
-  if (!parameters.empty()) {
-    std::fprintf(stderr, "%zu parameters were not streamed, e.g. %s\n", parameters.size(),
-                 parameters.begin()->first.c_str());
-    return 1;
-  }
-  std::printf("filled %zu parameters; peak streaming memory %.1f MiB\n", filled,
+  // Throws if a tensor has no parameter, does not fit it, or a parameter is never streamed.
+  const auto report = tensorstream::load_into_module_blocking(streamer, model);
+  std::printf("filled %zu parameters (%.1f MiB); peak streaming memory %.1f MiB\n", report.tensors,
+              static_cast<double>(report.bytes) / (1 << 20),
               static_cast<double>(streamer.stats().peak_memory) / (1 << 20));
 }

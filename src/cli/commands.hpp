@@ -10,7 +10,16 @@ void register_stream_command(CLI::App& app);
 /// `tensorstream inspect URL ...`: prints the headers without loading tensors.
 void register_inspect_command(CLI::App& app);
 
+/// `tensorstream ls URL ...`: lists objects with their sizes.
+void register_ls_command(CLI::App& app);
+
 /// `tensorstream gen-model DIR ...`: writes a synthetic Llama-shaped checkpoint.
 void register_gen_model_command(CLI::App& app);
+
+/// `tensorstream prefetch [URL [DIR]] ...`: copies a model's non-weight artifacts to a directory.
+void register_prefetch_command(CLI::App& app);
+
+/// `tensorstream shard SRC DST --tp N ...`: writes a checkpoint's tensor-parallel rank files.
+void register_shard_command(CLI::App& app);
 
 }  // namespace tensorstream::cli

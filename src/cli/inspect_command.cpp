@@ -5,6 +5,7 @@
 #include "byte_size.hpp"
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
+#include "cli/store_flags.hpp"
 #include "tensorstream/streaming/inspect.hpp"
 
 namespace tensorstream::cli {
@@ -15,6 +16,7 @@ struct InspectArguments {
   bool json = false;
   int rank = 0;
   int tensor_parallel_size = 1;
+  StoreFlags store;
 };
 
 std::string shape_text(const std::vector<std::int64_t>& shape) {
@@ -110,8 +112,10 @@ void register_inspect_command(CLI::App& app) {
   command->add_option("--rank", arguments->rank, "Tensor-parallel rank")->capture_default_str();
   command->add_option("--tp", arguments->tensor_parallel_size, "Tensor-parallel size")
       ->capture_default_str();
+  add_store_flags(*command, arguments->store);
   command->callback([arguments] {
     StreamerOptions options;
+    options.store = apply_store_flags(arguments->store);
     options.rank = arguments->rank;
     options.tensor_parallel_size = arguments->tensor_parallel_size;
     const auto files = inspect(arguments->url, options);

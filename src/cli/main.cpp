@@ -8,12 +8,15 @@
 #include "tensorstream/error.hpp"
 
 int main(int argc, char** argv) {
-  CLI::App app{"Streams safetensors checkpoints from object storage (file://, http(s)://) into "
-               "memory, tensor by tensor as they complete."};
+  CLI::App app{"Streams safetensors checkpoints from object storage (file://, http(s)://, s3://, "
+               "gs://) into memory, tensor by tensor as they complete."};
   app.require_subcommand(1);
   tensorstream::cli::register_stream_command(app);
   tensorstream::cli::register_inspect_command(app);
+  tensorstream::cli::register_ls_command(app);
   tensorstream::cli::register_gen_model_command(app);
+  tensorstream::cli::register_prefetch_command(app);
+  tensorstream::cli::register_shard_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

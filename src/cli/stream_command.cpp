@@ -10,23 +10,27 @@
 #include "cli/json_writer.hpp"
 #include "cli/progress_bar.hpp"
 #include "cli/sha256.hpp"
+#include "cli/store_flags.hpp"
 #include "tensorstream/error.hpp"
+#include "tensorstream/model/model_loader_config.hpp"
 #include "tensorstream/streaming/raw_streamer.hpp"
 #include "tensorstream/streaming/safetensors_streamer.hpp"
 
 namespace tensorstream::cli {
 namespace {
 
+// Unset URL and sizes come from the environment (ModelLoaderConfig), then the defaults.
 struct StreamArguments {
-  std::string url;
-  std::string chunk_size = "16MiB";
-  std::size_t concurrency = 32;
+  std::optional<std::string> url;
+  std::optional<std::string> chunk_size;
+  std::optional<std::size_t> concurrency;
   std::string memory_limit = "512MiB";
   std::size_t io_threads = StreamerOptions{}.io_threads;
   int rank = 0;
   int tensor_parallel_size = 1;
   bool json = false;
   std::string checksum;
+  StoreFlags store;
 };
 
 std::string tensor_line(const StreamedTensor& tensor, const std::string& digest) {
@@ -65,14 +69,20 @@ void run_stream(const StreamArguments& arguments) {
                           "' (supported: sha256)");
   }
   StreamerOptions options;
-  options.chunk_size = parse_byte_size(arguments.chunk_size, "--chunk-size");
+  if (arguments.chunk_size) {
+    options.chunk_size = parse_byte_size(*arguments.chunk_size, "--chunk-size");
+  }
   options.max_concurrency = arguments.concurrency;
   options.memory_limit = parse_byte_size(arguments.memory_limit, "--memory-limit");
   options.io_threads = arguments.io_threads;
   options.rank = arguments.rank;
   options.tensor_parallel_size = arguments.tensor_parallel_size;
+  options.store = apply_store_flags(arguments.store);
 
-  RawStreamer streamer(arguments.url, options);
+  const std::string url =
+      arguments.url ? *arguments.url
+                    : ModelLoaderConfig::from_environment().required_remote_model_path();
+  RawStreamer streamer(url, options);
   std::optional<ProgressBar> progress;
   if (!arguments.json && ::isatty(STDERR_FILENO)) progress.emplace([&] { return streamer.stats(); });
 
@@ -94,7 +104,7 @@ void run_stream(const StreamArguments& arguments) {
     std::printf("streamed %llu tensors (%s) from %s in %.3f s: %.3f GB/s, first tensor after "
                 "%.1f ms [%s, %llu requests, %llu retries, peak memory %s]\n",
                 static_cast<unsigned long long>(stats.tensors),
-                format_byte_size(stats.bytes).c_str(), arguments.url.c_str(),
+                format_byte_size(stats.bytes).c_str(), url.c_str(),
                 stats.elapsed_seconds, stats.gigabytes_per_second(),
                 stats.first_tensor_seconds * 1e3, stats.io_mode.c_str(),
                 static_cast<unsigned long long>(stats.requests),
@@ -110,12 +120,13 @@ void register_stream_command(CLI::App& app) {
   auto arguments = std::make_shared<StreamArguments>();
   auto* command = app.add_subcommand("stream", "Stream every tensor of a checkpoint and drop it");
   command->add_option("url", arguments->url,
-                      "File, directory or prefix: /path, file:///path, http(s)://host/path")
-      ->required();
-  command->add_option("--chunk-size", arguments->chunk_size, "Bytes per range read")
-      ->capture_default_str();
-  command->add_option("--concurrency", arguments->concurrency, "Range reads in flight")
-      ->capture_default_str()
+                      "File, index, directory or prefix: /path, file:///path, "
+                      "http(s)://host/path, s3://bucket/prefix/, gs://bucket/prefix/; default: "
+                      "the configured remote model path");
+  command->add_option("--chunk-size", arguments->chunk_size,
+                      "Bytes per range read; default: the configured chunk size, 16MiB unless set");
+  command->add_option("--concurrency", arguments->concurrency,
+                      "Range reads in flight; default: the configured concurrency, 32 unless set")
       ->check(CLI::PositiveNumber);
   command->add_option("--memory-limit", arguments->memory_limit,
                       "Tensor memory held at once")
@@ -127,6 +138,7 @@ void register_stream_command(CLI::App& app) {
   command->add_option("--tp", arguments->tensor_parallel_size, "Tensor-parallel size")
       ->capture_default_str();
   command->add_flag("--json", arguments->json, "One JSON object per tensor, then a summary");
+  add_store_flags(*command, arguments->store);
   command->add_option("--checksum", arguments->checksum, "Hash each tensor's bytes: sha256");
   command->callback([arguments] { run_stream(*arguments); });
 }

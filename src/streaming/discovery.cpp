@@ -2,9 +2,15 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
+#include <span>
+#include <unordered_set>
 
+#include "byte_size.hpp"
 #include "streaming/run_concurrently.hpp"
+#include "streaming/weight_index.hpp"
 #include "tensorstream/error.hpp"
+#include "tensorstream/log.hpp"
 
 namespace tensorstream::detail {
 namespace {
@@ -14,6 +20,16 @@ namespace asio = boost::asio;
 // Most headers fit in the first read, which saves a round trip per file.
 constexpr std::uint64_t first_read_size = 64 * 1024;
 
+// An index holds names only: a few MB for the largest models. A bigger object is not an index,
+// and reading it whole would take memory no budget accounts for.
+constexpr std::uint64_t max_index_size = 64ull << 20;
+
+// Naming every tensor of a wrong file would fill pages; the first few identify the problem.
+constexpr std::size_t missing_names_shown = 10;
+
+constexpr std::string_view safetensors_suffix = ".safetensors";
+constexpr std::string_view index_suffix = ".safetensors.index.json";
+
 bool ends_with(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
@@ -22,6 +38,8 @@ std::string_view file_name(std::string_view key) {
   const auto slash = key.rfind('/');
   return slash == std::string_view::npos ? key : key.substr(slash + 1);
 }
+
+std::string directory_of(const std::string& key) { return key.substr(0, key.rfind('/') + 1); }
 
 asio::awaitable<SafetensorsFile> read_header(ObjectStore& store, std::string key) {
   SafetensorsFile file;
@@ -47,6 +65,147 @@ asio::awaitable<SafetensorsFile> read_header(ObjectStore& store, std::string key
   co_return file;
 }
 
+asio::awaitable<std::string> read_index(ObjectStore& store, const std::string& key) {
+  const std::uint64_t size = co_await store.size(key);
+  if (size > max_index_size) {
+    throw FormatError(store.url(key) + ": " + format_byte_size(size) +
+                      " is too large for a safetensors index (at most " +
+                      format_byte_size(max_index_size) + ")");
+  }
+  std::string text(size, '\0');
+  co_await store.read_range(key, 0, std::as_writable_bytes(std::span(text)));
+  co_return text;
+}
+
+// The index at `key`, or nullopt when there is none; other failures propagate.
+asio::awaitable<std::optional<std::string>> read_index_if_present(ObjectStore& store,
+                                                                  const std::string& key) {
+  try {
+    co_return co_await read_index(store, key);
+  } catch (const NotFoundError&) {
+    co_return std::nullopt;
+  }
+}
+
+// Keeps in `file` only the tensors `listed` (sorted) names, every one of which it must hold.
+void keep_listed(SafetensorsFile& file, const std::vector<std::string>& listed,
+                 const std::string& index_url) {
+  std::unordered_set<std::string_view> present;
+  for (const auto& info : file.header.tensors) present.insert(info.name);
+  std::vector<std::string_view> missing;
+  for (const auto& name : listed) {
+    if (!present.contains(name)) missing.push_back(name);
+  }
+  if (!missing.empty()) {
+    std::string message = "Missing " + std::to_string(missing.size()) + " tensor" +
+                          (missing.size() == 1 ? "" : "s") + " at " + file.url + ": ";
+    for (std::size_t i = 0; i < std::min(missing.size(), missing_names_shown); ++i) {
+      if (i != 0) message += ", ";
+      message += missing[i];
+    }
+    if (missing.size() > missing_names_shown) {
+      message += " and " + std::to_string(missing.size() - missing_names_shown) + " more";
+    }
+    throw FormatError(message + " (listed in " + index_url + ")");
+  }
+  std::erase_if(file.header.tensors, [&](const TensorInfo& info) {
+    return !std::binary_search(listed.begin(), listed.end(), info.name);
+  });
+}
+
+asio::awaitable<std::vector<SafetensorsFile>> indexed_files(ObjectStore& store,
+                                                            const std::string& index_key,
+                                                            const WeightIndex& index) {
+  const std::string directory = directory_of(index_key);
+  std::vector<std::string> keys;
+  for (const auto& [file, tensors] : index) keys.push_back(directory + file);
+  auto files = co_await read_headers(store, std::move(keys));
+  const std::string index_url = store.url(index_key);
+  auto listed = index.begin();
+  for (auto& file : files) keep_listed(file, (listed++)->second, index_url);
+  co_return files;
+}
+
+// Keeps each name in the first file holding it, as the Python original does.
+void drop_repeated_names(std::vector<SafetensorsFile>& files) {
+  std::unordered_set<std::string> seen;
+  for (auto& file : files) {
+    std::erase_if(file.header.tensors, [&](const TensorInfo& info) {
+      if (seen.insert(info.name).second) return false;
+      log(LogLevel::warning, "tensor " + info.name + " in " + file.url +
+                                 " is skipped: an earlier file already has it");
+      return true;
+    });
+  }
+}
+
+// The files directly under the prefix `url` named `name_prefix*.safetensors`, sorted, headers read.
+asio::awaitable<std::vector<SafetensorsFile>> matching_files(ObjectStore& store, const Url& url,
+                                                             const std::string& name_prefix) {
+  std::vector<std::string> keys;
+  for (auto& object : co_await store.list(url.path, ListDepth::one_level)) {
+    const auto name = file_name(object.key);
+    if (name.starts_with(name_prefix) && ends_with(name, safetensors_suffix)) {
+      keys.push_back(std::move(object.key));
+    }
+  }
+  if (keys.empty()) {
+    throw NotFoundError(url.str(),
+                        "no files found matching pattern: " + name_prefix + "*.safetensors");
+  }
+  std::sort(keys.begin(), keys.end());
+  auto files = co_await read_headers(store, std::move(keys));
+  drop_repeated_names(files);
+  co_return files;
+}
+
+asio::awaitable<std::vector<SafetensorsFile>> rank_files(ObjectStore& store, const Url& url,
+                                                         const StreamerOptions& options) {
+  if (!url.is_prefix()) {
+    throw InvalidArgument(url.str() +
+                          ": tensor_parallel_size > 1 needs a prefix holding rank files, "
+                          "not a single file");
+  }
+  if (!store.can_list()) {
+    throw InvalidArgument(url.str() + ": rank files cannot be found without listing");
+  }
+  co_return co_await matching_files(store, url,
+                                    "model-rank-" + std::to_string(options.rank) + "-part-");
+}
+
+// A prefix without tensor parallelism: its index, else its files.
+asio::awaitable<std::vector<SafetensorsFile>> prefix_files(ObjectStore& store, const Url& url) {
+  const std::string index_key = url.path + std::string(weight_index_name);
+  const auto text = co_await read_index_if_present(store, index_key);
+  std::optional<WeightIndex> index;
+  if (text) {
+    try {
+      index = parse_weight_index(*text, store.url(index_key));
+    } catch (const UnusableIndex& error) {
+      log(LogLevel::warning,
+          std::string(error.what()) + "; streaming " +
+              (store.can_list() ? "every *.safetensors file under " + url.str()
+                                : "model.safetensors") +
+              " instead");
+    }
+  }
+  if (index) co_return co_await indexed_files(store, index_key, *index);
+  if (store.can_list()) co_return co_await matching_files(store, url, "");
+
+  // Without a listing, the one name a single-file checkpoint conventionally has is all there is.
+  std::vector<std::string> keys{url.path + "model.safetensors"};
+  try {
+    co_return co_await read_headers(store, std::move(keys));
+  } catch (const NotFoundError&) {
+    // Reported below, together with the index that was not there either.
+  }
+  throw NotFoundError(url.str(),
+                      std::string(text ? "found no usable " : "found neither ") +
+                          std::string(weight_index_name) + (text ? " and no " : " nor ") +
+                          "model.safetensors, and this store cannot list a prefix: name the "
+                          "file or index to stream");
+}
+
 }  // namespace
 
 Url resolve_url(const std::string& remote_path) {
@@ -55,41 +214,24 @@ Url resolve_url(const std::string& remote_path) {
     std::error_code ec;
     url.path = std::filesystem::absolute(url.path, ec).string();
     if (!url.is_prefix() && std::filesystem::is_directory(url.path, ec)) url.path.push_back('/');
+  } else if ((url.scheme == "s3" || url.scheme == "gs") && !url.is_prefix() &&
+             !ends_with(url.path, safetensors_suffix) && !ends_with(url.path, index_suffix)) {
+    url.path.push_back('/');
   }
   return url;
 }
 
-asio::awaitable<std::vector<std::string>> select_files(ObjectStore& store, const Url& url,
+asio::awaitable<std::vector<SafetensorsFile>> discover(ObjectStore& store, const Url& url,
                                                        const StreamerOptions& options) {
-  if (!url.is_prefix()) {
-    if (options.tensor_parallel_size > 1) {
-      throw InvalidArgument(url.str() +
-                            ": tensor_parallel_size > 1 needs a prefix holding rank files, "
-                            "not a single file");
-    }
-    co_return std::vector<std::string>{url.path};
+  if (options.tensor_parallel_size > 1) co_return co_await rank_files(store, url, options);
+  if (url.is_prefix()) co_return co_await prefix_files(store, url);
+  if (ends_with(url.path, index_suffix)) {
+    const std::string text = co_await read_index(store, url.path);
+    const WeightIndex index = parse_weight_index(text, url.str());
+    co_return co_await indexed_files(store, url.path, index);
   }
-  if (!store.can_list()) {
-    if (options.tensor_parallel_size > 1) {
-      throw InvalidArgument(url.str() + ": rank files cannot be found without listing");
-    }
-    co_return std::vector<std::string>{url.path + "model.safetensors"};
-  }
-
-  std::string prefix = "";
-  std::string pattern = "*.safetensors";
-  if (options.tensor_parallel_size > 1) {
-    prefix = "model-rank-" + std::to_string(options.rank) + "-part-";
-    pattern = prefix + "*.safetensors";
-  }
-  std::vector<std::string> keys;
-  for (auto& object : co_await store.list(url.path, ListDepth::one_level)) {
-    const auto name = file_name(object.key);
-    if (name.starts_with(prefix) && ends_with(name, ".safetensors")) keys.push_back(object.key);
-  }
-  if (keys.empty()) throw NotFoundError(url.str(), "no files found matching pattern: " + pattern);
-  std::sort(keys.begin(), keys.end());
-  co_return keys;
+  std::vector<std::string> keys{url.path};
+  co_return co_await read_headers(store, std::move(keys));
 }
 
 asio::awaitable<std::vector<SafetensorsFile>> read_headers(ObjectStore& store,

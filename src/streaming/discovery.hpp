@@ -20,13 +20,26 @@ struct SafetensorsFile {
   Header header;
 };
 
-/// Parses a stream's path: local paths become absolute, and a local directory named without its
-/// trailing '/' is a prefix.
+/// Parses a stream's path: local paths become absolute, a local directory named without its
+/// trailing '/' is a prefix, and so is an s3:// or gs:// path whose last segment does not end in
+/// ".safetensors" or ".safetensors.index.json" (buckets have no directories to check, and the
+/// Python original takes such paths as prefixes).
 Url resolve_url(const std::string& remote_path);
 
-/// The keys of the files `url` names, in the order their tensors take precedence: the file
-/// itself, or the `*.safetensors` files under a prefix (the rank's files with tensor parallelism).
-boost::asio::awaitable<std::vector<std::string>> select_files(ObjectStore& store, const Url& url,
+/// Finds the files a stream of `url` reads, fetches their headers concurrently, and keeps in each
+/// header only the tensors the stream takes, each name in one file only:
+///
+/// - a URL naming a file: that file; one naming an index: the files and tensors it lists;
+/// - tensor_parallel_size > 1: `model-rank-{rank}-part-*.safetensors` under the prefix;
+/// - otherwise `model.safetensors.index.json` under the prefix, whose "weight_map" says which
+///   tensors to take from which file (a listed tensor absent from its file is a FormatError
+///   "Missing N tensors at URL: ..."). An index that is absent, not JSON or without "weight_map"
+///   is skipped for every `*.safetensors` directly under the prefix, in lexicographic order, the
+///   first file holding a name winning (a warning is logged for every later one). A store that
+///   cannot list falls back to `model.safetensors` instead.
+///
+/// Errors other than an absent index (permission, network) are not swallowed.
+boost::asio::awaitable<std::vector<SafetensorsFile>> discover(ObjectStore& store, const Url& url,
                                                               const StreamerOptions& options);
 
 /// Fetches and validates the header of every file concurrently; results keep the order of `keys`.

@@ -20,8 +20,7 @@ std::vector<FileHeader> inspect(const std::string& remote_path, const StreamerOp
   asio::co_spawn(
       io,
       [&]() -> asio::awaitable<void> {
-        auto keys = co_await detail::select_files(*store, url, options);
-        files = co_await detail::read_headers(*store, std::move(keys));
+        files = co_await detail::discover(*store, url, options);
       },
       [&](std::exception_ptr failure) {
         error = failure;

@@ -16,7 +16,6 @@
 #include <functional>
 #include <mutex>
 #include <thread>
-#include <unordered_set>
 
 #include "byte_size.hpp"
 #include "streaming/discovery.hpp"
@@ -24,7 +23,7 @@
 #include "streaming/signal.hpp"
 #include "streaming/tensor_memory.hpp"
 #include "tensorstream/error.hpp"
-#include "tensorstream/log.hpp"
+#include "tensorstream/model/model_loader_config.hpp"
 #include "tensorstream/storage/open_store.hpp"
 #include "tensorstream/streaming/chunk_plan.hpp"
 
@@ -36,8 +35,8 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 void validate(const StreamerOptions& options) {
-  if (options.chunk_size == 0) throw InvalidArgument("chunk_size must be at least 1 byte");
-  if (options.max_concurrency == 0) throw InvalidArgument("max_concurrency must be at least 1");
+  if (*options.chunk_size == 0) throw InvalidArgument("chunk_size must be at least 1 byte");
+  if (*options.max_concurrency == 0) throw InvalidArgument("max_concurrency must be at least 1");
   if (options.io_threads == 0) throw InvalidArgument("io_threads must be at least 1");
   if (options.memory_limit == 0) throw InvalidArgument("memory_limit must be at least 1 byte");
   if (options.tensor_parallel_size < 1) {
@@ -50,13 +49,20 @@ void validate(const StreamerOptions& options) {
   }
 }
 
+// The options as given, the ones left unset from the environment, checked.
+StreamerOptions resolve(StreamerOptions options) {
+  options = ModelLoaderConfig::from_environment().streamer_options(std::move(options));
+  validate(options);
+  return options;
+}
+
 }  // namespace
 
 class RawStreamer::Engine {
  public:
   Engine(std::string remote_path, StreamerOptions options, const StoreFactory& make_store)
       : remote_path_(std::move(remote_path)),
-        options_((validate(options), std::move(options))),
+        options_(resolve(std::move(options))),
         url_(detail::resolve_url(remote_path_)),
         strand_(asio::make_strand(io_)),
         work_guard_(io_.get_executor()),
@@ -177,26 +183,19 @@ class RawStreamer::Engine {
   };
 
   asio::awaitable<void> run() {
-    auto keys = co_await detail::select_files(*store_, url_, options_);
-    files_ = co_await detail::read_headers(*store_, std::move(keys));
+    files_ = co_await detail::discover(*store_, url_, options_);
     select_tensors();
     co_await detail::run_concurrently(
-        1 + options_.max_concurrency, [this](std::size_t i) -> asio::awaitable<void> {
+        1 + *options_.max_concurrency, [this](std::size_t i) -> asio::awaitable<void> {
           return i == 0 ? plan() : fetch();
         });
   }
 
-  // The first file holding a name wins, as in the Python original.
+  // Discovery left each name in one file only.
   void select_tensors() {
-    std::unordered_set<std::string_view> seen;
     std::uint64_t bytes = 0;
     for (const auto& file : files_) {
       for (const auto& info : file.header.tensors) {
-        if (!seen.insert(info.name).second) {
-          log(LogLevel::warning, "tensor " + info.name + " in " + file.url +
-                                     " is skipped: an earlier file already has it");
-          continue;
-        }
         selected_.push_back({&file, &info});
         bytes += info.byte_size();
       }
@@ -233,7 +232,7 @@ class RawStreamer::Engine {
       job->file = file;
       job->info = info;
       job->data = memory_->allocate(bytes);
-      job->chunks_left = chunk_count(bytes, options_.chunk_size);
+      job->chunks_left = chunk_count(bytes, *options_.chunk_size);
       {
         std::lock_guard lock(mutex_);
         ++jobs_in_flight_;
@@ -243,7 +242,7 @@ class RawStreamer::Engine {
         continue;
       }
       for (std::uint64_t i = 0; i < job->chunks_left; ++i) {
-        chunks_.push_back({job, chunk_at(bytes, options_.chunk_size, i)});
+        chunks_.push_back({job, chunk_at(bytes, *options_.chunk_size, i)});
       }
       work_available_.notify_all();
     }

@@ -26,10 +26,15 @@ using StoreFactory =
 /// last byte has landed.
 ///
 /// `remote_path` names one file (`file:///m/model.safetensors`, `/m/model.safetensors`,
-/// `https://host/m/model.safetensors`) or a prefix ending in '/' (or a local directory), whose
-/// `*.safetensors` files are streamed in lexicographic order; when two files hold a tensor of the
-/// same name, the first file's wins. Over plain HTTP, which cannot list, a prefix streams
-/// `model.safetensors` under it.
+/// `https://host/m/model.safetensors`), an index (`.../model.safetensors.index.json`), or a prefix
+/// ending in '/' (or a local directory, or an s3:// or gs:// path not ending in `.safetensors`).
+/// Under a prefix, `model.safetensors.index.json` decides which tensors come from which file; a
+/// listed tensor missing from its file is a FormatError. Without an index (or with one that is not
+/// JSON or has no "weight_map"), the `*.safetensors` files directly under the prefix are streamed
+/// in lexicographic order, and when two hold a tensor of the same name, the first file's wins.
+/// Over plain HTTP, which cannot list, that fallback is `model.safetensors` alone. With
+/// tensor_parallel_size > 1 the index is ignored and the rank's files
+/// `model-rank-{rank}-part-*.safetensors` are streamed.
 ///
 /// Work starts at construction on the stream's own I/O threads: headers of all files are fetched
 /// concurrently, then every tensor is split into `chunk_size` range reads, at most
@@ -42,8 +47,9 @@ using StoreFactory =
 /// Yielded tensors stay valid after the streamer is gone.
 class RawStreamer {
  public:
-  /// Starts streaming. Throws InvalidArgument for a bad URL or bad options; I/O errors (missing
-  /// objects, HTTP errors, malformed headers) are thrown by next().
+  /// Starts streaming. Options left unset are read from the environment (see StreamerOptions).
+  /// Throws InvalidArgument for a bad URL, bad options or a malformed environment variable; I/O
+  /// errors (missing objects, HTTP errors, malformed headers) are thrown by next().
   explicit RawStreamer(std::string remote_path, StreamerOptions options = {});
 
   /// Like the constructor above, reading through the store `make_store` creates.

@@ -4,17 +4,24 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "tensorstream/storage/store_options.hpp"
 
 namespace tensorstream {
 
 /// Options of SafeTensorsStreamer and RawStreamer. The defaults match the Python original.
+///
+/// `chunk_size` and `max_concurrency`, when left unset, come from the environment as the Python
+/// original's do (ModelLoaderConfig::from_environment(), read once per streamer): an explicit
+/// value beats `TENSORSTREAM_*`, which beats `FLYTE_MODEL_LOADER_*`, which beats the default.
 struct StreamerOptions {
-  /// Bytes per range read; each tensor is split into reads of at most this size.
-  std::uint64_t chunk_size = 16ull << 20;
-  /// Range reads in flight at once, across all files.
-  std::size_t max_concurrency = 32;
+  /// Bytes per range read; each tensor is split into reads of at most this size. 16 MiB unless
+  /// set here or in TENSORSTREAM_CHUNK_SIZE / FLYTE_MODEL_LOADER_CHUNK_SIZE.
+  std::optional<std::uint64_t> chunk_size;
+  /// Range reads in flight at once, across all files. 32 unless set here or in
+  /// TENSORSTREAM_MAX_CONCURRENCY / FLYTE_MODEL_LOADER_MAX_CONCURRENCY.
+  std::optional<std::size_t> max_concurrency;
   /// This process's tensor-parallel rank, in [0, tensor_parallel_size).
   int rank = 0;
   /// With more than one, the rank's files `model-rank-{rank}-part-*.safetensors` are streamed.

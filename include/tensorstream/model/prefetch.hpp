@@ -1,0 +1,65 @@
+#pragma once
+/// @file
+/// Copying a model's other artifacts (config.json, tokenizer files, generation_config.json, ...)
+/// to local disk, for loaders that read them from files while the weights are streamed.
+
+#include <boost/asio/awaitable.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tensorstream/storage/object_store.hpp"
+#include "tensorstream/storage/store_options.hpp"
+
+namespace tensorstream {
+
+/// Options of prefetch().
+struct PrefetchOptions {
+  /// Skip objects named `*.safetensors`, at any depth: the weights are streamed instead.
+  bool exclude_safetensors = true;
+  /// Files copied at once.
+  std::size_t max_concurrency = 8;
+  /// Bytes per range read. Each file being copied holds one buffer of at most this size, so
+  /// memory stays below max_concurrency × chunk_size whatever the files' sizes.
+  std::uint64_t chunk_size = 8ull << 20;
+  /// Options of the backends, as for a stream.
+  StoreOptions store;
+};
+
+/// What prefetch() copied.
+struct PrefetchResult {
+  std::vector<std::string> files;  ///< Paths written, relative to the local directory, sorted.
+  std::uint64_t bytes = 0;         ///< Their total size.
+};
+
+/// Copies every object under the prefix `remote_path` (a trailing '/' is implied) into the
+/// directory `local_path`, keeping the relative paths of nested objects and creating directories
+/// as needed; the Python original's `prefetch`.
+///
+/// Zero-byte keys ending in '/' (directory placeholders some tools create) are skipped; zero-byte
+/// files are copied. Each file is written under a temporary name in its target directory and
+/// renamed into place once complete, so no partial file is ever visible under its own name, and
+/// an existing file is replaced whole. On failure the files already copied stay; none is partial.
+///
+/// Needs a store that can list: file://, s3://, gs:// (InvalidArgument for http(s)://, whose
+/// servers cannot list a prefix). Runs on the awaiting coroutine's executor; the local writes are
+/// ordinary blocking writes of at most `chunk_size` bytes on its threads. Throws InvalidArgument
+/// for bad options, StorageError naming the object or file that failed, including an object whose
+/// key would land outside `local_path`.
+boost::asio::awaitable<PrefetchResult> prefetch(std::string remote_path,
+                                                std::filesystem::path local_path,
+                                                PrefetchOptions options = {});
+
+/// Like prefetch() above, reading the objects under the key `prefix` (ending in '/') of `store`,
+/// which must stay alive until it completes. `options.store` is unused.
+boost::asio::awaitable<PrefetchResult> prefetch(ObjectStore& store, std::string prefix,
+                                                std::filesystem::path local_path,
+                                                PrefetchOptions options = {});
+
+/// Like prefetch(), blocking the calling thread, which runs the I/O.
+PrefetchResult prefetch_blocking(std::string remote_path, std::filesystem::path local_path,
+                                 PrefetchOptions options = {});
+
+}  // namespace tensorstream

@@ -1,0 +1,64 @@
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "byte_size.hpp"
+#include "cli/commands.hpp"
+#include "tensorstream/model/model_loader_config.hpp"
+#include "tensorstream/model/prefetch.hpp"
+
+namespace tensorstream::cli {
+namespace {
+
+struct PrefetchArguments {
+  std::optional<std::string> url;
+  std::optional<std::string> directory;
+  bool include_safetensors = false;
+  std::size_t concurrency = PrefetchOptions{}.max_concurrency;
+  std::string chunk_size = "8MiB";
+};
+
+void run_prefetch(const PrefetchArguments& arguments) {
+  PrefetchOptions options;
+  options.exclude_safetensors = !arguments.include_safetensors;
+  options.max_concurrency = arguments.concurrency;
+  options.chunk_size = parse_byte_size(arguments.chunk_size, "--chunk-size");
+
+  // The environment is read only for what the command line leaves out, so that a malformed
+  // variable this command does not need cannot fail it.
+  std::optional<ModelLoaderConfig> config;
+  if (!arguments.url || !arguments.directory) config = ModelLoaderConfig::from_environment();
+  const std::string url = arguments.url ? *arguments.url : config->required_remote_model_path();
+  const std::string directory =
+      arguments.directory ? *arguments.directory : config->local_model_path;
+
+  const PrefetchResult result = prefetch_blocking(url, directory, options);
+  std::printf("prefetched %zu files (%s) from %s to %s\n", result.files.size(),
+              format_byte_size(result.bytes).c_str(), url.c_str(), directory.c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+void register_prefetch_command(CLI::App& app) {
+  auto arguments = std::make_shared<PrefetchArguments>();
+  auto* command = app.add_subcommand(
+      "prefetch", "Copy a model's other artifacts (config, tokenizer, ...) to a local directory");
+  command->add_option("url", arguments->url,
+                      "Prefix to copy from: /path, file:///path, s3://bucket/path, gs://...; "
+                      "default: the configured remote model path");
+  command->add_option("dir", arguments->directory,
+                      "Directory to copy into (created if missing); default: the configured "
+                      "local model path, /srv/model unless set");
+  command->add_flag("--include-safetensors", arguments->include_safetensors,
+                    "Copy *.safetensors files too");
+  command->add_option("--concurrency", arguments->concurrency, "Files copied at once")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  command->add_option("--chunk-size", arguments->chunk_size, "Bytes per range read")
+      ->capture_default_str();
+  command->callback([arguments] { run_prefetch(*arguments); });
+}
+
+}  // namespace tensorstream::cli

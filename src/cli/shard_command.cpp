@@ -1,0 +1,80 @@
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "byte_size.hpp"
+#include "cli/commands.hpp"
+#include "tensorstream/model/shard_checkpoint.hpp"
+
+namespace tensorstream::cli {
+namespace {
+
+struct ShardArguments {
+  std::string source;
+  std::string destination;
+  int tensor_parallel_size = 0;
+  std::optional<std::int64_t> kv_heads;
+  std::string max_part_size = "5GiB";
+  std::string chunk_size = "16MiB";
+  std::size_t concurrency = 32;
+  std::string memory_limit = "512MiB";
+};
+
+void run_shard(const ShardArguments& arguments) {
+  ShardOptions options;
+  options.tensor_parallel_size = arguments.tensor_parallel_size;
+  options.num_key_value_heads = arguments.kv_heads;
+  options.max_part_size = parse_byte_size(arguments.max_part_size, "--max-part-size");
+  options.stream.chunk_size = parse_byte_size(arguments.chunk_size, "--chunk-size");
+  options.stream.max_concurrency = arguments.concurrency;
+  options.stream.memory_limit = parse_byte_size(arguments.memory_limit, "--memory-limit");
+
+  const auto start = std::chrono::steady_clock::now();
+  const ShardReport report = shard_checkpoint(arguments.source, arguments.destination, options);
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  std::printf(
+      "sharded %zu tensors (%s) from %s over %d ranks into %zu files (%s) in %s "
+      "in %.3f s\n",
+      report.tensors, format_byte_size(report.source_bytes).c_str(), arguments.source.c_str(),
+      arguments.tensor_parallel_size, report.files.size(), format_byte_size(report.bytes).c_str(),
+      arguments.destination.c_str(), elapsed.count());
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+void register_shard_command(CLI::App& app) {
+  auto arguments = std::make_shared<ShardArguments>();
+  auto* command = app.add_subcommand(
+      "shard", "Write the tensor-parallel rank files model-rank-R-part-K.safetensors of a model");
+  command
+      ->add_option("src", arguments->source,
+                   "Checkpoint to split: file, directory or prefix, as for stream")
+      ->required();
+  command->add_option("dst", arguments->destination, "Local directory to write the rank files into")
+      ->required();
+  command->add_option("--tp", arguments->tensor_parallel_size, "Tensor-parallel size")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--kv-heads", arguments->kv_heads,
+                   "Key-value heads, instead of num_key_value_heads from SRC's config.json")
+      ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--max-part-size", arguments->max_part_size,
+                   "Most tensor bytes per file; files are split between tensors")
+      ->capture_default_str();
+  command->add_option("--chunk-size", arguments->chunk_size, "Bytes per range read of SRC")
+      ->capture_default_str();
+  command->add_option("--concurrency", arguments->concurrency, "Range reads of SRC in flight")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--memory-limit", arguments->memory_limit, "Tensor memory of SRC held at once")
+      ->capture_default_str();
+  command->callback([arguments] { run_shard(*arguments); });
+}
+
+}  // namespace tensorstream::cli

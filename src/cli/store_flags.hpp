@@ -1,0 +1,26 @@
+#pragma once
+// The flags every command that reads object storage takes: credentials, region, endpoint, trust.
+
+#include <CLI/App.hpp>
+#include <string>
+
+#include "tensorstream/storage/store_options.hpp"
+
+namespace tensorstream::cli {
+
+/// What the storage flags say; empty or false means "as the environment says".
+struct StoreFlags {
+  bool no_sign_request = false;  ///< Anonymous requests, for public buckets.
+  std::string region;            ///< S3 region.
+  std::string endpoint_url;      ///< S3-compatible endpoint.
+  std::string ca_bundle;         ///< PEM file of trusted CAs for https.
+};
+
+/// Adds --no-sign-request, --region, --endpoint-url and --ca-bundle to `command`, storing into
+/// `flags` (which must outlive parsing).
+void add_store_flags(CLI::App& command, StoreFlags& flags);
+
+/// `options` with what `flags` set.
+StoreOptions apply_store_flags(const StoreFlags& flags, StoreOptions options = {});
+
+}  // namespace tensorstream::cli

@@ -1,0 +1,127 @@
+// The CLI over s3://: ls, stream and inspect against s3rver, and the storage flags.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "storage/s3_test_environment.hpp"
+#include "support/process.hpp"
+#include "support/s3rver_server.hpp"
+#include "support/temp_dir.hpp"
+#include "tensorstream/model/synthetic_model.hpp"
+
+namespace tensorstream {
+namespace {
+
+using testing::lines_of;
+using testing::ProcessResult;
+using testing::S3rverServer;
+using testing::TempDir;
+
+ProcessResult cli(std::vector<std::string> arguments) {
+  arguments.insert(arguments.begin(), TENSORSTREAM_CLI_PATH);
+  return testing::run_process(arguments);
+}
+
+class S3Cli : public s3::testing::AwsEnvironmentTest {
+ protected:
+  void SetUp() override {
+    if (auto why = S3rverServer::unavailable()) GTEST_SKIP() << *why;
+    s3rver_ = std::make_unique<S3rverServer>(std::vector<std::string>{"models"});
+    generate_synthetic_model(model_.path(), {.preset = "tiny", .shards = 2, .index = true});
+    std::filesystem::create_directory(model_.path() / "tokenizer");
+    std::ofstream(model_.path() / "tokenizer" / "vocab.txt") << "a b c";
+    s3rver_->put_directory("models", "tiny/", model_.path());
+    set("AWS_ACCESS_KEY_ID", S3rverServer::access_key_id);
+    set("AWS_SECRET_ACCESS_KEY", S3rverServer::secret_access_key);
+  }
+
+  std::uint64_t file_size(const std::string& name) const {
+    return std::filesystem::file_size(model_.path() / name);
+  }
+
+  std::string size_line(const std::string& name) const {
+    char line[256];
+    std::snprintf(line, sizeof line, "%12llu  s3://models/tiny/%s",
+                  static_cast<unsigned long long>(file_size(name)), name.c_str());
+    return line;
+  }
+
+  TempDir model_;
+  std::unique_ptr<S3rverServer> s3rver_;
+};
+
+TEST_F(S3Cli, LsListsObjectsWithSizesOneLevelDeep) {
+  const auto result = cli({"ls", "s3://models/tiny/", "--endpoint-url", s3rver_->endpoint()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto lines = lines_of(result.out);
+  ASSERT_EQ(lines.size(), 7u) << result.out;
+  EXPECT_EQ(lines[0], size_line("config.json"));
+  EXPECT_EQ(lines[2], size_line("model-00001-of-00002.safetensors"));
+  EXPECT_EQ(lines[3], size_line("model-00002-of-00002.safetensors"));
+  EXPECT_EQ(lines[4], size_line("model.safetensors.index.json"));
+  EXPECT_EQ(lines[5], size_line("tokenizer.json"));
+  EXPECT_TRUE(lines[6].starts_with("6 objects, ")) << lines[6];
+}
+
+TEST_F(S3Cli, LsRecursiveAsJsonIncludesNestedObjects) {
+  set("AWS_ENDPOINT_URL", s3rver_->endpoint());
+  const auto result = cli({"ls", "s3://models/tiny", "--recursive", "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto lines = lines_of(result.out);
+  ASSERT_EQ(lines.size(), 7u) << result.out;
+  EXPECT_EQ(lines[6], "{\"url\":\"s3://models/tiny/tokenizer/vocab.txt\",\"size\":5}");
+}
+
+TEST_F(S3Cli, LsOfAnObjectGivesItsSize) {
+  set("AWS_ENDPOINT_URL", s3rver_->endpoint());
+  const auto result = cli({"ls", "s3://models/tiny/model.safetensors.index.json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(lines_of(result.out)[0], size_line("model.safetensors.index.json"));
+}
+
+TEST_F(S3Cli, StreamOverS3GivesTheSameChecksumsAsTheLocalFiles) {
+  const auto local = cli({"stream", model_.path().string() + "/", "--checksum", "sha256"});
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  const auto remote = cli({"stream", "s3://models/tiny/", "--checksum", "sha256",
+                           "--endpoint-url", s3rver_->endpoint(), "--chunk-size", "100KB"});
+  ASSERT_EQ(remote.exit_code, 0) << remote.err;
+  auto sorted = [](std::string text) {
+    auto lines = lines_of(text);
+    lines.pop_back();  // the summary line names the URL and the timing
+    std::sort(lines.begin(), lines.end());
+    return lines;
+  };
+  EXPECT_EQ(sorted(remote.out), sorted(local.out));
+  EXPECT_EQ(sorted(remote.out).size(), llama_tensors(synthetic_preset("tiny")).size());
+}
+
+TEST_F(S3Cli, NoSignRequestReadsPublicObjects) {
+  unset("AWS_ACCESS_KEY_ID");
+  unset("AWS_SECRET_ACCESS_KEY");
+  const auto result = cli({"inspect", "s3://models/tiny/", "--no-sign-request", "--endpoint-url",
+                           s3rver_->endpoint(), "--json"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("\"total_tensors\":"), std::string::npos);
+}
+
+TEST_F(S3Cli, MissingCredentialsFailNamingTheChain) {
+  unset("AWS_ACCESS_KEY_ID");
+  unset("AWS_SECRET_ACCESS_KEY");
+  const auto result = cli({"ls", "s3://models/tiny/", "--endpoint-url", s3rver_->endpoint()});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_TRUE(result.err.starts_with("tensorstream: error: AWS credentials from ")) << result.err;
+}
+
+TEST_F(S3Cli, AMissingBucketIsAClearError) {
+  const auto result =
+      cli({"ls", "s3://absent-bucket/", "--endpoint-url", s3rver_->endpoint()});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.err,
+            "tensorstream: error: s3://absent-bucket/: NoSuchBucket: The specified bucket does "
+            "not exist (HTTP 404)\n");
+}
+
+}  // namespace
+}  // namespace tensorstream

@@ -1,0 +1,103 @@
+// `tensorstream shard`: the rank files it writes are what `tensorstream stream --rank R --tp N`
+// reads.
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <regex>
+
+#include "support/process.hpp"
+#include "support/sha256.hpp"
+#include "support/temp_dir.hpp"
+#include "tensorstream/model/partition_rules.hpp"
+#include "tensorstream/model/synthetic_model.hpp"
+
+namespace tensorstream {
+namespace {
+
+using testing::lines_of;
+using testing::ProcessResult;
+using testing::TempDir;
+
+ProcessResult cli(std::vector<std::string> arguments) {
+  arguments.insert(arguments.begin(), TENSORSTREAM_CLI_PATH);
+  return testing::run_process(arguments);
+}
+
+std::string shape_json(const std::vector<std::int64_t>& shape) {
+  std::string text = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i != 0) text += ',';
+    text += std::to_string(shape[i]);
+  }
+  return text + "]";
+}
+
+class ShardCommand : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(
+        cli({"gen-model", source_.path().string(), "--preset", "tiny", "--shards", "2"}).exit_code,
+        0);
+  }
+
+  TempDir source_;
+  TempDir destination_;
+};
+
+TEST_F(ShardCommand, WritesRankFilesThatStreamWithRankAndTp) {
+  const auto shard = cli({"shard", source_.path().string(), destination_.path().string(), "--tp",
+                          "2", "--max-part-size", "1MiB"});
+  ASSERT_EQ(shard.exit_code, 0) << shard.err;
+  const auto specs = llama_tensors(synthetic_preset("tiny"));
+  const std::regex summary(R"(sharded ([0-9]+) tensors \([0-9.]+ MiB\) from (.+) over 2 ranks )"
+                           R"(into ([0-9]+) files \([0-9.]+ MiB\) in (.+) in [0-9.]+ s)");
+  const auto lines = lines_of(shard.out);
+  ASSERT_EQ(lines.size(), 1u) << shard.out;
+  std::smatch match;
+  ASSERT_TRUE(std::regex_match(lines[0], match, summary)) << lines[0];
+  EXPECT_EQ(match[1], std::to_string(specs.size()));
+  EXPECT_EQ(match[2], source_.path().string());
+  EXPECT_GT(std::stoi(match[3]), 2) << "1 MiB parts split each rank's 2 MiB";
+  EXPECT_EQ(match[4], destination_.path().string());
+
+  const HeadConfig heads{.num_attention_heads = 8, .num_key_value_heads = 4, .head_dim = 32};
+  const std::regex tensor_line(R"re(\{"name":"([^"]+)","dtype":"BF16","shape":(\[[0-9,]*\]),)re"
+                               R"re("bytes":[0-9]+,"sha256":"([0-9a-f]{64})"\})re");
+  for (int rank = 0; rank < 2; ++rank) {
+    SCOPED_TRACE(rank);
+    const auto stream = cli({"stream", destination_.path().string() + "/", "--rank",
+                             std::to_string(rank), "--tp", "2", "--json", "--checksum", "sha256"});
+    ASSERT_EQ(stream.exit_code, 0) << stream.err;
+    const auto tensors = lines_of(stream.out);
+    ASSERT_EQ(tensors.size(), specs.size() + 1);
+    std::map<std::string, std::pair<std::string, std::string>> streamed;  // name → shape, sha256
+    for (std::size_t i = 0; i + 1 < tensors.size(); ++i) {
+      ASSERT_TRUE(std::regex_match(tensors[i], match, tensor_line)) << tensors[i];
+      streamed[match[1]] = {match[2], match[3]};
+    }
+    for (const auto& spec : specs) {
+      const auto partition = partition_tensor(spec, heads, 2, rank);
+      const auto source = synthetic_bytes(spec.name, 0, tensor_byte_size(spec));
+      std::vector<std::byte> expected(tensor_byte_size({spec.name, spec.dtype, partition.shape}));
+      fill_partition_bytes(spec, partition, source, 0, expected);
+      ASSERT_EQ(streamed.count(spec.name), 1u) << spec.name;
+      EXPECT_EQ(streamed[spec.name].first, shape_json(partition.shape)) << spec.name;
+      EXPECT_EQ(streamed[spec.name].second, testing::sha256_hex(expected)) << spec.name;
+    }
+  }
+}
+
+TEST_F(ShardCommand, ATensorThatCannotBeSplitIsOneErrorLine) {
+  const auto shard =
+      cli({"shard", source_.path().string(), destination_.path().string(), "--tp", "3"});
+  EXPECT_EQ(shard.exit_code, 2);
+  EXPECT_EQ(lines_of(shard.err),
+            std::vector<std::string>{"tensorstream: error: tensor \"model.embed_tokens.weight\": "
+                                     "dim 0 of size 1024, padded to 1024, cannot be split evenly "
+                                     "over 3 ranks"});
+  EXPECT_TRUE(shard.out.empty());
+}
+
+}  // namespace
+}  // namespace tensorstream

@@ -1,0 +1,276 @@
+#include "tensorstream/model/prefetch.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_future.hpp>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "support/temp_dir.hpp"
+#include "tensorstream/error.hpp"
+#include "tensorstream/model/synthetic_model.hpp"
+#include "tensorstream/storage/file_store.hpp"
+
+namespace tensorstream {
+namespace {
+
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+using testing::TempDir;
+using Paths = std::vector<std::string>;
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream content;
+  content << in.rdbuf();
+  return std::move(content).str();
+}
+
+void write_file(const fs::path& path, const std::string& content) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path, std::ios::binary) << content;
+}
+
+// Every regular file under `root`, relative to it, sorted.
+Paths files_under(const fs::path& root) {
+  Paths paths;
+  if (!fs::exists(root)) return paths;
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    if (entry.is_regular_file()) paths.push_back(fs::relative(entry.path(), root).string());
+  }
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
+
+// A FileStore that also lists `extra` objects, counts the largest read, and can fail the reads of
+// one key from one offset on, as a network store failing mid-object would.
+class FakeStore final : public ObjectStore {
+ public:
+  explicit FakeStore(asio::any_io_executor executor) : inner_(std::move(executor)) {}
+
+  std::vector<ObjectInfo> extra;
+  std::string failing_key;
+  std::uint64_t failing_from = 0;
+  std::atomic<std::uint64_t> largest_read{0};
+
+  std::string url(const std::string& key) const override { return "fake://" + key; }
+  asio::awaitable<std::uint64_t> size(std::string key) override {
+    return inner_.size(std::move(key));
+  }
+  bool can_list() const override { return true; }
+  asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix, ListDepth depth) override {
+    auto objects = co_await inner_.list(std::move(prefix), depth);
+    objects.insert(objects.end(), extra.begin(), extra.end());
+    std::sort(objects.begin(), objects.end(),
+              [](const ObjectInfo& a, const ObjectInfo& b) { return a.key < b.key; });
+    co_return objects;
+  }
+  asio::awaitable<void> read_range(std::string key, std::uint64_t offset,
+                                   std::span<std::byte> destination) override {
+    std::uint64_t largest = largest_read.load();
+    while (destination.size() > largest &&
+           !largest_read.compare_exchange_weak(largest, destination.size())) {
+    }
+    if (key == failing_key && offset >= failing_from) {
+      throw StorageError(url(key), "connection reset by peer", true);
+    }
+    co_await inner_.read_range(std::move(key), offset, destination);
+  }
+  StoreStats stats() const override { return inner_.stats(); }
+
+ private:
+  FileStore inner_;
+};
+
+class Prefetch : public ::testing::Test {
+ protected:
+  std::string remote() const { return remote_.path().string() + "/"; }
+  fs::path local() const { return local_.path() / "model"; }
+
+  // prefetch() from `store`, on the test's io_context; rethrows what it threw. The store's own
+  // completion watcher keeps the context busy, so the run ends when prefetch() does.
+  PrefetchResult run(ObjectStore& store, PrefetchOptions options = {}) {
+    std::optional<PrefetchResult> result;
+    std::exception_ptr error;
+    asio::co_spawn(io_, prefetch(store, remote(), local(), options),
+                   [&](std::exception_ptr failure, PrefetchResult copied) {
+                     error = failure;
+                     result = std::move(copied);
+                     io_.stop();
+                   });
+    io_.run();
+    if (error) std::rethrow_exception(error);
+    return std::move(*result);
+  }
+
+  asio::io_context io_;
+  TempDir remote_;
+  TempDir local_;
+};
+
+TEST_F(Prefetch, CopiesEveryArtifactButTheWeights) {
+  generate_synthetic_model(remote_.path(), {.preset = "tiny", .shards = 2, .index = true});
+  const auto result = prefetch_blocking(remote(), local());
+  const Paths expected{"config.json", "generation_config.json", "model.safetensors.index.json",
+                       "tokenizer.json"};
+  EXPECT_EQ(result.files, expected);
+  EXPECT_EQ(files_under(local()), expected);
+  std::uint64_t bytes = 0;
+  for (const auto& file : expected) {
+    EXPECT_EQ(read_file(local() / file), read_file(remote_.path() / file)) << file;
+    bytes += fs::file_size(remote_.path() / file);
+  }
+  EXPECT_EQ(result.bytes, bytes);
+}
+
+TEST_F(Prefetch, ExcludesSafetensorsInNestedDirectoriesToo) {
+  write_file(remote_.path() / "config.json", "{}");
+  write_file(remote_.path() / "model.safetensors", "weights");
+  write_file(remote_.path() / "sub" / "deep" / "extra.safetensors", "more weights");
+  write_file(remote_.path() / "sub" / "deep" / "tokenizer.model", "vocabulary");
+  write_file(remote_.path() / "sub" / "notes.safetensors.txt", "not weights");
+  const auto result = prefetch_blocking(remote(), local());
+  const Paths expected{"config.json", "sub/deep/tokenizer.model", "sub/notes.safetensors.txt"};
+  EXPECT_EQ(result.files, expected);
+  EXPECT_EQ(files_under(local()), expected);
+  EXPECT_EQ(read_file(local() / "sub" / "deep" / "tokenizer.model"), "vocabulary");
+}
+
+TEST_F(Prefetch, IncludingSafetensorsCopiesTheWeightsByteExact) {
+  generate_synthetic_model(remote_.path(), {.preset = "tiny", .shards = 2});
+  write_file(remote_.path() / "sub" / "extra.safetensors", "nested weights");
+  const auto result = prefetch_blocking(remote(), local(),
+                                        {.exclude_safetensors = false, .chunk_size = 64 * 1024});
+  EXPECT_EQ(files_under(local()), files_under(remote_.path()));
+  for (const auto& file : result.files) {
+    EXPECT_EQ(read_file(local() / file), read_file(remote_.path() / file)) << file;
+  }
+}
+
+TEST_F(Prefetch, LargeFilesAreCopiedInChunksNoLargerThanChunkSize) {
+  std::string big(1'000'003, '\0');
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<char>(i * 7 + i / 251);
+  write_file(remote_.path() / "tokenizer.json", big);
+  FakeStore store(io_.get_executor());
+  run(store, {.max_concurrency = 2, .chunk_size = 64 * 1024});
+  EXPECT_EQ(read_file(local() / "tokenizer.json"), big);
+  EXPECT_EQ(store.largest_read.load(), 64u * 1024u);
+}
+
+TEST_F(Prefetch, ZeroByteFilesAreCopiedAndDirectoryPlaceholdersSkipped) {
+  write_file(remote_.path() / "empty.txt", "");
+  write_file(remote_.path() / "tokenizer" / "vocab.txt", "abc");
+  FakeStore store(io_.get_executor());
+  store.extra = {{remote() + "tokenizer/", 0}, {remote() + "placeholder/", 0}};
+  const auto result = run(store);
+  EXPECT_EQ(result.files, (Paths{"empty.txt", "tokenizer/vocab.txt"}));
+  EXPECT_EQ(files_under(local()), (Paths{"empty.txt", "tokenizer/vocab.txt"}));
+  EXPECT_EQ(fs::file_size(local() / "empty.txt"), 0u);
+  EXPECT_FALSE(fs::exists(local() / "placeholder"));
+}
+
+TEST_F(Prefetch, AFailedCopyLeavesNoPartialFile) {
+  write_file(remote_.path() / "config.json", "{}");
+  write_file(remote_.path() / "tokenizer.json", std::string(300'000, 'x'));
+  FakeStore store(io_.get_executor());
+  store.failing_key = remote() + "tokenizer.json";
+  store.failing_from = 100'000;
+  try {
+    run(store, {.max_concurrency = 1, .chunk_size = 100'000});
+    FAIL() << "expected StorageError";
+  } catch (const StorageError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "fake://" + remote() + "tokenizer.json: connection reset by peer");
+  }
+  EXPECT_EQ(files_under(local()), (Paths{"config.json"}));
+}
+
+TEST_F(Prefetch, AnExistingFileIsReplacedWhole) {
+  write_file(remote_.path() / "config.json", "{\"new\":true}");
+  write_file(local() / "config.json", "{\"old\":true, \"and\":\"longer than the new one\"}");
+  prefetch_blocking(remote(), local());
+  EXPECT_EQ(read_file(local() / "config.json"), "{\"new\":true}");
+}
+
+TEST_F(Prefetch, AKeyThatWouldLandOutsideTheDirectoryIsRefused) {
+  write_file(remote_.path() / "config.json", "{}");
+  FakeStore store(io_.get_executor());
+  store.extra = {{remote() + "../escape.json", 2}};
+  try {
+    run(store);
+    FAIL() << "expected StorageError";
+  } catch (const StorageError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "fake://" + remote() + "../escape.json: cannot be copied into " + local().string() +
+                  ": its key is not a plain relative path below fake://" + remote());
+  }
+  EXPECT_FALSE(fs::exists(local()));
+}
+
+TEST_F(Prefetch, ARemotePathWithoutTrailingSlashIsAPrefix) {
+  write_file(remote_.path() / "config.json", "{}");
+  const auto result = prefetch_blocking(remote_.path().string(), local());
+  EXPECT_EQ(result.files, (Paths{"config.json"}));
+}
+
+TEST_F(Prefetch, AMissingPrefixIsNotFound) {
+  const auto missing = remote() + "absent/";
+  try {
+    prefetch_blocking(missing, local());
+    FAIL() << "expected NotFoundError";
+  } catch (const NotFoundError& error) {
+    EXPECT_EQ(std::string(error.what()), missing + ": No such file or directory");
+  }
+}
+
+TEST_F(Prefetch, HttpCannotBePrefetched) {
+  try {
+    prefetch_blocking("http://127.0.0.1:9/models/llama/", local());
+    FAIL() << "expected InvalidArgument";
+  } catch (const InvalidArgument& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "http://127.0.0.1:9/models/llama/: prefetch needs a store that can list a prefix "
+              "(file://, s3://, gs://); HTTP servers cannot");
+  }
+}
+
+TEST_F(Prefetch, BadOptionsAreRejected) {
+  try {
+    prefetch_blocking(remote(), local(), {.max_concurrency = 0});
+    FAIL() << "expected InvalidArgument";
+  } catch (const InvalidArgument& error) {
+    EXPECT_EQ(std::string(error.what()), "prefetch: max_concurrency must be at least 1");
+  }
+  try {
+    prefetch_blocking(remote(), local(), {.chunk_size = 0});
+    FAIL() << "expected InvalidArgument";
+  } catch (const InvalidArgument& error) {
+    EXPECT_EQ(std::string(error.what()), "prefetch: chunk_size must be at least 1 byte");
+  }
+}
+
+TEST_F(Prefetch, TheCoroutineRunsOnACallersExecutorWithSeveralThreads) {
+  generate_synthetic_model(remote_.path(), {.preset = "tiny", .index = true});
+  for (int i = 0; i < 40; ++i) {
+    write_file(remote_.path() / "many" / std::to_string(i), std::to_string(i));
+  }
+  auto future = asio::co_spawn(io_, prefetch(remote(), local(), {.max_concurrency = 16}),
+                               asio::use_future);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) threads.emplace_back([this] { io_.run(); });
+  const auto result = future.get();
+  io_.stop();
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(result.files.size(), 44u);
+  EXPECT_EQ(read_file(local() / "many" / "39"), "39");
+}
+
+}  // namespace
+}  // namespace tensorstream

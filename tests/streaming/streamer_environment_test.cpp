@@ -1,0 +1,80 @@
+// A streamer's chunk size and concurrency: explicit options, then the environment, then defaults.
+
+#include <gtest/gtest.h>
+
+#include "streaming/checkpoint_files.hpp"
+#include "support/model_loader_environment.hpp"
+#include "support/temp_dir.hpp"
+#include "tensorstream/error.hpp"
+#include "tensorstream/streaming/raw_streamer.hpp"
+
+namespace tensorstream {
+namespace {
+
+using testing::TempDir;
+
+class StreamerEnvironment : public ::testing::Test {
+ protected:
+  void SetUp() override { testing::write_checkpoint(file(), {{"x", 10000}}); }
+
+  std::string file() const { return (dir_.path() / "model.safetensors").string(); }
+
+  // Requests a stream of the 10000-byte tensor makes: the size and the header, then one per
+  // chunk, which tells the chunk size the stream used.
+  std::uint64_t requests(StreamerOptions options = {}) const {
+    RawStreamer streamer(file(), options);
+    while (streamer.next_blocking()) {
+    }
+    return streamer.stats().requests;
+  }
+
+  testing::ModelLoaderEnvironment environment_;
+  TempDir dir_;
+};
+
+TEST_F(StreamerEnvironment, ChunkSizeDefaultsTo16MiB) { EXPECT_EQ(requests(), 2u + 1u); }
+
+TEST_F(StreamerEnvironment, FlyteChunkSizeIsUsedWhenNoOptionIsGiven) {
+  environment_.set("FLYTE_MODEL_LOADER_CHUNK_SIZE", "1000");
+  EXPECT_EQ(requests(), 2u + 10u);
+}
+
+TEST_F(StreamerEnvironment, TensorstreamChunkSizeBeatsTheFlyteOne) {
+  environment_.set("FLYTE_MODEL_LOADER_CHUNK_SIZE", "1000");
+  environment_.set("TENSORSTREAM_CHUNK_SIZE", "5000");
+  EXPECT_EQ(requests(), 2u + 2u);
+}
+
+TEST_F(StreamerEnvironment, AnExplicitChunkSizeBeatsTheEnvironment) {
+  environment_.set("FLYTE_MODEL_LOADER_CHUNK_SIZE", "1000");
+  environment_.set("TENSORSTREAM_CHUNK_SIZE", "5000");
+  StreamerOptions options;
+  options.chunk_size = 2500;
+  EXPECT_EQ(requests(options), 2u + 4u);
+}
+
+TEST_F(StreamerEnvironment, AMalformedVariableFailsTheStreamerAtConstruction) {
+  environment_.set("FLYTE_MODEL_LOADER_MAX_CONCURRENCY", "many");
+  try {
+    RawStreamer streamer(file());
+    FAIL() << "expected InvalidArgument";
+  } catch (const InvalidArgument& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "FLYTE_MODEL_LOADER_MAX_CONCURRENCY='many' is not a positive decimal integer");
+  }
+}
+
+TEST_F(StreamerEnvironment, AnExplicitZeroIsStillRejected) {
+  environment_.set("TENSORSTREAM_MAX_CONCURRENCY", "4");
+  StreamerOptions options;
+  options.max_concurrency = 0;
+  try {
+    RawStreamer streamer(file(), options);
+    FAIL() << "expected InvalidArgument";
+  } catch (const InvalidArgument& error) {
+    EXPECT_EQ(std::string(error.what()), "max_concurrency must be at least 1");
+  }
+}
+
+}  // namespace
+}  // namespace tensorstream
