@@ -4,16 +4,17 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <fstream>
 #include <random>
 
 #include "s3_test_environment.hpp"
+#include "support/certificates.hpp"
 #include "support/s3rver_server.hpp"
 #include "support/signature_verifier.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
-#include "tensorstream/storage/s3/environment_provider.hpp"
-#include "tensorstream/storage/s3/profile_provider.hpp"
+#include "tensorstream/storage/s3/cached_provider.hpp"
 
 namespace tensorstream {
 namespace {
@@ -212,11 +213,58 @@ TEST_F(S3StoreTest, ListingFollowsContinuationTokensPastAThousandKeys) {
   EXPECT_EQ(s3.stats().requests, 2u);
 }
 
+// Hands out credentials that expire within the refresh margin, so that every load refreshes
+// them, each time with a new session token.
+class ExpiringProvider : public s3::CredentialsProvider {
+ public:
+  std::string name() const override { return "expiring test credentials"; }
+  boost::asio::awaitable<s3::Credentials> load() override {
+    const int generation = ++loads_;
+    co_return s3::Credentials{S3rverServer::access_key_id, S3rverServer::secret_access_key,
+                              "session-" + std::to_string(generation),
+                              std::chrono::system_clock::now() + std::chrono::minutes(1)};
+  }
+  int loads() const { return loads_; }
+
+ private:
+  std::atomic<int> loads_{0};
+};
+
+TEST_F(S3StoreTest, ExpiringCredentialsAreRefreshedBetweenRequestsOfOneStream) {
+  const std::string content = random_text(50'000, 2);
+  put("refresh.bin", content);
+  const auto expiring = std::make_shared<ExpiringProvider>();
+  auto s3 = store({.credentials = std::make_shared<s3::CachedProvider>(expiring)});
+  for (std::uint64_t offset = 0; offset < content.size(); offset += 10'000) {
+    EXPECT_EQ(read(s3, "/refresh.bin", offset, 10'000), content.substr(offset, 10'000));
+  }
+  EXPECT_EQ(expiring->loads(), 5);
+  EXPECT_EQ(verifier_->counts().verified, 5);
+}
+
 TEST_F(S3StoreTest, AwsCaBundleIsTrustedForHttps) {
+  if (!testing::Certificates::available()) GTEST_SKIP() << "the openssl command is not installed";
+  const auto certificates = testing::Certificates::generate(scratch_.path());
+  S3rverServer https_s3({"models"}, S3rverServer::Tls{certificates.server_certificate,
+                                                      certificates.server_key});
+  const auto file = scratch_.path() / "upload";
+  std::ofstream(file, std::ios::binary) << "over tls";
+  https_s3.put("models", "tls.bin", file);
+  set("AWS_ENDPOINT_URL", https_s3.endpoint());
+
+  set("AWS_CA_BUNDLE", certificates.ca.string());
+  auto trusting = store();
+  EXPECT_EQ(read(trusting, "/tls.bin", 0, 8), "over tls");
+
+  set("AWS_CA_BUNDLE", certificates.other_ca.string());
+  auto distrusting = store();
+  const auto message = error_of<StorageError>([&] { read(distrusting, "/tls.bin", 0, 8); });
+  EXPECT_NE(message.find("certificate verify failed"), std::string::npos) << message;
+  EXPECT_EQ(distrusting.stats().retries, 0u);
+
   set("AWS_CA_BUNDLE", (scratch_.path() / "absent-ca.pem").string());
-  const auto message =
-      error_of<InvalidArgument>([&] { store({.endpoint = "https://127.0.0.1:1"}); });
-  EXPECT_NE(message.find("absent-ca.pem"), std::string::npos) << message;
+  const auto missing = error_of<InvalidArgument>([&] { store(); });
+  EXPECT_NE(missing.find("absent-ca.pem"), std::string::npos) << missing;
 }
 
 }  // namespace

@@ -24,27 +24,31 @@ using testing::FakeEndpoint;
 
 const std::string role = "arn:aws:iam::123456789012:role/s3-reader";
 
-// 2099-01-01T00:00:00Z, as STS writes Expiration in JSON: seconds since the epoch.
-constexpr std::int64_t expiration_seconds = 4'070'908'800;
 const auto expiration = std::chrono::sys_days{std::chrono::year{2099} / 1 / 1};
 
-std::string sts_document(const std::string& expiration_json) {
-  return R"({"AssumeRoleWithWebIdentityResponse":{"AssumeRoleWithWebIdentityResult":{)"
-         R"("AssumedRoleUser":{"Arn":"arn:aws:sts::123456789012:assumed-role/s3-reader/s",)"
-         R"("AssumedRoleId":"AROA:s"},"Credentials":{"AccessKeyId":"ASIASTS",)"
-         R"("SecretAccessKey":"sts/secret+key","SessionToken":"sts-session-token",)"
-         R"("Expiration":)" +
-         expiration_json + R"(}},"ResponseMetadata":{"RequestId":"r-1"}}})";
+// An AssumeRoleWithWebIdentity response as STS writes it.
+std::string sts_document(const std::string& expiration_text) {
+  return "<AssumeRoleWithWebIdentityResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\">"
+         "<AssumeRoleWithWebIdentityResult>"
+         "<AssumedRoleUser><Arn>arn:aws:sts::123456789012:assumed-role/s3-reader/s</Arn>"
+         "<AssumedRoleId>AROA:s</AssumedRoleId></AssumedRoleUser>"
+         "<Credentials><AccessKeyId>ASIASTS</AccessKeyId>"
+         "<SecretAccessKey>sts/secret+key</SecretAccessKey>"
+         "<SessionToken>sts-session-token</SessionToken>"
+         "<Expiration>" +
+         expiration_text +
+         "</Expiration></Credentials></AssumeRoleWithWebIdentityResult>"
+         "<ResponseMetadata><RequestId>r-1</RequestId></ResponseMetadata>"
+         "</AssumeRoleWithWebIdentityResponse>";
 }
 
-// STS, for requests that carry the form and ask for JSON.
+// STS, for requests that carry the form.
 FakeEndpoint::Reply sts(const FakeEndpoint::Request& request) {
   if (request.method != "POST" || request.target != "/" ||
-      request.header("content-type") != "application/x-www-form-urlencoded" ||
-      request.header("accept") != "application/json") {
+      request.header("content-type") != "application/x-www-form-urlencoded") {
     return {400, "unexpected request"};
   }
-  return {200, sts_document(std::to_string(expiration_seconds))};
+  return {200, sts_document("2099-01-01T00:00:00Z")};
 }
 
 class S3WebIdentity : public testing::AwsEnvironmentTest {
@@ -77,7 +81,7 @@ TEST_F(S3WebIdentity, ExchangesTheTokenForRoleCredentials) {
 
 TEST_F(S3WebIdentity, EndpointFromEnvironmentAndGeneratedSessionName) {
   FakeEndpoint endpoint([](const FakeEndpoint::Request&) {
-    return FakeEndpoint::Reply{200, sts_document("\"2099-01-01T00:00:00Z\"")};
+    return FakeEndpoint::Reply{200, sts_document("2099-01-01T00:00:00Z")};
   });
   configure();
   unset("AWS_ROLE_SESSION_NAME");
@@ -121,8 +125,10 @@ TEST_F(S3WebIdentity, MissingTokenFileIsAnError) {
 TEST_F(S3WebIdentity, StsErrorCodeAndMessageAreReported) {
   FakeEndpoint endpoint([](const FakeEndpoint::Request&) {
     return FakeEndpoint::Reply{
-        400, R"({"Error":{"Code":"InvalidIdentityToken","Message":"Token expired",)"
-             R"("Type":"Sender"},"RequestId":"r-2"})"};
+        400,
+        "<ErrorResponse xmlns=\"https://sts.amazonaws.com/doc/2011-06-15/\"><Error>"
+        "<Type>Sender</Type><Code>InvalidIdentityToken</Code><Message>Token expired</Message>"
+        "</Error><RequestId>r-2</RequestId></ErrorResponse>"};
   });
   configure();
   WebIdentityProvider provider(endpoint.url());
@@ -135,14 +141,14 @@ TEST_F(S3WebIdentity, StsErrorCodeAndMessageAreReported) {
 
 TEST_F(S3WebIdentity, MalformedResponseIsReported) {
   FakeEndpoint endpoint([](const FakeEndpoint::Request&) {
-    return FakeEndpoint::Reply{200, sts_document("\"soon\"")};
+    return FakeEndpoint::Reply{200, sts_document("soon")};
   });
   configure();
   WebIdentityProvider provider(endpoint.url());
   EXPECT_EQ(failure(provider).message,
             "AWS credentials from web identity: malformed AssumeRoleWithWebIdentity response "
             "from " +
-                endpoint.url() + "/: Expiration is neither epoch seconds nor ISO 8601 UTC");
+                endpoint.url() + "/: Expiration is not ISO 8601 UTC");
 }
 
 TEST_F(S3WebIdentity, ChainTriesWebIdentityBeforeContainer) {
@@ -171,8 +177,8 @@ class S3WebIdentityTls : public S3WebIdentity {
             .root = pki_->path(),
             .certificate = certificates.server_certificate,
             .key = certificates.server_key,
-            .extra_config = "location = / { default_type application/json; return 200 '" +
-                            sts_document(std::to_string(expiration_seconds)) + "'; }"});
+            .extra_config = "location = / { default_type text/xml; return 200 '" +
+                            sts_document("2099-01-01T00:00:00Z") + "'; }"});
   }
 
   static void TearDownTestSuite() {

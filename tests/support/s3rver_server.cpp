@@ -23,7 +23,8 @@ std::optional<std::string> S3rverServer::unavailable() {
   return std::nullopt;
 }
 
-S3rverServer::S3rverServer(const std::vector<std::string>& buckets) {
+S3rverServer::S3rverServer(const std::vector<std::string>& buckets, std::optional<Tls> tls)
+    : tls_(tls.has_value()) {
   const auto& dir = directory_.path();
   std::filesystem::create_directory(dir / "data");
   // s3rver encrypts continuation tokens with DES, which OpenSSL 3 keeps in its legacy provider.
@@ -36,6 +37,9 @@ S3rverServer::S3rverServer(const std::vector<std::string>& buckets) {
                                 "127.0.0.1",
                                 "-p",
                                 "0"};
+  if (tls) {
+    argv.insert(argv.end(), {"--cert", tls->certificate.string(), "--key", tls->key.string()});
+  }
   for (const auto& bucket : buckets) {
     argv.push_back("--configure-bucket");
     argv.push_back(bucket);
@@ -49,7 +53,9 @@ S3rverServer::~S3rverServer() {
   if (process_) process_->stop();
 }
 
-std::string S3rverServer::endpoint() const { return "http://127.0.0.1:" + std::to_string(port_); }
+std::string S3rverServer::endpoint() const {
+  return (tls_ ? "https://127.0.0.1:" : "http://127.0.0.1:") + std::to_string(port_);
+}
 
 void S3rverServer::put(const std::string& bucket, const std::string& key,
                        const std::filesystem::path& file) const {
@@ -95,7 +101,9 @@ void S3rverServer::upload(
            << "output = /dev/null\n";
     }
   }
-  run_command({"curl", "--config", config.string()}, directory_.path() / "upload.log");
+  // The upload is not what a test checks, so it need not trust the test's CA.
+  run_command({"curl", "--insecure", "--config", config.string()},
+              directory_.path() / "upload.log");
 }
 
 }  // namespace tensorstream::testing

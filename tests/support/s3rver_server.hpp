@@ -33,9 +33,16 @@ class S3rverServer {
   /// Why s3rver cannot run here (no node, or `npm ci` not run), or nullopt when it can.
   static std::optional<std::string> unavailable();
 
-  /// Starts s3rver with `buckets` created and returns once it accepts connections. Throws
-  /// std::runtime_error quoting its output when it does not come up.
-  explicit S3rverServer(const std::vector<std::string>& buckets);
+  /// A certificate and its key (PEM files) to serve https with.
+  struct Tls {
+    std::filesystem::path certificate;
+    std::filesystem::path key;
+  };
+
+  /// Starts s3rver with `buckets` created, serving https when `tls` is given, and returns once it
+  /// accepts connections. Throws std::runtime_error quoting its output when it does not come up.
+  explicit S3rverServer(const std::vector<std::string>& buckets,
+                        std::optional<Tls> tls = std::nullopt);
 
   /// Stops s3rver and removes its data.
   ~S3rverServer();
@@ -46,7 +53,7 @@ class S3rverServer {
   /// The port s3rver listens on, on 127.0.0.1.
   std::uint16_t port() const { return port_; }
 
-  /// "http://127.0.0.1:PORT", the endpoint to give clients.
+  /// "http://127.0.0.1:PORT" (https with TLS), the endpoint to give clients.
   std::string endpoint() const;
 
   /// Uploads `file` as `key` of `bucket`.
@@ -66,6 +73,7 @@ class S3rverServer {
   void upload(const std::vector<std::pair<std::string, std::filesystem::path>>& objects) const;
 
   TempDir directory_;
+  bool tls_ = false;
   std::uint16_t port_ = 0;
   std::unique_ptr<ChildProcess> process_;
 };

@@ -1,6 +1,5 @@
 #pragma once
-// The JSON answers of STS AssumeRoleWithWebIdentity (asked for with Accept: application/json,
-// which spares us an XML parser for this one small document).
+// The XML answers of STS AssumeRoleWithWebIdentity.
 
 #include <string>
 #include <string_view>
@@ -9,15 +8,14 @@
 
 namespace tensorstream::s3 {
 
-/// Reads AssumeRoleWithWebIdentityResponse.AssumeRoleWithWebIdentityResult.Credentials:
-/// AccessKeyId, SecretAccessKey, SessionToken and Expiration (seconds since the epoch, as STS
-/// writes it in JSON, or ISO 8601). Throws CredentialsError(`provider`, cause naming `url`,
-/// configured) when any is missing or malformed.
-Credentials parse_web_identity_response(std::string_view json, const std::string& url,
+/// Reads AssumeRoleWithWebIdentityResponse/AssumeRoleWithWebIdentityResult/Credentials:
+/// AccessKeyId, SecretAccessKey, SessionToken and Expiration (ISO 8601 UTC). Throws
+/// CredentialsError(`provider`, cause naming `url`, configured) when any is missing or malformed.
+Credentials parse_web_identity_response(std::string_view xml, const std::string& url,
                                         const std::string& provider);
 
-/// "Code: Message" from an STS error document {"Error": {"Code", "Message"}}; empty when
-/// `json` is not one.
-std::string sts_error(std::string_view json);
+/// "Code: Message" from an STS error document (ErrorResponse/Error); empty when `xml` is not
+/// one.
+std::string sts_error(std::string_view xml);
 
 }  // namespace tensorstream::s3

@@ -54,8 +54,7 @@ boost::asio::awaitable<Credentials> WebIdentityProvider::load() {
       "Action=AssumeRoleWithWebIdentity&Version=2011-06-15&RoleArn=" + uri_encode(role, false) +
       "&RoleSessionName=" + uri_encode(session, false) +
       "&WebIdentityToken=" + uri_encode(token, false);
-  const std::vector<Header> headers{{"Content-Type", "application/x-www-form-urlencoded"},
-                                    {"Accept", "application/json"}};
+  const std::vector<Header> headers{{"Content-Type", "application/x-www-form-urlencoded"}};
   const auto response =
       co_await endpoint_request(http::verb::post, url, headers, body, timeout_, name(), true);
   if (response.status != 200) {
