@@ -62,6 +62,13 @@ void S3rverServer::put(const std::string& bucket, const std::string& key,
   upload({{bucket + "/" + key, file}});
 }
 
+void S3rverServer::put_placeholder(const std::string& bucket, const std::string& key) const {
+  // `curl --upload-file` would append the file's name to a URL ending in '/'.
+  run_command({"curl", "-sSf", "--insecure", "-X", "PUT", "--data-binary", "", "-o", "/dev/null",
+               endpoint() + "/" + s3::uri_encode(bucket + "/" + key, true)},
+              directory_.path() / "upload.log");
+}
+
 void S3rverServer::put_directory(const std::string& bucket, const std::string& prefix,
                                  const std::filesystem::path& directory) const {
   std::vector<std::pair<std::string, std::filesystem::path>> objects;

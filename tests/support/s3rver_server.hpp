@@ -60,6 +60,10 @@ class S3rverServer {
   void put(const std::string& bucket, const std::string& key,
            const std::filesystem::path& file) const;
 
+  /// Creates the zero-byte "directory placeholder" `key` (ending in '/') that consoles and some
+  /// tools make.
+  void put_placeholder(const std::string& bucket, const std::string& key) const;
+
   /// Uploads every regular file under `directory`, recursively, as `prefix` + its relative path,
   /// in one curl run.
   void put_directory(const std::string& bucket, const std::string& prefix,
