@@ -245,7 +245,7 @@ BENCHMARK(BM_S3CurlCeiling)->Arg(8)->Arg(32)->UseManualTime()->Iterations(iterat
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_S3Stream)
     ->ArgNames({"chunk_MiB", "concurrency"})
-    ->ArgsProduct({{16}, {8, 32}})
+    ->ArgsProduct({{16, 64}, {8, 32}})
     ->UseManualTime()
     ->Iterations(iterations)
     ->Unit(benchmark::kMillisecond);
