@@ -1,9 +1,9 @@
 #include "tensorstream/storage/http_store.hpp"
 
-#include <limits>
 #include <utility>
 
 #include "storage/http/http_client.hpp"
+#include "storage/range_check.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream {
@@ -57,10 +57,7 @@ boost::asio::awaitable<void> HttpStore::read_range(std::string key, std::uint64_
   const std::string object = url(key);
   check_key(object, key);
   if (destination.empty()) co_return;
-  if (offset > std::numeric_limits<std::uint64_t>::max() - destination.size()) {
-    throw InvalidArgument(object + ": byte range at offset " + std::to_string(offset) +
-                          " overflows");
-  }
+  check_byte_range(object, offset, destination.size());
   co_await client_->read_range(key, object, offset, destination);
 }
 

@@ -1,10 +1,10 @@
 #include "tensorstream/storage/s3_store.hpp"
 
 #include <algorithm>
-#include <limits>
 #include <utility>
 
 #include "storage/http/http_client.hpp"
+#include "storage/range_check.hpp"
 #include "storage/s3/adapter.hpp"
 #include "storage/s3/bucket_endpoint.hpp"
 #include "storage/s3/environment.hpp"
@@ -99,10 +99,7 @@ boost::asio::awaitable<void> S3Store::read_range(std::string key, std::uint64_t 
   const std::string object = url(key);
   check_key(object, key);
   if (destination.empty()) co_return;
-  if (offset > std::numeric_limits<std::uint64_t>::max() - destination.size()) {
-    throw InvalidArgument(object + ": byte range at offset " + std::to_string(offset) +
-                          " overflows");
-  }
+  check_byte_range(object, offset, destination.size());
   co_await client_->read_range(target(key), object, offset, destination);
 }
 

@@ -1,14 +1,15 @@
 // The command-line contract that scripts rely on: output formats, exit status, error lines.
 
 #include <gtest/gtest.h>
-#include <openssl/evp.h>
 
 #include <map>
 #include <regex>
 #include <set>
 
 #include "support/nginx_server.hpp"
+#include "cli/shape_json.hpp"
 #include "support/process.hpp"
+#include "support/sha256.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
 
@@ -17,25 +18,10 @@ namespace {
 
 using testing::lines_of;
 using testing::ProcessResult;
+using testing::run_cli;
 using testing::TempDir;
-
-ProcessResult cli(std::vector<std::string> arguments) {
-  arguments.insert(arguments.begin(), TENSORSTREAM_CLI_PATH);
-  return testing::run_process(arguments);
-}
-
-std::string sha256_hex(const std::vector<std::byte>& bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_sha256(), nullptr);
-  std::string hex;
-  for (unsigned int i = 0; i < length; ++i) {
-    char pair[3];
-    std::snprintf(pair, sizeof pair, "%02x", digest[i]);
-    hex += pair;
-  }
-  return hex;
-}
+using testing::sha256_hex;
+using testing::shape_json;
 
 std::map<std::string, TensorSpec> tiny_tensors() {
   std::map<std::string, TensorSpec> specs;
@@ -43,26 +29,16 @@ std::map<std::string, TensorSpec> tiny_tensors() {
   return specs;
 }
 
-std::string shape_json(const std::vector<std::int64_t>& shape) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i != 0) text += ',';
-    text += std::to_string(shape[i]);
-  }
-  text += ']';
-  return text;
-}
-
 class Cli : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_EQ(cli({"gen-model", model_.path().string(), "--preset", "tiny", "--shards", "2"}).exit_code, 0);
+    ASSERT_EQ(run_cli({"gen-model", model_.path().string(), "--preset", "tiny", "--shards", "2"}).exit_code, 0);
   }
   TempDir model_;
 };
 
 TEST_F(Cli, StreamJsonPrintsOneExactLinePerTensorThenASummary) {
-  const auto result = cli({"stream", model_.path().string(), "--json", "--checksum", "sha256",
+  const auto result = run_cli({"stream", model_.path().string(), "--json", "--checksum", "sha256",
                            "--chunk-size", "64KiB", "--concurrency", "4"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto lines = lines_of(result.out);
@@ -92,7 +68,7 @@ TEST_F(Cli, StreamJsonPrintsOneExactLinePerTensorThenASummary) {
 }
 
 TEST_F(Cli, StreamWithoutJsonPrintsOneSummaryLine) {
-  const auto result = cli({"stream", "file://" + model_.path().string() + "/"});
+  const auto result = run_cli({"stream", "file://" + model_.path().string() + "/"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto lines = lines_of(result.out);
   ASSERT_EQ(lines.size(), 1u) << result.out;
@@ -101,7 +77,7 @@ TEST_F(Cli, StreamWithoutJsonPrintsOneSummaryLine) {
 }
 
 TEST_F(Cli, InspectJsonReportsEveryTensorWithoutStreaming) {
-  const auto result = cli({"inspect", model_.path().string(), "--json"});
+  const auto result = run_cli({"inspect", model_.path().string(), "--json"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("\"total_tensors\":" + std::to_string(tiny_tensors().size())),
             std::string::npos);
@@ -111,7 +87,7 @@ TEST_F(Cli, InspectJsonReportsEveryTensorWithoutStreaming) {
 }
 
 TEST_F(Cli, InspectTablePrintsTotals) {
-  const auto result = cli({"inspect", model_.path().string()});
+  const auto result = run_cli({"inspect", model_.path().string()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("total: " + std::to_string(tiny_tensors().size()) + " tensors"),
             std::string::npos)
@@ -121,7 +97,7 @@ TEST_F(Cli, InspectTablePrintsTotals) {
 TEST(CliErrors, MissingFileExitsNonZeroWithOneLineNamingIt) {
   TempDir dir;
   const auto path = (dir.path() / "nope.safetensors").string();
-  const auto result = cli({"stream", path});
+  const auto result = run_cli({"stream", path});
   EXPECT_EQ(result.exit_code, 1);
   const auto lines = lines_of(result.err);
   ASSERT_EQ(lines.size(), 1u) << result.err;
@@ -130,13 +106,13 @@ TEST(CliErrors, MissingFileExitsNonZeroWithOneLineNamingIt) {
 }
 
 TEST(CliErrors, WrongSchemeExitsWithUsageStatus) {
-  const auto result = cli({"stream", "ftp://host/model.safetensors"});
+  const auto result = run_cli({"stream", "ftp://host/model.safetensors"});
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.err.find("unsupported scheme 'ftp'"), std::string::npos) << result.err;
 }
 
 TEST(CliErrors, BadSizeNamesTheOption) {
-  const auto result = cli({"stream", "/tmp/x.safetensors", "--chunk-size", "12XB"});
+  const auto result = run_cli({"stream", "/tmp/x.safetensors", "--chunk-size", "12XB"});
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.err.find("--chunk-size: invalid size '12XB'"), std::string::npos) << result.err;
 }
@@ -149,7 +125,7 @@ TEST(CliErrors, MalformedHeaderIsOneLineNamingTheFile) {
   std::fwrite(&length, 8, 1, file);
   std::fputs("{oops", file);
   std::fclose(file);
-  const auto result = cli({"stream", path});
+  const auto result = run_cli({"stream", path});
   EXPECT_EQ(result.exit_code, 1);
   ASSERT_EQ(lines_of(result.err).size(), 1u) << result.err;
   EXPECT_NE(result.err.find(path), std::string::npos) << result.err;
@@ -160,14 +136,14 @@ TEST(CliErrors, Http404IsOneLineNamingTheUrl) {
   TempDir root;
   testing::NginxServer nginx({.root = root.path()});
   const auto url = nginx.base_url() + "/missing/model.safetensors";
-  const auto result = cli({"stream", url});
+  const auto result = run_cli({"stream", url});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_EQ(result.err, "tensorstream: error: " + url + ": HTTP 404 Not Found\n");
 }
 
 TEST(CliGenModel, UnknownPresetIsRejected) {
   TempDir dir;
-  const auto result = cli({"gen-model", dir.path().string(), "--preset", "huge"});
+  const auto result = run_cli({"gen-model", dir.path().string(), "--preset", "huge"});
   EXPECT_NE(result.exit_code, 0);
   EXPECT_NE(result.err.find("huge"), std::string::npos) << result.err;
 }

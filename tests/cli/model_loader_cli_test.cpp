@@ -17,12 +17,8 @@ namespace {
 namespace fs = std::filesystem;
 using testing::lines_of;
 using testing::ProcessResult;
+using testing::run_cli;
 using testing::TempDir;
-
-ProcessResult cli(std::vector<std::string> arguments) {
-  arguments.insert(arguments.begin(), TENSORSTREAM_CLI_PATH);
-  return testing::run_process(arguments);
-}
 
 std::uint64_t size_of(const fs::path& root, const std::vector<std::string>& files) {
   std::uint64_t bytes = 0;
@@ -49,7 +45,7 @@ const std::vector<std::string> artifacts{"config.json", "generation_config.json"
                                          "model.safetensors.index.json", "tokenizer.json"};
 
 TEST_F(ModelLoaderCli, PrefetchCopiesTheArtifactsAndPrintsOneLine) {
-  const auto result = cli({"prefetch", model(), target().string()});
+  const auto result = run_cli({"prefetch", model(), target().string()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   char expected[512];
   std::snprintf(expected, sizeof expected, "prefetched 4 files (%s) from %s to %s\n",
@@ -61,7 +57,7 @@ TEST_F(ModelLoaderCli, PrefetchCopiesTheArtifactsAndPrintsOneLine) {
 }
 
 TEST_F(ModelLoaderCli, PrefetchIncludeSafetensorsCopiesTheWeights) {
-  const auto result = cli({"prefetch", model(), target().string(), "--include-safetensors",
+  const auto result = run_cli({"prefetch", model(), target().string(), "--include-safetensors",
                            "--chunk-size", "64KiB", "--concurrency", "2"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(fs::file_size(target() / "model-00002-of-00002.safetensors"),
@@ -72,13 +68,13 @@ TEST_F(ModelLoaderCli, PrefetchIncludeSafetensorsCopiesTheWeights) {
 TEST_F(ModelLoaderCli, PrefetchTakesBothPathsFromTheEnvironment) {
   environment_.set("FLYTE_MODEL_LOADER_REMOTE_MODEL_PATH", model());
   environment_.set("TENSORSTREAM_LOCAL_MODEL_PATH", target().string());
-  const auto result = cli({"prefetch"});
+  const auto result = run_cli({"prefetch"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   for (const auto& file : artifacts) EXPECT_TRUE(fs::exists(target() / file)) << file;
 }
 
 TEST_F(ModelLoaderCli, PrefetchOfHttpIsAUsageError) {
-  const auto result = cli({"prefetch", "http://127.0.0.1:9/m/", target().string()});
+  const auto result = run_cli({"prefetch", "http://127.0.0.1:9/m/", target().string()});
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_EQ(result.err,
             "tensorstream: error: http://127.0.0.1:9/m/: prefetch needs a store that can list a "
@@ -87,13 +83,13 @@ TEST_F(ModelLoaderCli, PrefetchOfHttpIsAUsageError) {
 
 TEST_F(ModelLoaderCli, StreamWithoutUrlStreamsTheConfiguredRemotePath) {
   environment_.set("FLYTE_MODEL_LOADER_REMOTE_MODEL_PATH", model());
-  const auto result = cli({"stream", "--json"});
+  const auto result = run_cli({"stream", "--json"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(lines_of(result.out).size(), llama_tensors(synthetic_preset("tiny")).size() + 1);
 }
 
 TEST_F(ModelLoaderCli, StreamWithoutUrlOrVariableNamesBothVariables) {
-  const auto result = cli({"stream"});
+  const auto result = run_cli({"stream"});
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_EQ(result.err,
             "tensorstream: error: no remote model path was given, and neither "
@@ -102,7 +98,7 @@ TEST_F(ModelLoaderCli, StreamWithoutUrlOrVariableNamesBothVariables) {
 
 TEST_F(ModelLoaderCli, StreamWithAMalformedVariableNamesIt) {
   environment_.set("FLYTE_MODEL_LOADER_CHUNK_SIZE", "16MB");
-  const auto result = cli({"stream", model()});
+  const auto result = run_cli({"stream", model()});
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_EQ(result.err,
             "tensorstream: error: FLYTE_MODEL_LOADER_CHUNK_SIZE='16MB' is not a positive decimal "

@@ -5,9 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "storage/s3_test_environment.hpp"
+#include "storage/s3rver_test.hpp"
 #include "support/process.hpp"
-#include "support/s3rver_server.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
 
@@ -16,25 +15,20 @@ namespace {
 
 using testing::lines_of;
 using testing::ProcessResult;
-using testing::S3rverServer;
+using testing::run_cli;
 using testing::TempDir;
 
-ProcessResult cli(std::vector<std::string> arguments) {
-  arguments.insert(arguments.begin(), TENSORSTREAM_CLI_PATH);
-  return testing::run_process(arguments);
-}
-
-class S3Cli : public s3::testing::AwsEnvironmentTest {
+class S3Cli : public s3::testing::S3rverTest {
  protected:
   void SetUp() override {
-    if (auto why = S3rverServer::unavailable()) GTEST_SKIP() << *why;
-    s3rver_ = std::make_unique<S3rverServer>(std::vector<std::string>{"models"});
+    S3rverTest::SetUp();
+    if (IsSkipped()) return;
+    // The tests name the endpoint with --endpoint-url where they mean to.
+    unset("AWS_ENDPOINT_URL");
     generate_synthetic_model(model_.path(), {.preset = "tiny", .shards = 2, .index = true});
     std::filesystem::create_directory(model_.path() / "tokenizer");
     std::ofstream(model_.path() / "tokenizer" / "vocab.txt") << "a b c";
     s3rver_->put_directory("models", "tiny/", model_.path());
-    set("AWS_ACCESS_KEY_ID", S3rverServer::access_key_id);
-    set("AWS_SECRET_ACCESS_KEY", S3rverServer::secret_access_key);
   }
 
   std::uint64_t file_size(const std::string& name) const {
@@ -49,11 +43,10 @@ class S3Cli : public s3::testing::AwsEnvironmentTest {
   }
 
   TempDir model_;
-  std::unique_ptr<S3rverServer> s3rver_;
 };
 
 TEST_F(S3Cli, LsListsObjectsWithSizesOneLevelDeep) {
-  const auto result = cli({"ls", "s3://models/tiny/", "--endpoint-url", s3rver_->endpoint()});
+  const auto result = run_cli({"ls", "s3://models/tiny/", "--endpoint-url", s3rver_->endpoint()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto lines = lines_of(result.out);
   ASSERT_EQ(lines.size(), 7u) << result.out;
@@ -67,7 +60,7 @@ TEST_F(S3Cli, LsListsObjectsWithSizesOneLevelDeep) {
 
 TEST_F(S3Cli, LsRecursiveAsJsonIncludesNestedObjects) {
   set("AWS_ENDPOINT_URL", s3rver_->endpoint());
-  const auto result = cli({"ls", "s3://models/tiny", "--recursive", "--json"});
+  const auto result = run_cli({"ls", "s3://models/tiny", "--recursive", "--json"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto lines = lines_of(result.out);
   ASSERT_EQ(lines.size(), 7u) << result.out;
@@ -76,15 +69,15 @@ TEST_F(S3Cli, LsRecursiveAsJsonIncludesNestedObjects) {
 
 TEST_F(S3Cli, LsOfAnObjectGivesItsSize) {
   set("AWS_ENDPOINT_URL", s3rver_->endpoint());
-  const auto result = cli({"ls", "s3://models/tiny/model.safetensors.index.json"});
+  const auto result = run_cli({"ls", "s3://models/tiny/model.safetensors.index.json"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(lines_of(result.out)[0], size_line("model.safetensors.index.json"));
 }
 
 TEST_F(S3Cli, StreamOverS3GivesTheSameChecksumsAsTheLocalFiles) {
-  const auto local = cli({"stream", model_.path().string() + "/", "--checksum", "sha256"});
+  const auto local = run_cli({"stream", model_.path().string() + "/", "--checksum", "sha256"});
   ASSERT_EQ(local.exit_code, 0) << local.err;
-  const auto remote = cli({"stream", "s3://models/tiny/", "--checksum", "sha256",
+  const auto remote = run_cli({"stream", "s3://models/tiny/", "--checksum", "sha256",
                            "--endpoint-url", s3rver_->endpoint(), "--chunk-size", "100KB"});
   ASSERT_EQ(remote.exit_code, 0) << remote.err;
   auto sorted = [](std::string text) {
@@ -100,7 +93,7 @@ TEST_F(S3Cli, StreamOverS3GivesTheSameChecksumsAsTheLocalFiles) {
 TEST_F(S3Cli, NoSignRequestReadsPublicObjects) {
   unset("AWS_ACCESS_KEY_ID");
   unset("AWS_SECRET_ACCESS_KEY");
-  const auto result = cli({"inspect", "s3://models/tiny/", "--no-sign-request", "--endpoint-url",
+  const auto result = run_cli({"inspect", "s3://models/tiny/", "--no-sign-request", "--endpoint-url",
                            s3rver_->endpoint(), "--json"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("\"total_tensors\":"), std::string::npos);
@@ -109,14 +102,14 @@ TEST_F(S3Cli, NoSignRequestReadsPublicObjects) {
 TEST_F(S3Cli, MissingCredentialsFailNamingTheChain) {
   unset("AWS_ACCESS_KEY_ID");
   unset("AWS_SECRET_ACCESS_KEY");
-  const auto result = cli({"ls", "s3://models/tiny/", "--endpoint-url", s3rver_->endpoint()});
+  const auto result = run_cli({"ls", "s3://models/tiny/", "--endpoint-url", s3rver_->endpoint()});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_TRUE(result.err.starts_with("tensorstream: error: AWS credentials from ")) << result.err;
 }
 
 TEST_F(S3Cli, AMissingBucketIsAClearError) {
   const auto result =
-      cli({"ls", "s3://absent-bucket/", "--endpoint-url", s3rver_->endpoint()});
+      run_cli({"ls", "s3://absent-bucket/", "--endpoint-url", s3rver_->endpoint()});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_EQ(result.err,
             "tensorstream: error: s3://absent-bucket/: NoSuchBucket: The specified bucket does "

@@ -6,6 +6,7 @@
 #include <map>
 #include <regex>
 
+#include "cli/shape_json.hpp"
 #include "support/process.hpp"
 #include "support/sha256.hpp"
 #include "support/temp_dir.hpp"
@@ -17,27 +18,14 @@ namespace {
 
 using testing::lines_of;
 using testing::ProcessResult;
+using testing::run_cli;
 using testing::TempDir;
-
-ProcessResult cli(std::vector<std::string> arguments) {
-  arguments.insert(arguments.begin(), TENSORSTREAM_CLI_PATH);
-  return testing::run_process(arguments);
-}
-
-std::string shape_json(const std::vector<std::int64_t>& shape) {
-  std::string text = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) {
-    if (i != 0) text += ',';
-    text += std::to_string(shape[i]);
-  }
-  return text + "]";
-}
 
 class ShardCommand : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_EQ(
-        cli({"gen-model", source_.path().string(), "--preset", "tiny", "--shards", "2"}).exit_code,
+        run_cli({"gen-model", source_.path().string(), "--preset", "tiny", "--shards", "2"}).exit_code,
         0);
   }
 
@@ -46,7 +34,7 @@ class ShardCommand : public ::testing::Test {
 };
 
 TEST_F(ShardCommand, WritesRankFilesThatStreamWithRankAndTp) {
-  const auto shard = cli({"shard", source_.path().string(), destination_.path().string(), "--tp",
+  const auto shard = run_cli({"shard", source_.path().string(), destination_.path().string(), "--tp",
                           "2", "--max-part-size", "1MiB"});
   ASSERT_EQ(shard.exit_code, 0) << shard.err;
   const auto specs = llama_tensors(synthetic_preset("tiny"));
@@ -66,7 +54,7 @@ TEST_F(ShardCommand, WritesRankFilesThatStreamWithRankAndTp) {
                                R"re("bytes":[0-9]+,"sha256":"([0-9a-f]{64})"\})re");
   for (int rank = 0; rank < 2; ++rank) {
     SCOPED_TRACE(rank);
-    const auto stream = cli({"stream", destination_.path().string() + "/", "--rank",
+    const auto stream = run_cli({"stream", destination_.path().string() + "/", "--rank",
                              std::to_string(rank), "--tp", "2", "--json", "--checksum", "sha256"});
     ASSERT_EQ(stream.exit_code, 0) << stream.err;
     const auto tensors = lines_of(stream.out);
@@ -82,7 +70,7 @@ TEST_F(ShardCommand, WritesRankFilesThatStreamWithRankAndTp) {
       std::vector<std::byte> expected(tensor_byte_size({spec.name, spec.dtype, partition.shape}));
       fill_partition_bytes(spec, partition, source, 0, expected);
       ASSERT_EQ(streamed.count(spec.name), 1u) << spec.name;
-      EXPECT_EQ(streamed[spec.name].first, shape_json(partition.shape)) << spec.name;
+      EXPECT_EQ(streamed[spec.name].first, testing::shape_json(partition.shape)) << spec.name;
       EXPECT_EQ(streamed[spec.name].second, testing::sha256_hex(expected)) << spec.name;
     }
   }
@@ -90,7 +78,7 @@ TEST_F(ShardCommand, WritesRankFilesThatStreamWithRankAndTp) {
 
 TEST_F(ShardCommand, ATensorThatCannotBeSplitIsOneErrorLine) {
   const auto shard =
-      cli({"shard", source_.path().string(), destination_.path().string(), "--tp", "3"});
+      run_cli({"shard", source_.path().string(), destination_.path().string(), "--tp", "3"});
   EXPECT_EQ(shard.exit_code, 2);
   EXPECT_EQ(lines_of(shard.err),
             std::vector<std::string>{"tensorstream: error: tensor \"model.embed_tokens.weight\": "

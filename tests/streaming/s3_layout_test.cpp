@@ -8,9 +8,8 @@
 #include <map>
 #include <memory>
 
-#include "storage/s3_test_environment.hpp"
+#include "storage/s3rver_test.hpp"
 #include "streaming/synthetic_stream.hpp"
-#include "support/s3rver_server.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/prefetch.hpp"
@@ -22,7 +21,6 @@ namespace tensorstream {
 namespace {
 
 namespace fs = std::filesystem;
-using testing::S3rverServer;
 using testing::TempDir;
 using testing::expect_whole_model;
 using testing::small_chunks;
@@ -44,21 +42,17 @@ std::map<std::string, std::string> stream_all(const std::string& url, StreamerOp
   return tensors;
 }
 
-class S3Layout : public s3::testing::AwsEnvironmentTest {
+class S3Layout : public s3::testing::S3rverTest {
  protected:
   void SetUp() override {
-    if (auto why = S3rverServer::unavailable()) GTEST_SKIP() << *why;
-    s3rver_ = std::make_unique<S3rverServer>(std::vector<std::string>{"models"});
-    set("AWS_ACCESS_KEY_ID", S3rverServer::access_key_id);
-    set("AWS_SECRET_ACCESS_KEY", S3rverServer::secret_access_key);
-    set("AWS_ENDPOINT_URL", s3rver_->endpoint());
+    S3rverTest::SetUp();
+    if (IsSkipped()) return;
     generate_synthetic_model(model_.path(), {.preset = "tiny", .shards = 3, .index = true});
   }
 
   void upload(const std::string& prefix) { s3rver_->put_directory("models", prefix, model_.path()); }
 
   TempDir model_;
-  std::unique_ptr<S3rverServer> s3rver_;
 };
 
 TEST_F(S3Layout, AnUndecodableIndexFallsBackToEveryShard) {

@@ -5,10 +5,9 @@
 
 #include <memory>
 
-#include "storage/s3_test_environment.hpp"
+#include "storage/s3rver_test.hpp"
 #include "streaming/synthetic_stream.hpp"
 #include "support/fault_proxy.hpp"
-#include "support/s3rver_server.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
@@ -18,7 +17,6 @@ namespace tensorstream {
 namespace {
 
 using testing::FaultProxy;
-using testing::S3rverServer;
 using testing::TempDir;
 using testing::expect_whole_model;
 using testing::small_chunks;
@@ -27,16 +25,8 @@ const std::string slow_down =
     "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SlowDown</Code><Message>Please "
     "reduce your request rate.</Message></Error>";
 
-class S3Streaming : public s3::testing::AwsEnvironmentTest {
+class S3Streaming : public s3::testing::S3rverTest {
  protected:
-  void SetUp() override {
-    if (auto why = S3rverServer::unavailable()) GTEST_SKIP() << *why;
-    s3rver_ = std::make_unique<S3rverServer>(std::vector<std::string>{"models"});
-    set("AWS_ACCESS_KEY_ID", S3rverServer::access_key_id);
-    set("AWS_SECRET_ACCESS_KEY", S3rverServer::secret_access_key);
-    set("AWS_ENDPOINT_URL", s3rver_->endpoint());
-  }
-
   // Generates a synthetic checkpoint and uploads it under `prefix`.
   void upload(const std::string& prefix, SyntheticModelOptions options) {
     TempDir dir;
@@ -49,8 +39,6 @@ class S3Streaming : public s3::testing::AwsEnvironmentTest {
     options.store.http.retry_max_delay = std::chrono::milliseconds(5);
     return options;
   }
-
-  std::unique_ptr<S3rverServer> s3rver_;
 };
 
 TEST_F(S3Streaming, SingleFileModelUnderAPrefixStreamsByteExact) {

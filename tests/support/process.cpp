@@ -20,6 +20,11 @@ void fail(const std::string& what) { throw std::runtime_error(what + ": " + std:
 
 }  // namespace
 
+ProcessResult run_cli(std::vector<std::string> arguments) {
+  arguments.insert(arguments.begin(), TENSORSTREAM_CLI_PATH);
+  return run_process(arguments);
+}
+
 ProcessResult run_process(const std::vector<std::string>& argv) {
   int out_pipe[2];
   int err_pipe[2];

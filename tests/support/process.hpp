@@ -16,6 +16,9 @@ struct ProcessResult {
 /// Runs `argv` (argv[0] is the program's path) with stdin from /dev/null and waits for it.
 ProcessResult run_process(const std::vector<std::string>& argv);
 
+/// Runs the tensorstream CLI built with these tests with `arguments`.
+ProcessResult run_cli(std::vector<std::string> arguments);
+
 /// The lines of `text`, without their '\n'.
 std::vector<std::string> lines_of(const std::string& text);
 
