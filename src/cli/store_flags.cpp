@@ -4,7 +4,7 @@ namespace tensorstream::cli {
 
 void add_store_flags(CLI::App& command, StoreFlags& flags) {
   command.add_flag("--no-sign-request", flags.no_sign_request,
-                   "Send unsigned requests (public buckets)");
+                   "Send requests without credentials (public s3:// and gs:// buckets)");
   command.add_option("--region", flags.region,
                      "S3 region; default: AWS_REGION, AWS_DEFAULT_REGION, the profile, us-east-1");
   command.add_option("--endpoint-url", flags.endpoint_url,
@@ -16,7 +16,10 @@ void add_store_flags(CLI::App& command, StoreFlags& flags) {
 }
 
 StoreOptions apply_store_flags(const StoreFlags& flags, StoreOptions options) {
-  if (flags.no_sign_request) options.s3.sign_requests = false;
+  if (flags.no_sign_request) {
+    options.s3.sign_requests = false;
+    options.gcs.anonymous = true;
+  }
   if (!flags.region.empty()) options.s3.region = flags.region;
   if (!flags.endpoint_url.empty()) options.s3.endpoint = flags.endpoint_url;
   if (!flags.ca_bundle.empty()) options.http.ca_file = flags.ca_bundle;

@@ -2,6 +2,7 @@
 
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/file_store.hpp"
+#include "tensorstream/storage/gcs_store.hpp"
 #include "tensorstream/storage/http_store.hpp"
 #include "tensorstream/storage/s3_store.hpp"
 
@@ -16,8 +17,11 @@ std::unique_ptr<ObjectStore> open_store(const Url& url, boost::asio::any_io_exec
   if (url.scheme == "s3") {
     return std::make_unique<S3Store>(std::move(executor), url, options.http, options.s3);
   }
+  if (url.scheme == "gs") {
+    return std::make_unique<GcsStore>(std::move(executor), url, options.http, options.gcs);
+  }
   throw InvalidArgument(url.str() + ": " + url.scheme +
-                        ":// is not supported by this build yet (use file://, http:// or https://)");
+                        ":// is not supported (use file://, http://, https://, s3:// or gs://)");
 }
 
 }  // namespace tensorstream

@@ -7,7 +7,7 @@
 #include "storage/range_check.hpp"
 #include "storage/s3/adapter.hpp"
 #include "storage/s3/bucket_endpoint.hpp"
-#include "storage/s3/environment.hpp"
+#include "storage/environment.hpp"
 #include "storage/s3/list_objects.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/s3/default_credentials.hpp"
@@ -27,7 +27,7 @@ const Url& checked_bucket(const Url& bucket) {
 }
 
 HttpOptions with_ca_bundle(HttpOptions http) {
-  if (http.ca_file.empty()) http.ca_file = s3::environment("AWS_CA_BUNDLE");
+  if (http.ca_file.empty()) http.ca_file = environment("AWS_CA_BUNDLE");
   return http;
 }
 

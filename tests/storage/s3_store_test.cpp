@@ -45,7 +45,9 @@ class S3StoreTest : public s3::testing::AwsEnvironmentTest {
   }
 
   void TearDown() override {
-    if (verifier_) EXPECT_EQ(verifier_->counts().rejected, expected_rejections_) << verifier_->log();
+    if (verifier_) {
+      EXPECT_EQ(verifier_->counts().rejected, expected_rejections_) << verifier_->log();
+    }
   }
 
   // Uploads `content` as `key` of the bucket "models".

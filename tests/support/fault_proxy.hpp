@@ -26,7 +26,7 @@ class FaultProxy {
     int fail_first = 0;                  ///< Answer the first K reads with `fail_status`.
     unsigned fail_status = 503;          ///< e.g. 503 with S3's SlowDown document.
     std::string fail_content_type = "application/xml";  ///< Content-Type of `fail_body`.
-    std::string fail_body;               ///< The service's error document.
+    std::string fail_body{};             ///< The service's error document.
     int stall_first = 0;                 ///< Then send only the header of the next K answers.
     int reset_first = 0;                 ///< Then cut the next K bodies with a TCP reset ...
     int truncate_first = 0;              ///< ... then the next K with a clean close ...

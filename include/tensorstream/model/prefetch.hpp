@@ -25,7 +25,7 @@ struct PrefetchOptions {
   /// memory stays below max_concurrency × chunk_size whatever the files' sizes.
   std::uint64_t chunk_size = 8ull << 20;
   /// Options of the backends, as for a stream.
-  StoreOptions store;
+  StoreOptions store{};
 };
 
 /// What prefetch() copied.

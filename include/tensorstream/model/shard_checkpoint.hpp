@@ -19,13 +19,13 @@ struct ShardOptions {
   /// Ranks to write files for.
   int tensor_parallel_size = 1;
   /// Replaces `num_key_value_heads` of the source's config.json.
-  std::optional<std::int64_t> num_key_value_heads;
+  std::optional<std::int64_t> num_key_value_heads{};
   /// Most tensor bytes in one part file. Parts are split between tensors; a tensor larger than
   /// this has a part of its own.
   std::uint64_t max_part_size = 5ull << 30;
   /// How the source is read. Its rank and tensor_parallel_size are not used: the source is one
   /// unpartitioned checkpoint.
-  StreamerOptions stream;
+  StreamerOptions stream{};
 };
 
 /// What shard_checkpoint() wrote.

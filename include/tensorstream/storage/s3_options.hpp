@@ -25,17 +25,17 @@ enum class S3Addressing {
 struct S3Options {
   /// Region requests are signed for; empty: AWS_REGION, AWS_DEFAULT_REGION, the profile's
   /// `region`, else "us-east-1".
-  std::string region;
+  std::string region{};
   /// Service endpoint such as "http://127.0.0.1:9000"; empty: AWS_ENDPOINT_URL_S3, else
   /// AWS_ENDPOINT_URL, else AWS's own endpoint for the region.
-  std::string endpoint;
+  std::string endpoint{};
   /// Where the bucket name goes.
   S3Addressing addressing = S3Addressing::automatic;
   /// Send requests unsigned, for public buckets (the AWS CLI's --no-sign-request).
   bool sign_requests = true;
   /// Source of credentials; null: the SDKs' default chain (environment, shared files, web
   /// identity, container endpoint, EC2 instance metadata).
-  std::shared_ptr<s3::CredentialsProvider> credentials;
+  std::shared_ptr<s3::CredentialsProvider> credentials{};
 };
 
 }  // namespace tensorstream

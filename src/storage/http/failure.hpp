@@ -9,7 +9,7 @@ namespace tensorstream {
 /// The outcome of a failed attempt.
 struct Failure {
   /// What went wrong, without the URL, e.g. "HTTP 503 Service Unavailable".
-  std::string cause;
+  std::string cause{};
   /// Trying again may succeed (timeouts, resets, truncated bodies, 408, 429, 5xx).
   bool transient = false;
   /// The object does not exist (HTTP 404).
@@ -21,13 +21,22 @@ struct Failure {
   unsigned status = 0;
   /// The error response's body when it was short enough to read (S3 and GCS explain errors
   /// there); empty otherwise.
-  std::string body;
+  std::string body{};
 };
 
 /// A failure that may go away when retried.
-inline Failure transient_failure(std::string cause) { return {std::move(cause), true}; }
+inline Failure transient_failure(std::string cause) {
+  Failure failure;
+  failure.cause = std::move(cause);
+  failure.transient = true;
+  return failure;
+}
 
 /// A failure that retrying cannot fix.
-inline Failure permanent_failure(std::string cause) { return {std::move(cause), false}; }
+inline Failure permanent_failure(std::string cause) {
+  Failure failure;
+  failure.cause = std::move(cause);
+  return failure;
+}
 
 }  // namespace tensorstream

@@ -2,7 +2,7 @@
 
 #include <cctype>
 
-#include "storage/s3/environment.hpp"
+#include "storage/environment.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/s3/region.hpp"
 #include "tensorstream/storage/s3/sigv4.hpp"

@@ -1,6 +1,6 @@
 #include "tensorstream/storage/s3/environment_provider.hpp"
 
-#include "storage/s3/environment.hpp"
+#include "storage/environment.hpp"
 #include "tensorstream/storage/s3/credentials_error.hpp"
 
 namespace tensorstream::s3 {

@@ -5,7 +5,7 @@
 
 #include "storage/s3/credentials_document.hpp"
 #include "storage/s3/endpoint_request.hpp"
-#include "storage/s3/environment.hpp"
+#include "storage/environment.hpp"
 #include "tensorstream/storage/s3/credentials_error.hpp"
 
 namespace tensorstream::s3 {

@@ -1,6 +1,6 @@
 #include "tensorstream/storage/s3/region.hpp"
 
-#include "storage/s3/environment.hpp"
+#include "storage/environment.hpp"
 #include "storage/s3/shared_profile.hpp"
 
 namespace tensorstream::s3 {

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "storage/s3/environment.hpp"
+#include "storage/environment.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream::s3 {

@@ -1,7 +1,7 @@
 #include "tensorstream/storage/s3/web_identity_provider.hpp"
 
 #include "storage/s3/endpoint_request.hpp"
-#include "storage/s3/environment.hpp"
+#include "storage/environment.hpp"
 #include "storage/s3/sts_response.hpp"
 #include "storage/s3/token_file.hpp"
 #include "tensorstream/error.hpp"

@@ -1,0 +1,83 @@
+#pragma once
+/// @file
+/// The gs:// object store: Google Cloud Storage over its JSON API.
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tensorstream/storage/gcs_options.hpp"
+#include "tensorstream/storage/http_options.hpp"
+#include "tensorstream/storage/object_store.hpp"
+#include "tensorstream/storage/url.hpp"
+
+namespace tensorstream {
+
+class HttpClient;
+
+/// Reads objects of one Cloud Storage bucket with `Range` media downloads of the JSON API over
+/// pooled keep-alive connections.
+///
+/// Keys are the URL paths of gs:// URLs: "/prefix/model.safetensors" names the object
+/// "prefix/model.safetensors" of the bucket, taken literally (no percent-decoding, as gcloud
+/// does), and url(key) gives "gs://bucket/prefix/...". Every attempt of every request carries a
+/// bearer token that is refreshed before it expires, so a long stream outlives its tokens.
+///
+/// Errors name the object and the service's message, e.g. "gs://b/m.safetensors: No such object:
+/// b/m.safetensors (HTTP 404)": NotFoundError for 404; StorageError for 401, 403 and other 4xx,
+/// which fail at once; 408, 429, 5xx and network failures are retried with backoff, and a body
+/// that broke off resumes after its last byte. CredentialsError when no token can be had.
+class GcsStore final : public ObjectStore {
+ public:
+  /// @param executor where the store's network I/O runs.
+  /// @param bucket a gs:// URL; only its bucket (host) is used.
+  /// @param http timeouts, retries, pool size and TLS trust.
+  /// @param options endpoint and credentials.
+  /// Throws InvalidArgument for another scheme or a malformed endpoint.
+  GcsStore(boost::asio::any_io_executor executor, const Url& bucket, HttpOptions http = {},
+           GcsOptions options = {});
+
+  /// Closes the pooled connections. Every operation must have finished.
+  ~GcsStore() override;
+
+  GcsStore(const GcsStore&) = delete;
+  GcsStore& operator=(const GcsStore&) = delete;
+
+  /// "gs://bucket" followed by `key`.
+  std::string url(const std::string& key) const override;
+
+  /// The object's size, from its metadata.
+  boost::asio::awaitable<std::uint64_t> size(std::string key) override;
+
+  /// Always true.
+  bool can_list() const override { return true; }
+
+  /// The objects under `prefix`, following page tokens; one level deep uses the delimiter '/'.
+  /// Sorted by key.
+  boost::asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix,
+                                                       ListDepth depth) override;
+
+  /// Reads `destination.size()` bytes at `offset` with one or more `Range` media downloads.
+  boost::asio::awaitable<void> read_range(std::string key, std::uint64_t offset,
+                                          std::span<std::byte> destination) override;
+
+  /// Requests, payload bytes, retries and connections so far; io_mode "http".
+  StoreStats stats() const override;
+
+  /// The endpoint and credentials in use, e.g. "https://storage.googleapis.com (application
+  /// default credentials)", for logs.
+  const std::string& describe() const { return description_; }
+
+ private:
+  std::string bucket_;
+  // The endpoint's path, if it has one (a proxy's, say), which every request target starts with.
+  std::string path_prefix_;
+  std::string description_;
+  std::unique_ptr<HttpClient> client_;
+};
+
+}  // namespace tensorstream

@@ -1,0 +1,21 @@
+#include "storage/gcs/adapter.hpp"
+
+#include "storage/gcs/error_body.hpp"
+
+namespace tensorstream::gcs {
+
+Adapter::Adapter(std::shared_ptr<TokenProvider> tokens) : tokens_(std::move(tokens)) {}
+
+boost::asio::awaitable<std::string> Adapter::authorize(const RequestHead&) {
+  if (!tokens_) co_return std::string();
+  const AccessToken token = co_await tokens_->token();
+  co_return "Authorization: Bearer " + token.value + "\r\n";
+}
+
+void Adapter::interpret(Failure& failure) const {
+  const auto message = error_message(failure.body);
+  if (!message) return;
+  failure.cause = *message + " (HTTP " + std::to_string(failure.status) + ")";
+}
+
+}  // namespace tensorstream::gcs

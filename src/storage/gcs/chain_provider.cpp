@@ -1,0 +1,27 @@
+#include "tensorstream/storage/gcs/chain_provider.hpp"
+
+#include "tensorstream/storage/gcs/credentials_error.hpp"
+
+namespace tensorstream::gcs {
+
+ChainProvider::ChainProvider(std::vector<std::shared_ptr<TokenProvider>> providers)
+    : providers_(std::move(providers)) {}
+
+std::string ChainProvider::name() const { return "application default credentials"; }
+
+boost::asio::awaitable<AccessToken> ChainProvider::token() {
+  std::vector<std::string> absent;
+  for (const auto& provider : providers_) {
+    try {
+      co_return co_await provider->token();
+    } catch (const CredentialsError& error) {
+      if (error.configured()) throw;
+      absent.push_back(error.provider() + ": " + error.cause());
+    }
+  }
+  std::string reasons;
+  for (const auto& reason : absent) reasons += (reasons.empty() ? "" : "; ") + reason;
+  throw CredentialsError(name(), "no source has credentials (" + reasons + ")", false);
+}
+
+}  // namespace tensorstream::gcs

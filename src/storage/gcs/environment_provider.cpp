@@ -1,0 +1,20 @@
+#include "tensorstream/storage/gcs/environment_provider.hpp"
+
+#include "storage/environment.hpp"
+#include "tensorstream/storage/gcs/credentials_error.hpp"
+#include "tensorstream/storage/gcs/credentials_file_provider.hpp"
+
+namespace tensorstream::gcs {
+
+EnvironmentProvider::EnvironmentProvider(std::chrono::milliseconds timeout) : timeout_(timeout) {}
+
+std::string EnvironmentProvider::name() const { return "GOOGLE_APPLICATION_CREDENTIALS"; }
+
+boost::asio::awaitable<AccessToken> EnvironmentProvider::token() {
+  const std::string path = environment("GOOGLE_APPLICATION_CREDENTIALS");
+  if (path.empty()) throw CredentialsError(name(), "the variable is not set", false);
+  CredentialsFileProvider file(path, name(), timeout_);
+  co_return co_await file.token();
+}
+
+}  // namespace tensorstream::gcs

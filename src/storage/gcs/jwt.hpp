@@ -1,0 +1,32 @@
+#pragma once
+// The JSON Web Token a service account signs to ask for an access token (RFC 7519, RFC 7523).
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include "tensorstream/storage/gcs/service_account_provider.hpp"
+
+namespace tensorstream::gcs {
+
+/// The scope of the tokens tensorstream asks for: reading objects, nothing else.
+inline constexpr std::string_view read_only_scope =
+    "https://www.googleapis.com/auth/devstorage.read_only";
+
+/// How long a signed assertion is valid; Google accepts at most one hour.
+inline constexpr std::chrono::seconds assertion_lifetime{3600};
+
+/// `bytes` in base64url without padding (RFC 7515, appendix C).
+std::string base64url(std::string_view bytes);
+
+/// The RS256 signature of `message` with the PEM private key `pem` (PKCS #1 v1.5, SHA-256).
+/// Throws InvalidArgument when the key cannot be read (it may be encrypted) or is not RSA.
+std::string sign_rs256(std::string_view pem, std::string_view message);
+
+/// "HEADER.CLAIMS.SIGNATURE" with header {"alg":"RS256","typ":"JWT"} (and "kid" when the key
+/// has an id) and claims iss = the account, scope = `scope`, aud = the key's token URI, iat =
+/// `now` and exp = `now` plus assertion_lifetime. Throws InvalidArgument as sign_rs256 does.
+std::string service_account_assertion(const ServiceAccountKey& key, std::string_view scope,
+                                      std::chrono::system_clock::time_point now);
+
+}  // namespace tensorstream::gcs

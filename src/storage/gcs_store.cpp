@@ -1,0 +1,142 @@
+#include "tensorstream/storage/gcs_store.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "storage/gcs/adapter.hpp"
+#include "storage/gcs/json_api.hpp"
+#include "storage/http/http_client.hpp"
+#include "storage/range_check.hpp"
+#include "storage/environment.hpp"
+#include "tensorstream/error.hpp"
+#include "tensorstream/storage/gcs/default_token_provider.hpp"
+
+namespace tensorstream {
+namespace {
+
+constexpr std::string_view google_endpoint = "https://storage.googleapis.com";
+
+// Metadata asked for is the size alone; listings are pages of at most 1000 names of at most
+// 1 KiB each, with sizes.
+constexpr std::size_t max_metadata = 64 << 10;
+constexpr std::size_t max_list_page = 4 << 20;
+
+const Url& checked_bucket(const Url& bucket) {
+  if (bucket.scheme != "gs") {
+    throw InvalidArgument(bucket.str() + ": GcsStore serves gs:// URLs only");
+  }
+  return bucket;
+}
+
+struct Endpoint {
+  Url origin;
+  std::string path_prefix;
+  bool emulator = false;
+};
+
+Endpoint resolve_endpoint(const GcsOptions& options) {
+  std::string text = options.endpoint;
+  std::string source = "GcsOptions::endpoint";
+  Endpoint endpoint;
+  if (text.empty()) {
+    text = environment("STORAGE_EMULATOR_HOST");
+    source = "STORAGE_EMULATOR_HOST";
+    endpoint.emulator = !text.empty();
+    // The SDKs accept the emulator as "host:port", which is plain http.
+    if (endpoint.emulator && text.find("://") == std::string::npos) text = "http://" + text;
+  }
+  if (text.empty()) text = google_endpoint;
+  try {
+    endpoint.origin = Url::parse(text);
+  } catch (const InvalidArgument& error) {
+    throw InvalidArgument(source + ": " + error.what());
+  }
+  if (endpoint.origin.scheme != "http" && endpoint.origin.scheme != "https") {
+    throw InvalidArgument(source + " " + text + ": the JSON API endpoint must be http or https");
+  }
+  endpoint.path_prefix = endpoint.origin.path;
+  while (!endpoint.path_prefix.empty() && endpoint.path_prefix.back() == '/') {
+    endpoint.path_prefix.pop_back();
+  }
+  return endpoint;
+}
+
+std::shared_ptr<gcs::TokenProvider> token_provider(const GcsOptions& options, bool emulator) {
+  if (options.anonymous) return nullptr;
+  if (options.token_provider) return options.token_provider;
+  // Emulators accept any request, and a machine running tests has no credentials to find.
+  if (emulator) return nullptr;
+  return gcs::default_token_provider();
+}
+
+void check_key(const std::string& url, const std::string& key) {
+  if (key.size() < 2 || key.front() != '/') {
+    throw InvalidArgument(url + ": GCS keys are paths starting with '/' and naming an object");
+  }
+}
+
+}  // namespace
+
+GcsStore::GcsStore(boost::asio::any_io_executor executor, const Url& bucket, HttpOptions http,
+                   GcsOptions options)
+    : bucket_(checked_bucket(bucket).host) {
+  const Endpoint endpoint = resolve_endpoint(options);
+  const auto tokens = token_provider(options, endpoint.emulator);
+  path_prefix_ = endpoint.path_prefix;
+  description_ = endpoint.origin.origin() + path_prefix_ + " (" +
+                 (tokens ? "credentials: " + tokens->name() : std::string("without credentials")) +
+                 ")";
+  client_ = std::make_unique<HttpClient>(std::move(executor), endpoint.origin, std::move(http),
+                                         std::make_shared<gcs::Adapter>(tokens));
+}
+
+GcsStore::~GcsStore() = default;
+
+std::string GcsStore::url(const std::string& key) const { return "gs://" + bucket_ + key; }
+
+boost::asio::awaitable<std::uint64_t> GcsStore::size(std::string key) {
+  const std::string object = url(key);
+  check_key(object, key);
+  const std::string body = co_await client_->get_text(
+      path_prefix_ + gcs::metadata_target(bucket_, key.substr(1)), object, max_metadata);
+  co_return gcs::parse_object_size(body, object);
+}
+
+boost::asio::awaitable<std::vector<ObjectInfo>> GcsStore::list(std::string prefix,
+                                                               ListDepth depth) {
+  const std::string listed = url(prefix);
+  if (prefix.empty() || prefix.front() != '/' || prefix.back() != '/') {
+    throw InvalidArgument(listed + ": GCS listing needs a prefix starting and ending with '/'");
+  }
+  const std::string name_prefix = prefix.substr(1);
+  std::vector<ObjectInfo> objects;
+  std::optional<std::string> page_token;
+  do {
+    const std::string target =
+        path_prefix_ +
+        gcs::list_target(bucket_, name_prefix, depth == ListDepth::one_level, page_token);
+    auto page = gcs::parse_objects_page(co_await client_->get_text(target, listed, max_list_page),
+                                        listed);
+    for (auto& object : page.objects) {
+      objects.push_back(ObjectInfo{"/" + std::move(object.key), object.size});
+    }
+    page_token = std::move(page.next_page_token);
+  } while (page_token);
+  std::sort(objects.begin(), objects.end(),
+            [](const ObjectInfo& a, const ObjectInfo& b) { return a.key < b.key; });
+  co_return objects;
+}
+
+boost::asio::awaitable<void> GcsStore::read_range(std::string key, std::uint64_t offset,
+                                                  std::span<std::byte> destination) {
+  const std::string object = url(key);
+  check_key(object, key);
+  if (destination.empty()) co_return;
+  check_byte_range(object, offset, destination.size());
+  co_await client_->read_range(path_prefix_ + gcs::media_target(bucket_, key.substr(1)), object,
+                               offset, destination);
+}
+
+StoreStats GcsStore::stats() const { return client_->stats(); }
+
+}  // namespace tensorstream

@@ -1,0 +1,48 @@
+#pragma once
+// One request to a credentials endpoint (instance metadata, container agents, STS, OAuth token
+// endpoints, test fakes): small, rare exchanges that need none of the range client's pooling or
+// retries.
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/beast/http/verb.hpp>
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tensorstream/error.hpp"
+
+namespace tensorstream {
+
+/// A whole response of a credentials endpoint.
+struct EndpointResponse {
+  unsigned status = 0;
+  std::string reason;  ///< e.g. "Not Found".
+  std::string body;
+};
+
+/// A request to a credentials endpoint got no response; what() says which request and why, e.g.
+/// "GET http://169.254.169.254/latest/api/token: timed out after 1000 ms". Callers rethrow it as
+/// their service's credentials error.
+class EndpointError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// Sends `method url` with `headers` and `body` on a fresh connection and reads the whole
+/// response (at most 1 MiB), everything within `timeout`. https verifies the server against
+/// the system's CAs (OpenSSL's default paths, which honour SSL_CERT_FILE) and its host name.
+///
+/// Never throws for an HTTP status. Any other failure throws EndpointError naming the URL and
+/// what went wrong ("timed out after 1000 ms", "Connection refused", "certificate verify
+/// failed", a URL that is not http(s)://).
+boost::asio::awaitable<EndpointResponse> endpoint_request(
+    boost::beast::http::verb method, const std::string& url,
+    const std::vector<std::pair<std::string, std::string>>& headers, const std::string& body,
+    std::chrono::milliseconds timeout);
+
+/// "METHOD URL: HTTP 404 Not Found: <start of the body>", for errors about a response.
+std::string describe_status(boost::beast::http::verb method, const std::string& url,
+                            const EndpointResponse& response);
+
+}  // namespace tensorstream

@@ -1,0 +1,470 @@
+#include "support/gcs_fixture_server.hpp"
+
+#include <openssl/bio.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <simdjson.h>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <exception>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <utility>
+
+#include "safetensors/json_string.hpp"
+#include "support/byte_range.hpp"
+
+namespace tensorstream::testing {
+
+namespace asio = boost::asio;
+namespace http = boost::beast::http;
+using asio::ip::tcp;
+
+/// What the server answers to one request.
+struct GcsFixtureServer::Reply {
+  Reply(unsigned status = 200, std::string body = {},
+        std::string content_type = "application/json; charset=UTF-8",
+        std::string content_range = {})
+      : status(status),
+        body(std::move(body)),
+        content_type(std::move(content_type)),
+        content_range(std::move(content_range)) {}
+
+  unsigned status;
+  std::string body;
+  std::string content_type;
+  std::string content_range;
+};
+
+namespace {
+
+constexpr auto as_tuple = asio::as_tuple(asio::use_awaitable);
+constexpr std::string_view storage_prefix = "/storage/v1/b/";
+constexpr std::string_view metadata_token_path =
+    "/computeMetadata/v1/instance/service-accounts/default/token";
+constexpr std::string_view read_only_scope =
+    "https://www.googleapis.com/auth/devstorage.read_only";
+
+// Decodes %XY escapes (and '+' as a space in forms); a malformed escape stays as it is.
+std::string decode(std::string_view text, bool plus_is_space) {
+  std::string decoded;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '+' && plus_is_space) {
+      decoded += ' ';
+    } else if (text[i] == '%' && i + 2 < text.size()) {
+      unsigned value = 0;
+      const auto digits = text.substr(i + 1, 2);
+      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + 2, value, 16);
+      if (ec == std::errc{} && end == digits.data() + 2) {
+        decoded += static_cast<char>(value);
+        i += 2;
+      } else {
+        decoded += '%';
+      }
+    } else {
+      decoded += text[i];
+    }
+  }
+  return decoded;
+}
+
+// The decoded name=value pairs of a query string or form body.
+std::map<std::string, std::string> parse_pairs(std::string_view text, bool plus_is_space) {
+  std::map<std::string, std::string> pairs;
+  while (!text.empty()) {
+    const auto amp = text.find('&');
+    const auto pair = text.substr(0, amp);
+    const auto equals = pair.find('=');
+    pairs[decode(pair.substr(0, equals), plus_is_space)] =
+        equals == std::string_view::npos ? "" : decode(pair.substr(equals + 1), plus_is_space);
+    text = amp == std::string_view::npos ? std::string_view{} : text.substr(amp + 1);
+  }
+  return pairs;
+}
+
+std::optional<std::string> base64url_decode(std::string_view text) {
+  std::string decoded;
+  std::uint32_t bits = 0;
+  int count = 0;
+  for (const char c : text) {
+    std::uint32_t value = 0;
+    if (c >= 'A' && c <= 'Z') value = c - 'A';
+    else if (c >= 'a' && c <= 'z') value = c - 'a' + 26;
+    else if (c >= '0' && c <= '9') value = c - '0' + 52;
+    else if (c == '-') value = 62;
+    else if (c == '_') value = 63;
+    else return std::nullopt;
+    bits = bits << 6 | value;
+    count += 6;
+    if (count >= 8) {
+      count -= 8;
+      decoded += static_cast<char>((bits >> count) & 0xff);
+    }
+  }
+  return decoded;
+}
+
+bool verify_rs256(const std::string& public_key, std::string_view message,
+                  std::string_view signature) {
+  const std::unique_ptr<BIO, decltype(&BIO_free)> bio(
+      BIO_new_mem_buf(public_key.data(), static_cast<int>(public_key.size())), BIO_free);
+  const std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(
+      PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr), EVP_PKEY_free);
+  const std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> context(EVP_MD_CTX_new(),
+                                                                         EVP_MD_CTX_free);
+  return key && context &&
+         EVP_DigestVerifyInit(context.get(), nullptr, EVP_sha256(), nullptr, key.get()) == 1 &&
+         EVP_DigestVerify(context.get(), reinterpret_cast<const unsigned char*>(signature.data()),
+                          signature.size(),
+                          reinterpret_cast<const unsigned char*>(message.data()),
+                          message.size()) == 1;
+}
+
+GcsFixtureServer::Reply json_error(unsigned status, const std::string& message,
+                                   std::string_view reason) {
+  const std::string quoted = json_string(message);
+  return {status,
+          R"({"error":{"code":)" + std::to_string(status) + R"(,"message":)" + quoted +
+              R"(,"errors":[{"message":)" + quoted + R"(,"domain":"global","reason":")" +
+              std::string(reason) + R"("}]}})"};
+}
+
+GcsFixtureServer::Reply oauth_error(unsigned status, std::string_view error,
+                                    const std::string& description) {
+  return {status, R"({"error":")" + std::string(error) +
+                      R"(","error_description":)" + json_string(description) + "}"};
+}
+
+std::string object_resource(const std::string& bucket, const std::string& name,
+                            std::size_t size) {
+  return R"({"kind":"storage#object","name":)" + json_string(name) + R"(,"bucket":)" +
+         json_string(bucket) + R"(,"generation":"1","contentType":"application/octet-stream",)" +
+         R"("size":")" + std::to_string(size) + R"("})";
+}
+
+}  // namespace
+
+GcsFixtureServer::GcsFixtureServer(Options options)
+    : options_(std::move(options)),
+      acceptor_(io_, tcp::endpoint(asio::ip::address_v4::loopback(), 0)) {
+  port_ = acceptor_.local_endpoint().port();
+  asio::co_spawn(io_, accept_loop(), [](std::exception_ptr) {});
+  thread_ = std::thread([this] { io_.run(); });
+}
+
+GcsFixtureServer::~GcsFixtureServer() {
+  io_.stop();
+  thread_.join();
+}
+
+void GcsFixtureServer::put(const std::string& bucket, const std::string& name,
+                           std::string bytes) {
+  std::lock_guard lock(mutex_);
+  buckets_[bucket][name] = std::move(bytes);
+}
+
+void GcsFixtureServer::put_directory(const std::string& bucket, const std::string& prefix,
+                                     const std::filesystem::path& directory) {
+  for (const auto& entry : std::filesystem::directory_iterator(directory)) {
+    if (!entry.is_regular_file()) continue;
+    std::ifstream file(entry.path(), std::ios::binary);
+    put(bucket, prefix + entry.path().filename().string(),
+        {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()});
+  }
+}
+
+void GcsFixtureServer::make_public(const std::string& bucket) {
+  std::lock_guard lock(mutex_);
+  buckets_[bucket];
+  public_buckets_.insert(bucket);
+}
+
+std::string GcsFixtureServer::endpoint() const { return "http://" + host(); }
+
+std::string GcsFixtureServer::host() const { return "127.0.0.1:" + std::to_string(port_); }
+
+std::string GcsFixtureServer::token_uri() const { return endpoint() + "/token"; }
+
+std::string GcsFixtureServer::issue_token() {
+  std::lock_guard lock(mutex_);
+  std::string token = "ya29.fixture-token-" + std::to_string(tokens_.size() + 1);
+  tokens_.insert(token);
+  return token;
+}
+
+std::vector<GcsFixtureServer::Request> GcsFixtureServer::requests() const {
+  std::lock_guard lock(mutex_);
+  return requests_;
+}
+
+asio::awaitable<void> GcsFixtureServer::accept_loop() {
+  for (;;) {
+    auto [ec, socket] = co_await acceptor_.async_accept(as_tuple);
+    if (ec) co_return;
+    asio::co_spawn(io_, serve(std::move(socket)), [](std::exception_ptr) {});
+  }
+}
+
+asio::awaitable<void> GcsFixtureServer::serve(tcp::socket socket) {
+  boost::beast::flat_buffer buffer;
+  for (;;) {
+    http::request<http::string_body> incoming;
+    if (auto [ec, n] = co_await http::async_read(socket, buffer, incoming, as_tuple); ec) {
+      co_return;
+    }
+    const Request request{std::string(incoming.method_string()),
+                          std::string(incoming.target()),
+                          std::string(incoming[http::field::authorization]),
+                          std::string(incoming[http::field::range]),
+                          std::string(incoming["Metadata-Flavor"]), incoming.body()};
+    Reply reply = answer(request);
+    http::response<http::string_body> response(static_cast<http::status>(reply.status), 11);
+    response.set(http::field::content_type, reply.content_type);
+    if (!reply.content_range.empty()) response.set(http::field::content_range, reply.content_range);
+    response.body() = std::move(reply.body);
+    response.keep_alive(incoming.keep_alive());
+    response.prepare_payload();
+    if (auto [ec, n] = co_await http::async_write(socket, response, as_tuple); ec) co_return;
+    if (!incoming.keep_alive()) co_return;
+  }
+}
+
+GcsFixtureServer::Reply GcsFixtureServer::answer(const Request& request) {
+  std::lock_guard lock(mutex_);
+  requests_.push_back(request);
+  const std::string_view target = request.target;
+  const auto question = target.find('?');
+  const std::string_view path = target.substr(0, question);
+  const std::string_view query =
+      question == std::string_view::npos ? std::string_view{} : target.substr(question + 1);
+  if (request.method == "POST" && path == "/token") return token_grant(request);
+  if (request.method == "GET" && path == metadata_token_path) {
+    if (request.metadata_flavor != "Google") {
+      return {403, "Missing Metadata-Flavor:Google header.", "text/plain"};
+    }
+    return token_reply();
+  }
+  if (request.method == "GET" && path.starts_with(storage_prefix)) {
+    return storage(path.substr(storage_prefix.size()), query, request);
+  }
+  return json_error(404, "Not Found", "notFound");
+}
+
+GcsFixtureServer::Reply GcsFixtureServer::storage(std::string_view path, std::string_view query,
+                                                  const Request& request) {
+  const auto slash = path.find('/');
+  const std::string bucket = decode(path.substr(0, slash), false);
+  const std::string_view rest =
+      slash == std::string_view::npos ? std::string_view{} : path.substr(slash);
+  if (rest != "/o" && !rest.starts_with("/o/")) return json_error(404, "Not Found", "notFound");
+
+  if (options_.require_token && !public_buckets_.contains(bucket)) {
+    constexpr std::string_view bearer = "Bearer ";
+    const std::string_view authorization = request.authorization;
+    if (authorization.empty()) {
+      return json_error(401,
+                        "Anonymous caller does not have storage.objects.get access to the Google "
+                        "Cloud Storage object. Permission 'storage.objects.get' denied on "
+                        "resource (or it may not exist).",
+                        "required");
+    }
+    if (!authorization.starts_with(bearer) ||
+        !tokens_.contains(std::string(authorization.substr(bearer.size())))) {
+      return json_error(401, "Invalid Credentials", "authError");
+    }
+  }
+  if (!buckets_.contains(bucket)) {
+    return json_error(404, "The specified bucket does not exist.", "notFound");
+  }
+  if (rest == "/o") return list(bucket, query);
+  const std::string_view encoded = rest.substr(3);
+  // GCS routes a path with more segments elsewhere: names must arrive with '/' encoded.
+  if (encoded.empty() || encoded.find('/') != std::string_view::npos) {
+    return json_error(404, "Not Found", "notFound");
+  }
+  return object(bucket, decode(encoded, false), query, request);
+}
+
+GcsFixtureServer::Reply GcsFixtureServer::object(const std::string& bucket,
+                                                 const std::string& name, std::string_view query,
+                                                 const Request& request) {
+  const auto& objects = buckets_.at(bucket);
+  const auto found = objects.find(name);
+  if (found == objects.end()) {
+    return json_error(404, "No such object: " + bucket + "/" + name, "notFound");
+  }
+  const std::string& bytes = found->second;
+  if (parse_pairs(query, false)["alt"] != "media") {
+    return {200, object_resource(bucket, name, bytes.size())};
+  }
+  if (media_requests_++ < options_.fail_media_first) {
+    return json_error(options_.fail_status, "We encountered an internal error. Please try again.",
+                      "backendError");
+  }
+  const auto range = parse_range(request.range, bytes.size());
+  if (!range) return {200, bytes, "application/octet-stream"};
+  if (range->first >= bytes.size()) {
+    return json_error(416, "The requested range cannot be satisfied.", "requestedRangeNotSatisfiable");
+  }
+  return {206, bytes.substr(range->first, range->last - range->first + 1),
+          "application/octet-stream",
+          "bytes " + std::to_string(range->first) + "-" + std::to_string(range->last) + "/" +
+              std::to_string(bytes.size())};
+}
+
+GcsFixtureServer::Reply GcsFixtureServer::list(const std::string& bucket,
+                                               std::string_view query) {
+  auto parameters = parse_pairs(query, false);
+  const std::string& prefix = parameters["prefix"];
+  const std::string& delimiter = parameters["delimiter"];
+  // Entries are objects and prefixes, in name order; a page token names the last one sent.
+  struct Entry {
+    std::string name;
+    std::size_t size;
+    bool is_prefix;
+  };
+  std::vector<Entry> entries;
+  const auto& objects = buckets_.at(bucket);
+  for (auto it = objects.lower_bound(prefix); it != objects.end(); ++it) {
+    const auto& [name, bytes] = *it;
+    if (!name.starts_with(prefix)) break;
+    const auto cut = delimiter.empty() ? std::string::npos : name.find(delimiter, prefix.size());
+    if (cut == std::string::npos) {
+      entries.push_back({name, bytes.size(), false});
+      continue;
+    }
+    std::string group = name.substr(0, cut + delimiter.size());
+    if (entries.empty() || entries.back().name != group) entries.push_back({group, 0, true});
+  }
+  constexpr std::string_view token_prefix = "after:";
+  std::size_t start = 0;
+  if (const std::string& token = parameters["pageToken"]; !token.empty()) {
+    if (!token.starts_with(token_prefix)) return json_error(400, "Invalid pageToken.", "invalid");
+    const std::string after = token.substr(token_prefix.size());
+    while (start < entries.size() && entries[start].name <= after) ++start;
+  }
+  const std::size_t end = std::min(entries.size(), start + options_.page_size);
+  std::string items;
+  std::string prefixes;
+  for (std::size_t i = start; i < end; ++i) {
+    std::string& list = entries[i].is_prefix ? prefixes : items;
+    if (!list.empty()) list += ',';
+    list += entries[i].is_prefix ? json_string(entries[i].name)
+                                 : object_resource(bucket, entries[i].name, entries[i].size);
+  }
+  std::string body = R"({"kind":"storage#objects")";
+  if (end < entries.size()) {
+    body += R"(,"nextPageToken":)" + json_string(std::string(token_prefix) + entries[end - 1].name);
+  }
+  if (!prefixes.empty()) body += R"(,"prefixes":[)" + prefixes + "]";
+  if (!items.empty()) body += R"(,"items":[)" + items + "]";
+  return {200, body + "}"};
+}
+
+GcsFixtureServer::Reply GcsFixtureServer::token_grant(const Request& request) {
+  auto form = parse_pairs(request.body, true);
+  const std::string& grant = form["grant_type"];
+  if (grant == "urn:ietf:params:oauth:grant-type:jwt-bearer") {
+    if (auto rejection = verify_assertion(form["assertion"])) return *rejection;
+    return token_reply();
+  }
+  if (grant == "refresh_token") {
+    if (form["client_id"] != options_.client_id || form["client_secret"] != options_.client_secret) {
+      return oauth_error(401, "invalid_client", "The OAuth client was not found.");
+    }
+    if (form["refresh_token"] != options_.refresh_token) {
+      return oauth_error(400, "invalid_grant", "Token has been expired or revoked.");
+    }
+    return token_reply();
+  }
+  return oauth_error(400, "unsupported_grant_type", "Invalid grant_type: " + grant);
+}
+
+GcsFixtureServer::Reply GcsFixtureServer::token_reply() {
+  std::string token = "ya29.fixture-token-" + std::to_string(tokens_.size() + 1);
+  tokens_.insert(token);
+  return {200, R"({"access_token":")" + token + R"(","expires_in":)" +
+                   std::to_string(options_.token_lifetime) + R"(,"token_type":"Bearer"})"};
+}
+
+// Google's answer to a bad assertion; nullopt for a good one.
+std::optional<GcsFixtureServer::Reply> GcsFixtureServer::verify_assertion(
+    const std::string& assertion) const {
+  const auto invalid = [](const std::string& description) {
+    return oauth_error(400, "invalid_grant", description);
+  };
+  const auto first_dot = assertion.find('.');
+  const auto second_dot = assertion.find('.', first_dot + 1);
+  if (first_dot == std::string::npos || second_dot == std::string::npos) {
+    return invalid("Invalid JWT: not three dot-separated parts");
+  }
+  const auto header = base64url_decode(std::string_view(assertion).substr(0, first_dot));
+  const auto claims = base64url_decode(
+      std::string_view(assertion).substr(first_dot + 1, second_dot - first_dot - 1));
+  const auto signature = base64url_decode(std::string_view(assertion).substr(second_dot + 1));
+  if (!header || !claims || !signature) return invalid("Invalid JWT: not base64url");
+
+  simdjson::dom::parser parser;
+  std::string_view alg;
+  std::string_view typ;
+  const simdjson::padded_string padded_header(*header);
+  const auto header_object = parser.parse(padded_header);
+  if (header_object["alg"].get(alg) || header_object["typ"].get(typ) || alg != "RS256" ||
+      typ != "JWT") {
+    return invalid("Invalid JWT: header is not {\"alg\":\"RS256\",\"typ\":\"JWT\"}");
+  }
+  if (options_.service_account_public_key.empty() ||
+      !verify_rs256(options_.service_account_public_key,
+                    std::string_view(assertion).substr(0, second_dot), *signature)) {
+    return invalid("Invalid JWT Signature.");
+  }
+  simdjson::dom::parser claims_parser;
+  const simdjson::padded_string padded_claims(*claims);
+  const auto claims_object = claims_parser.parse(padded_claims);
+  std::string_view iss;
+  std::string_view scope;
+  std::string_view aud;
+  std::int64_t iat = 0;
+  std::int64_t exp = 0;
+  if (claims_object["iss"].get(iss) || claims_object["aud"].get(aud) ||
+      claims_object["iat"].get(iat) || claims_object["exp"].get(exp)) {
+    return invalid("Invalid JWT: missing claims");
+  }
+  if (iss != options_.service_account) return invalid("Invalid grant: account not found");
+  if (aud != token_uri()) return invalid("Invalid JWT: Failed audience check.");
+  const std::int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count();
+  if (iat > now + 300 || iat < now - 300 || exp <= iat || exp - iat > 3600) {
+    return invalid("Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable "
+           "timeframe. Check your iat and exp values in the JWT claim.");
+  }
+  if (claims_object["scope"].get(scope) || scope != read_only_scope) {
+    return oauth_error(400, "invalid_scope", "Invalid OAuth scope or ID token audience provided.");
+  }
+  return std::nullopt;
+}
+
+std::string service_account_key_file(const std::string& client_email,
+                                     const std::string& private_key,
+                                     const std::string& token_uri) {
+  return R"({"type":"service_account","project_id":"tensorstream-tests",)"
+         R"("private_key_id":"0123456789abcdef","private_key":)" +
+         json_string(private_key) + R"(,"client_email":)" + json_string(client_email) +
+         R"(,"client_id":"1234567890","auth_uri":"https://accounts.google.com/o/oauth2/auth",)"
+         R"("token_uri":)" + json_string(token_uri) + "}";
+}
+
+}  // namespace tensorstream::testing

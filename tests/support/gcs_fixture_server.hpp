@@ -1,0 +1,144 @@
+#pragma once
+// A stand-in for Google Cloud Storage, since no GCS emulator can be installed here: the pieces of
+// the JSON API, the OAuth 2.0 token endpoint and the metadata server that GcsStore and the token
+// providers use, as Google documents them.
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace tensorstream::testing {
+
+/// An HTTP/1.1 server on an ephemeral 127.0.0.1 port, running in its own thread, holding buckets
+/// of in-memory objects. It serves, with keep-alive:
+///
+/// - `GET /storage/v1/b/BUCKET/o/OBJECT` (metadata; "size" is a decimal string) and with
+///   `?alt=media` (the bytes: 206 for `Range: bytes=a-b`, 416 past the end, 200 without Range).
+///   OBJECT must be fully percent-encoded: a raw '/' in it gets 404, as from GCS.
+/// - `GET /storage/v1/b/BUCKET/o?prefix=&delimiter=&pageToken=`: names in byte order,
+///   `prefixes` with a delimiter, `page_size` entries per page and a `nextPageToken` that needs
+///   percent-encoding. `fields` is ignored: responses hold whole resources.
+/// - `POST /token`: the JWT bearer grant of the configured service account, whose RS256
+///   signature and claims (iss, scope, aud = token_uri(), iat, exp at most an hour later) are
+///   verified, and the refresh_token grant of the configured authorized user. Errors are OAuth
+///   error bodies with Google's messages.
+/// - `GET /computeMetadata/v1/instance/service-accounts/default/token` with
+///   `Metadata-Flavor: Google`.
+///
+/// Storage requests need `Authorization: Bearer T` with a token T this server issued (401
+/// "Invalid Credentials" otherwise), except for public buckets and when `require_token` is off.
+/// Errors are GCS's JSON error bodies, e.g. 404 "No such object: BUCKET/OBJECT".
+class GcsFixtureServer {
+ public:
+  /// Who may get tokens, and the faults to inject.
+  struct Options {
+    /// Entries, objects and prefixes together, per listing page; small, so that pages are
+    /// followed.
+    std::size_t page_size = 2;
+    /// false: accept storage requests without a token, as emulators do.
+    bool require_token = true;
+    /// The service account whose JWTs the token endpoint accepts.
+    std::string service_account = "loader@tensorstream-tests.iam.gserviceaccount.com";
+    /// Its public key (PEM); no JWT is accepted while empty.
+    std::string service_account_public_key{};
+    /// The authorized user whose refresh token the token endpoint accepts.
+    std::string client_id = "tensorstream-client.apps.googleusercontent.com";
+    std::string client_secret = "tensorstream-client-secret";
+    std::string refresh_token = "tensorstream-refresh-token";
+    /// expires_in of the tokens issued, in seconds.
+    int token_lifetime = 3600;
+    /// Answer the first K media downloads with `fail_status` and a JSON error body.
+    int fail_media_first = 0;
+    unsigned fail_status = 503;
+  };
+
+  /// One request as received.
+  struct Request {
+    std::string method;
+    std::string target;         ///< As sent, percent-encoding kept.
+    std::string authorization;  ///< Empty when absent.
+    std::string range;          ///< Empty when absent.
+    std::string metadata_flavor;  ///< Empty when absent.
+    std::string body;
+  };
+
+  /// Starts serving, with no buckets.
+  explicit GcsFixtureServer(Options options);
+
+  /// Stops the server; connections still open are dropped.
+  ~GcsFixtureServer();
+
+  GcsFixtureServer(const GcsFixtureServer&) = delete;
+  GcsFixtureServer& operator=(const GcsFixtureServer&) = delete;
+
+  /// Stores `bytes` as object `name` of `bucket`, creating the bucket.
+  void put(const std::string& bucket, const std::string& name, std::string bytes);
+
+  /// Stores every file directly in `directory` as `prefix` + its name in `bucket`.
+  void put_directory(const std::string& bucket, const std::string& prefix,
+                     const std::filesystem::path& directory);
+
+  /// Lets anyone read `bucket` without a token, creating it.
+  void make_public(const std::string& bucket);
+
+  /// "http://127.0.0.1:PORT".
+  std::string endpoint() const;
+
+  /// "127.0.0.1:PORT", as STORAGE_EMULATOR_HOST and GCE_METADATA_HOST take it.
+  std::string host() const;
+
+  /// endpoint() + "/token".
+  std::string token_uri() const;
+
+  /// A new token that storage requests accept, as the token endpoint would issue it.
+  std::string issue_token();
+
+  /// Every request received so far, in order.
+  std::vector<Request> requests() const;
+
+ /// What the server answers to one request (defined with the server).
+  struct Reply;
+
+ private:
+
+  boost::asio::awaitable<void> accept_loop();
+  boost::asio::awaitable<void> serve(boost::asio::ip::tcp::socket socket);
+  Reply answer(const Request& request);
+  Reply storage(std::string_view path, std::string_view query, const Request& request);
+  Reply object(const std::string& bucket, const std::string& name, std::string_view query,
+               const Request& request);
+  Reply list(const std::string& bucket, std::string_view query);
+  Reply token_grant(const Request& request);
+  Reply token_reply();
+  std::optional<Reply> verify_assertion(const std::string& assertion) const;
+
+  const Options options_;
+  mutable std::mutex mutex_;
+  std::map<std::string, std::map<std::string, std::string>> buckets_;
+  std::set<std::string> public_buckets_;
+  std::set<std::string> tokens_;
+  int media_requests_ = 0;
+  std::vector<Request> requests_;
+  boost::asio::io_context io_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  std::uint16_t port_ = 0;
+  std::thread thread_;
+};
+
+/// The JSON of a service account key file for `client_email` with `private_key` (PEM), whose
+/// tokens come from `token_uri`.
+std::string service_account_key_file(const std::string& client_email,
+                                     const std::string& private_key,
+                                     const std::string& token_uri);
+
+}  // namespace tensorstream::testing
