@@ -7,6 +7,7 @@
 
 #include "storage/gcs_test_environment.hpp"
 #include "streaming/synthetic_stream.hpp"
+#include "support/fault_proxy.hpp"
 #include "support/gcs_fixture_server.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
@@ -109,6 +110,28 @@ TEST_F(GcsStreaming, ServiceUnavailableIsRetriedAndTheStreamIsExact) {
   RawStreamer streamer("gs://models/tiny/model.safetensors", options);
   expect_whole_model(streamer);
   EXPECT_EQ(streamer.stats().retries, 3u);
+}
+
+TEST_F(GcsStreaming, BackendErrorsResetsAndShortBodiesAreRetriedAndTheStreamIsExact) {
+  GcsFixtureServer google({});
+  upload(google, "tiny/", {.preset = "tiny"});
+  testing::FaultProxy proxy(
+      google.port(),
+      {.fail_first = 2,
+       .fail_content_type = "application/json",
+       .fail_body = R"({"error":{"code":503,"message":"Backend Error","errors":[]}})",
+       .reset_first = 2,
+       .truncate_first = 2,
+       .cut_after = 5000});
+  StreamerOptions options = options_for(google);
+  options.store.gcs.endpoint = proxy.endpoint();
+  options.store.gcs.token_provider = std::make_shared<FixedToken>(google.issue_token());
+  // The first reads may meet every fault in a row: the attempts allowed must outnumber them.
+  options.store.http.max_retries = 8;
+  RawStreamer streamer("gs://models/tiny/", options);
+  expect_whole_model(streamer);
+  EXPECT_EQ(proxy.injected(), 6);
+  EXPECT_GE(streamer.stats().retries, 6u);
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 #include "support/fault_proxy.hpp"
 
 #include <algorithm>
-#include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -12,6 +11,8 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 #include <exception>
+
+#include "support/response_ending.hpp"
 
 namespace tensorstream::testing {
 namespace {
@@ -91,7 +92,6 @@ asio::awaitable<void> FaultProxy::accept_loop() {
 
 asio::awaitable<void> FaultProxy::serve(tcp::socket socket) {
   boost::beast::flat_buffer buffer;
-  boost::system::error_code ignored;
   for (;;) {
     http::request<http::string_body> request;
     if (auto [ec, n] = co_await http::async_read(socket, buffer, request, token); ec) co_return;
@@ -126,23 +126,11 @@ asio::awaitable<void> FaultProxy::serve(tcp::socket socket) {
     if (reset || truncate) body = body.substr(0, std::min(body.size(), faults_.cut_after));
     if (stall || reset || truncate) ++injected_;
 
-    const std::array<asio::const_buffer, 2> message{asio::buffer(header), asio::buffer(body)};
-    if (auto [ec, n] = co_await asio::async_write(socket, message, token); ec) co_return;
-    if (stall) {
-      // Hold the connection silently until the client gives up and closes it.
-      co_await socket.async_wait(tcp::socket::wait_read, token);
-      co_return;
-    }
-    if (reset) {
-      socket.set_option(asio::socket_base::linger(true, 0), ignored);
-      socket.close(ignored);
-      co_return;
-    }
-    if (truncate) {
-      socket.shutdown(tcp::socket::shutdown_both, ignored);
-      socket.close(ignored);
-      co_return;
-    }
+    ResponseEnding ending = ResponseEnding::keep_alive;
+    if (truncate) ending = ResponseEnding::close;
+    if (reset) ending = ResponseEnding::reset;
+    if (stall) ending = ResponseEnding::stall;
+    if (!co_await write_response(socket, header, body, ending)) co_return;
   }
 }
 

@@ -1,7 +1,6 @@
 #include "support/fault_server.hpp"
 
 #include <algorithm>
-#include <array>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -17,6 +16,7 @@
 #include <string_view>
 
 #include "support/byte_range.hpp"
+#include "support/response_ending.hpp"
 
 namespace tensorstream::testing {
 namespace {
@@ -134,25 +134,11 @@ asio::awaitable<void> FaultServer::serve(tcp::socket socket) {
     const bool stall = behaviour_.stall && text_body.empty();
     if (request.method() == http::verb::head || stall) body = {};
     if (truncate || reset) body = body.substr(0, std::min(body.size(), behaviour_.truncate_after));
-    const std::array<asio::const_buffer, 2> message{asio::buffer(header), asio::buffer(body)};
-    if (auto [ec, n] = co_await asio::async_write(socket, message, token); ec) co_return;
-
-    boost::system::error_code ignored;
-    if (stall) {
-      // Hold the connection silently until the client gives up and closes it.
-      co_await socket.async_wait(tcp::socket::wait_read, token);
-      co_return;
-    }
-    if (reset) {
-      socket.set_option(asio::socket_base::linger(true, 0), ignored);
-      socket.close(ignored);
-      co_return;
-    }
-    if (truncate || behaviour_.close_after_response) {
-      socket.shutdown(tcp::socket::shutdown_both, ignored);
-      socket.close(ignored);
-      co_return;
-    }
+    ResponseEnding ending = ResponseEnding::keep_alive;
+    if (truncate || behaviour_.close_after_response) ending = ResponseEnding::close;
+    if (reset) ending = ResponseEnding::reset;
+    if (stall) ending = ResponseEnding::stall;
+    if (!co_await write_response(socket, header, body, ending)) co_return;
   }
 }
 

@@ -94,6 +94,9 @@ class GcsFixtureServer {
   /// "http://127.0.0.1:PORT".
   std::string endpoint() const;
 
+  /// The port, on 127.0.0.1.
+  std::uint16_t port() const { return port_; }
+
   /// "127.0.0.1:PORT", as STORAGE_EMULATOR_HOST and GCE_METADATA_HOST take it.
   std::string host() const;
 
