@@ -30,6 +30,7 @@
 
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
+#include "support/run_task.hpp"
 #include "support/temp_dir.hpp"
 
 namespace tensorstream {
@@ -83,13 +84,7 @@ bool io_uring_disabled_by_environment() {
   return value != nullptr && *value != '\0' && std::string_view(value) != "0";
 }
 
-template <typename T>
-T run(asio::io_context& context, asio::awaitable<T> operation) {
-  auto result = asio::co_spawn(context, std::move(operation), asio::use_future);
-  context.restart();
-  context.run();
-  return result.get();
-}
+constexpr auto run = [](auto& io, auto task) { return testing::run_task(io, std::move(task)); };
 
 // The exception `operation` throws; it must be of exactly type E.
 template <typename E, typename F>

@@ -16,6 +16,7 @@
 #include "gcs_test_environment.hpp"
 #include "storage/gcs/json_api.hpp"
 #include "support/gcs_fixture_server.hpp"
+#include "support/run_task.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/open_store.hpp"
 
@@ -55,17 +56,11 @@ class GcsStoreTest : public gcs::testing::GcsEnvironmentTest {
 
   template <class T>
   T run(boost::asio::awaitable<T> task) {
-    auto future = boost::asio::co_spawn(io_, std::move(task), boost::asio::use_future);
-    io_.restart();
-    io_.run();
-    return future.get();
+    return testing::run_task(io_, std::move(task));
   }
 
-  std::string read(GcsStore& store, const std::string& key, std::uint64_t offset,
-                   std::size_t size) {
-    std::string bytes(size, '\0');
-    run(store.read_range(key, offset, std::as_writable_bytes(std::span(bytes))));
-    return bytes;
+  std::string read(GcsStore& store, const std::string& key, std::uint64_t offset, std::size_t size) {
+    return testing::read_string(io_, store, key, offset, size);
   }
 
   // The message of the `Error` that `action` throws.

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "support/rsa_key.hpp"
+#include "support/run_task.hpp"
 #include "support/scoped_environment.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/storage/gcs/credentials_error.hpp"
@@ -67,10 +68,7 @@ class GcsEnvironmentTest : public ::testing::Test {
   /// Runs `task` to completion on a fresh io_context; rethrows what it threw.
   template <class T>
   static T run(boost::asio::awaitable<T> task) {
-    boost::asio::io_context io;
-    auto future = boost::asio::co_spawn(io, std::move(task), boost::asio::use_future);
-    io.run();
-    return future.get();
+    return tensorstream::testing::run_task(std::move(task));
   }
 
   /// What a failing token() threw.

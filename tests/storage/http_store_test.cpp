@@ -32,6 +32,7 @@
 #include "support/certificates.hpp"
 #include "support/fault_server.hpp"
 #include "support/nginx_server.hpp"
+#include "support/run_task.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
@@ -62,21 +63,8 @@ void write_file(const std::filesystem::path& path, const std::string& bytes) {
       .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
-// Runs `task` on `io` until it finishes; rethrows what it threw.
-template <class T>
-T run(asio::io_context& io, asio::awaitable<T> task) {
-  auto future = asio::co_spawn(io, std::move(task), asio::use_future);
-  io.restart();
-  io.run();
-  return future.get();
-}
-
-std::string read(asio::io_context& io, ObjectStore& store, const std::string& key,
-                 std::uint64_t offset, std::size_t length) {
-  std::string bytes(length, '\0');
-  run(io, store.read_range(key, offset, std::as_writable_bytes(std::span(bytes))));
-  return bytes;
-}
+constexpr auto run = [](auto& io, auto task) { return testing::run_task(io, std::move(task)); };
+constexpr auto read = testing::read_string;
 
 // Compares without printing megabytes: names the first differing byte.
 ::testing::AssertionResult same_bytes(std::string_view expected, std::string_view actual) {

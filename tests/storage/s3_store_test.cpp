@@ -10,6 +10,7 @@
 
 #include "s3_test_environment.hpp"
 #include "support/certificates.hpp"
+#include "support/run_task.hpp"
 #include "support/s3rver_server.hpp"
 #include "support/signature_verifier.hpp"
 #include "support/temp_dir.hpp"
@@ -66,17 +67,11 @@ class S3StoreTest : public s3::testing::AwsEnvironmentTest {
 
   template <class T>
   T run(boost::asio::awaitable<T> task) {
-    auto future = boost::asio::co_spawn(io_, std::move(task), boost::asio::use_future);
-    io_.restart();
-    io_.run();
-    return future.get();
+    return testing::run_task(io_, std::move(task));
   }
 
-  std::string read(S3Store& store, const std::string& key, std::uint64_t offset,
-                   std::size_t size) {
-    std::string bytes(size, '\0');
-    run(store.read_range(key, offset, std::as_writable_bytes(std::span(bytes))));
-    return bytes;
+  std::string read(S3Store& store, const std::string& key, std::uint64_t offset, std::size_t size) {
+    return testing::read_string(io_, store, key, offset, size);
   }
 
   template <class Error>

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "support/run_task.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/storage/s3/credentials_error.hpp"
 #include "tensorstream/storage/s3/credentials_provider.hpp"
@@ -88,10 +89,7 @@ class AwsEnvironmentTest : public ::testing::Test {
   /// Runs `task` to completion on a fresh io_context; rethrows what it threw.
   template <class T>
   static T run(boost::asio::awaitable<T> task) {
-    boost::asio::io_context io;
-    auto future = boost::asio::co_spawn(io, std::move(task), boost::asio::use_future);
-    io.run();
-    return future.get();
+    return tensorstream::testing::run_task(std::move(task));
   }
 
   /// What a failing load() threw.
