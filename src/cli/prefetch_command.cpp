@@ -5,6 +5,7 @@
 
 #include "byte_size.hpp"
 #include "cli/commands.hpp"
+#include "cli/store_flags.hpp"
 #include "tensorstream/model/model_loader_config.hpp"
 #include "tensorstream/model/prefetch.hpp"
 
@@ -17,11 +18,13 @@ struct PrefetchArguments {
   bool include_safetensors = false;
   std::size_t concurrency = PrefetchOptions{}.max_concurrency;
   std::string chunk_size = "8MiB";
+  StoreFlags store;
 };
 
 void run_prefetch(const PrefetchArguments& arguments) {
   PrefetchOptions options;
   options.exclude_safetensors = !arguments.include_safetensors;
+  options.store = apply_store_flags(arguments.store);
   options.max_concurrency = arguments.concurrency;
   options.chunk_size = parse_byte_size(arguments.chunk_size, "--chunk-size");
 
@@ -58,6 +61,7 @@ void register_prefetch_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   command->add_option("--chunk-size", arguments->chunk_size, "Bytes per range read")
       ->capture_default_str();
+  add_store_flags(*command, arguments->store);
   command->callback([arguments] { run_prefetch(*arguments); });
 }
 

@@ -6,6 +6,7 @@
 
 #include "byte_size.hpp"
 #include "cli/commands.hpp"
+#include "cli/store_flags.hpp"
 #include "tensorstream/model/shard_checkpoint.hpp"
 
 namespace tensorstream::cli {
@@ -20,6 +21,7 @@ struct ShardArguments {
   std::string chunk_size = "16MiB";
   std::size_t concurrency = 32;
   std::string memory_limit = "512MiB";
+  StoreFlags store;
 };
 
 void run_shard(const ShardArguments& arguments) {
@@ -30,6 +32,7 @@ void run_shard(const ShardArguments& arguments) {
   options.stream.chunk_size = parse_byte_size(arguments.chunk_size, "--chunk-size");
   options.stream.max_concurrency = arguments.concurrency;
   options.stream.memory_limit = parse_byte_size(arguments.memory_limit, "--memory-limit");
+  options.stream.store = apply_store_flags(arguments.store);
 
   const auto start = std::chrono::steady_clock::now();
   const ShardReport report = shard_checkpoint(arguments.source, arguments.destination, options);
@@ -74,6 +77,7 @@ void register_shard_command(CLI::App& app) {
   command
       ->add_option("--memory-limit", arguments->memory_limit, "Tensor memory of SRC held at once")
       ->capture_default_str();
+  add_store_flags(*command, arguments->store);
   command->callback([arguments] { run_shard(*arguments); });
 }
 

@@ -116,5 +116,20 @@ TEST_F(S3Cli, AMissingBucketIsAClearError) {
             "not exist (HTTP 404)\n");
 }
 
+TEST_F(S3Cli, PrefetchAndShardReadFromTheEndpointTheyAreGiven) {
+  TempDir local;
+  const auto prefetched = run_cli({"prefetch", "s3://models/tiny/", local.path().string(),
+                                   "--endpoint-url", s3rver_->endpoint()});
+  ASSERT_EQ(prefetched.exit_code, 0) << prefetched.err;
+  EXPECT_TRUE(std::filesystem::exists(local.path() / "tokenizer" / "vocab.txt"));
+  EXPECT_FALSE(std::filesystem::exists(local.path() / "model-00001-of-00002.safetensors"));
+
+  TempDir ranks;
+  const auto sharded = run_cli({"shard", "s3://models/tiny/", ranks.path().string(), "--tp", "2",
+                                "--endpoint-url", s3rver_->endpoint()});
+  ASSERT_EQ(sharded.exit_code, 0) << sharded.err;
+  EXPECT_TRUE(std::filesystem::exists(ranks.path() / "model-rank-1-part-0.safetensors"));
+}
+
 }  // namespace
 }  // namespace tensorstream
