@@ -109,6 +109,24 @@ TEST_F(GcsTokenProviders, UnreachableTokenEndpointIsReportedWithTheCause) {
                                            ": POST " + key.token_uri + ": Connection refused");
 }
 
+TEST_F(GcsTokenProviders, AnOverloadedTokenEndpointIsTriedAgain) {
+  GcsFixtureServer overloaded({.service_account_public_key = key().public_key,
+                               .fail_token_first = 2});
+  ServiceAccountProvider provider({account, key().private_key, "key-1", overloaded.token_uri()});
+  EXPECT_EQ(run(provider.token()).value, "ya29.fixture-token-1");
+  EXPECT_EQ(overloaded.requests().size(), 3u);
+}
+
+TEST_F(GcsTokenProviders, ATokenEndpointThatStaysOverloadedIsReportedAfterThreeAttempts) {
+  GcsFixtureServer overloaded({.service_account_public_key = key().public_key,
+                               .fail_token_first = 100});
+  ServiceAccountProvider provider({account, key().private_key, "key-1", overloaded.token_uri()});
+  EXPECT_EQ(failure(provider).message,
+            "Google credentials from service account " + account + ": POST " +
+                overloaded.token_uri() + ": HTTP 503 Service Unavailable: internal_failure");
+  EXPECT_EQ(overloaded.requests().size(), 3u);
+}
+
 TEST_F(GcsTokenProviders, AuthorizedUserExchangesItsRefreshToken) {
   AuthorizedUserProvider provider({"tensorstream-client.apps.googleusercontent.com",
                                    "tensorstream-client-secret", "tensorstream-refresh-token",

@@ -374,6 +374,9 @@ GcsFixtureServer::Reply GcsFixtureServer::list(const std::string& bucket,
 }
 
 GcsFixtureServer::Reply GcsFixtureServer::token_grant(const Request& request) {
+  if (token_requests_++ < options_.fail_token_first) {
+    return {options_.fail_status, R"({"error":"internal_failure"})", "application/json"};
+  }
   auto form = parse_pairs(request.body, true);
   const std::string& grant = form["grant_type"];
   if (grant == "urn:ietf:params:oauth:grant-type:jwt-bearer") {

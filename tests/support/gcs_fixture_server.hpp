@@ -60,6 +60,8 @@ class GcsFixtureServer {
     /// Answer the first K media downloads with `fail_status` and a JSON error body.
     int fail_media_first = 0;
     unsigned fail_status = 503;
+    /// Answer the first K token grants with `fail_status`, as an overloaded token endpoint does.
+    int fail_token_first = 0;
   };
 
   /// One request as received.
@@ -131,6 +133,7 @@ class GcsFixtureServer {
   std::set<std::string> public_buckets_;
   std::set<std::string> tokens_;
   int media_requests_ = 0;
+  int token_requests_ = 0;
   std::vector<Request> requests_;
   boost::asio::io_context io_;
   boost::asio::ip::tcp::acceptor acceptor_;
