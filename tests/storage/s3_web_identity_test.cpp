@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -99,6 +101,22 @@ TEST_F(S3WebIdentity, WithoutTokenFileIsNotConfigured) {
   EXPECT_EQ(result.message,
             "AWS credentials from web identity: AWS_WEB_IDENTITY_TOKEN_FILE is not set");
   EXPECT_FALSE(result.configured);
+}
+
+TEST_F(S3WebIdentity, AThrottledStsIsTriedAgain) {
+  std::atomic<int> calls{0};
+  FakeEndpoint endpoint([&](const FakeEndpoint::Request& request) {
+    if (calls++ < 2) {
+      return FakeEndpoint::Reply{
+          503, "<ErrorResponse><Error><Code>Throttling</Code><Message>Rate exceeded</Message>"
+               "</Error></ErrorResponse>"};
+    }
+    return sts(request);
+  });
+  configure();
+  WebIdentityProvider provider(endpoint.url());
+  EXPECT_EQ(load(provider).access_key_id, "ASIASTS");
+  EXPECT_EQ(endpoint.requests().size(), 3u);
 }
 
 TEST_F(S3WebIdentity, TokenFileWithoutRoleIsAnError) {

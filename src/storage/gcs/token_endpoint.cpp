@@ -2,11 +2,6 @@
 
 #include <simdjson.h>
 
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <optional>
-
 #include "storage/http/endpoint_request.hpp"
 #include "tensorstream/storage/gcs/credentials_error.hpp"
 #include "tensorstream/storage/s3/sigv4.hpp"
@@ -15,11 +10,6 @@ namespace tensorstream::gcs {
 namespace {
 
 namespace http = boost::beast::http;
-
-// Attempts of a token request that meets 408, 429, 5xx or a network failure, and the pause
-// before the second (the third waits twice as long).
-constexpr int token_attempts = 3;
-constexpr std::chrono::milliseconds token_retry_delay{100};
 
 // "METHOD URL: HTTP 400 Bad Request: invalid_grant: Invalid JWT Signature." when the body is an
 // OAuth error response (RFC 6749, section 5.2); the start of the body otherwise.
@@ -75,27 +65,13 @@ boost::asio::awaitable<AccessToken> request_token(
     const std::vector<std::pair<std::string, std::string>>& headers, const std::string& body,
     std::chrono::milliseconds timeout, const std::string& provider, bool configured) {
   EndpointResponse response;
-  for (int attempt = 1;; ++attempt) {
-    std::optional<std::string> network_error;
-    try {
-      response = co_await endpoint_request(method, url, headers, body, timeout);
-    } catch (const EndpointError& error) {
-      network_error = error.what();
-    }
-    // A source that is not set up (no metadata server) must let the chain move on at once;
-    // a configured one is worth the few retries the Google SDKs give it.
-    const bool transient =
-        network_error || response.status == 408 || response.status == 429 || response.status >= 500;
-    if (!transient || !configured || attempt == token_attempts) {
-      if (network_error) throw CredentialsError(provider, *network_error, configured);
-      if (response.status != 200) {
-        throw CredentialsError(provider, describe_error(method, url, response), configured);
-      }
-      break;
-    }
-    boost::asio::steady_timer pause(co_await boost::asio::this_coro::executor,
-                                    token_retry_delay * attempt);
-    co_await pause.async_wait(boost::asio::use_awaitable);
+  try {
+    response = co_await endpoint_request(method, url, headers, body, timeout, configured ? 3 : 1);
+  } catch (const EndpointError& error) {
+    throw CredentialsError(provider, error.what(), configured);
+  }
+  if (response.status != 200) {
+    throw CredentialsError(provider, describe_error(method, url, response), configured);
   }
   co_return parse_token(response.body, std::chrono::system_clock::now(), url, provider,
                         configured);

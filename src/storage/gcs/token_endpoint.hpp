@@ -17,7 +17,7 @@ namespace tensorstream::gcs {
 
 /// Sends `method url` (see tensorstream::endpoint_request) and reads the token of a 200 answer:
 /// {"access_token": ..., "expires_in": seconds}. When `configured`, 408, 429, 5xx and network
-/// failures are tried again, three attempts in all, 100 then 200 ms apart. Throws CredentialsError(`provider`, cause,
+/// failures are tried again (see tensorstream::endpoint_request). Throws CredentialsError(`provider`, cause,
 /// `configured`) when no answer came, for another status (with the OAuth error and its
 /// description when the body has them, e.g. "POST URL: HTTP 400 Bad Request: invalid_grant:
 /// Invalid JWT Signature."), and for an answer without a token.

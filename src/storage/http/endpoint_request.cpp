@@ -4,6 +4,7 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/host_name_verification.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/error.hpp>
@@ -97,6 +98,30 @@ asio::awaitable<EndpointResponse> endpoint_request(
     throw EndpointError(request_text + ": " + cause);
   } catch (const InvalidArgument& error) {
     throw EndpointError(error.what());
+  }
+}
+
+asio::awaitable<EndpointResponse> endpoint_request(
+    http::verb method, const std::string& url,
+    const std::vector<std::pair<std::string, std::string>>& headers, const std::string& body,
+    std::chrono::milliseconds timeout, int attempts) {
+  constexpr std::chrono::milliseconds first_pause{100};
+  for (int attempt = 1;; ++attempt) {
+    std::exception_ptr failure;
+    EndpointResponse response;
+    try {
+      response = co_await endpoint_request(method, url, headers, body, timeout);
+    } catch (const EndpointError&) {
+      failure = std::current_exception();
+    }
+    const bool transient = failure || response.status == 408 || response.status == 429 ||
+                           response.status >= 500;
+    if (!transient || attempt >= attempts) {
+      if (failure) std::rethrow_exception(failure);
+      co_return response;
+    }
+    asio::steady_timer pause(co_await asio::this_coro::executor, first_pause * attempt);
+    co_await pause.async_wait(asio::use_awaitable);
   }
 }
 

@@ -41,6 +41,16 @@ boost::asio::awaitable<EndpointResponse> endpoint_request(
     const std::vector<std::pair<std::string, std::string>>& headers, const std::string& body,
     std::chrono::milliseconds timeout);
 
+/// endpoint_request(), tried again while it fails without a response or answers 408, 429 or
+/// 5xx, up to `attempts` times in all, 100 ms, then 200 ms, ... apart; returns or throws the
+/// last outcome. Credential sources that are configured get a few attempts, as the cloud SDKs
+/// give them; sources merely probed (a metadata server that may not exist) get one, so that a
+/// chain moves on at once.
+boost::asio::awaitable<EndpointResponse> endpoint_request(
+    boost::beast::http::verb method, const std::string& url,
+    const std::vector<std::pair<std::string, std::string>>& headers, const std::string& body,
+    std::chrono::milliseconds timeout, int attempts);
+
 /// "METHOD URL: HTTP 404 Not Found: <start of the body>", for errors about a response.
 std::string describe_status(boost::beast::http::verb method, const std::string& url,
                             const EndpointResponse& response);

@@ -9,7 +9,8 @@ boost::asio::awaitable<EndpointResponse> endpoint_request(
     const std::string& body, std::chrono::milliseconds timeout, const std::string& provider,
     bool configured) {
   try {
-    co_return co_await tensorstream::endpoint_request(method, url, headers, body, timeout);
+    co_return co_await tensorstream::endpoint_request(method, url, headers, body, timeout,
+                                                      configured ? 3 : 1);
   } catch (const EndpointError& error) {
     throw CredentialsError(provider, error.what(), configured);
   }

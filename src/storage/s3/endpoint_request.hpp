@@ -13,8 +13,9 @@
 
 namespace tensorstream::s3 {
 
-/// tensorstream::endpoint_request, with a request that gets no response reported as
-/// CredentialsError(`provider`, cause naming the URL, `configured`).
+/// tensorstream::endpoint_request, with three attempts for a `configured` source and one for a
+/// probed one, and a request that gets no response reported as CredentialsError(`provider`,
+/// cause naming the URL, `configured`).
 boost::asio::awaitable<EndpointResponse> endpoint_request(
     boost::beast::http::verb method, const std::string& url, const std::vector<Header>& headers,
     const std::string& body, std::chrono::milliseconds timeout, const std::string& provider,
