@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "streaming/checkpoint_files.hpp"
+#include "support/logged_warnings.hpp"
 #include "tensorstream/storage/gcs/cached_provider.hpp"
 #include "tensorstream/storage/gcs/credentials_error.hpp"
 

@@ -31,6 +31,7 @@
 
 #include "support/certificates.hpp"
 #include "support/fault_server.hpp"
+#include "support/logged_warnings.hpp"
 #include "support/nginx_server.hpp"
 #include "support/run_task.hpp"
 #include "support/temp_dir.hpp"
@@ -102,28 +103,6 @@ Exception expect_throw(Body&& body) {
   ADD_FAILURE() << "did not throw";
   throw std::logic_error("did not throw");
 }
-
-// Collects warnings logged while it lives.
-class CapturedWarnings {
- public:
-  CapturedWarnings() {
-    set_log_sink([this](LogLevel level, std::string_view message) {
-      if (level != LogLevel::warning) return;
-      std::lock_guard lock(mutex_);
-      messages_.emplace_back(message);
-    });
-  }
-  ~CapturedWarnings() { set_log_sink({}); }
-
-  std::vector<std::string> messages() const {
-    std::lock_guard lock(mutex_);
-    return messages_;
-  }
-
- private:
-  mutable std::mutex mutex_;
-  std::vector<std::string> messages_;
-};
 
 // One nginx per test process serving object.bin (also under norange/, where nginx ignores
 // Range), with locations answering 403 and 500.
@@ -272,7 +251,7 @@ TEST_F(HttpStoreNginx, ServerErrorIsRetriedThenReported) {
 }
 
 TEST_F(HttpStoreNginx, ServerWithoutRangesIsReadByteExact) {
-  CapturedWarnings warnings;
+  testing::LoggedWarnings warnings;
   HttpStore store = make_store();
   const std::size_t size = object_.size();
   for (const auto& [offset, length] : std::vector<std::pair<std::uint64_t, std::size_t>>{
@@ -488,7 +467,7 @@ TEST_F(HttpStoreFaults, WellBehavedServer) {
 }
 
 TEST_F(HttpStoreFaults, ServerIgnoringRangeIsReadByteExact) {
-  CapturedWarnings warnings;
+  testing::LoggedWarnings warnings;
   start({.honour_range = false});
   HttpStore store = make_store();
   const std::size_t size = object_.size();
@@ -520,7 +499,7 @@ TEST_F(HttpStoreFaults, ChunkedBodiesAreReadByteExact) {
 }
 
 TEST_F(HttpStoreFaults, ChunkedWholeObjectsAreReadByteExact) {
-  CapturedWarnings warnings;
+  testing::LoggedWarnings warnings;
   start({.honour_range = false, .chunked = true, .chunk_size = 4096});
   HttpStore store = make_store();
   EXPECT_TRUE(

@@ -9,12 +9,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "tensorstream/log.hpp"
+#include "support/logged_warnings.hpp"
 #include "tensorstream/safetensors/writer.hpp"
 #include "tensorstream/streaming/raw_streamer.hpp"
 
@@ -65,29 +64,5 @@ inline std::vector<std::string> names_of(const std::map<std::string, StreamedTen
   return names;
 }
 
-/// Collects the warnings logged while it exists.
-class LoggedWarnings {
- public:
-  LoggedWarnings() {
-    set_log_sink([this](LogLevel level, std::string_view message) {
-      if (level != LogLevel::warning) return;
-      std::lock_guard lock(mutex_);
-      messages_.emplace_back(message);
-    });
-  }
-  ~LoggedWarnings() { set_log_sink({}); }
-  LoggedWarnings(const LoggedWarnings&) = delete;
-  LoggedWarnings& operator=(const LoggedWarnings&) = delete;
-
-  /// The warnings so far, in order.
-  std::vector<std::string> messages() const {
-    std::lock_guard lock(mutex_);
-    return messages_;
-  }
-
- private:
-  mutable std::mutex mutex_;
-  std::vector<std::string> messages_;
-};
 
 }  // namespace tensorstream::testing
