@@ -41,10 +41,15 @@ std::string_view file_name(std::string_view key) {
 
 std::string directory_of(const std::string& key) { return key.substr(0, key.rfind('/') + 1); }
 
-asio::awaitable<SafetensorsFile> read_header(ObjectStore& store, std::string key) {
+asio::awaitable<SafetensorsFile> read_header(ObjectStore& store, HeaderSource source) {
+  std::string& key = source.key;
   SafetensorsFile file;
   file.url = store.url(key);
-  file.size = co_await store.size(key);
+  if (source.size) {
+    file.size = *source.size;
+  } else {
+    file.size = co_await store.size(key);
+  }
   if (file.size < 8) {
     throw FormatError(file.url + ": " + std::to_string(file.size) +
                       " bytes is too small for a safetensors file (the header length alone is 8)");
@@ -117,9 +122,9 @@ asio::awaitable<std::vector<SafetensorsFile>> indexed_files(ObjectStore& store,
                                                             const std::string& index_key,
                                                             const WeightIndex& index) {
   const std::string directory = directory_of(index_key);
-  std::vector<std::string> keys;
-  for (const auto& [file, tensors] : index) keys.push_back(directory + file);
-  auto files = co_await read_headers(store, std::move(keys));
+  std::vector<HeaderSource> sources;
+  for (const auto& [file, tensors] : index) sources.push_back({directory + file, std::nullopt});
+  auto files = co_await read_headers(store, std::move(sources));
   const std::string index_url = store.url(index_key);
   auto listed = index.begin();
   for (auto& file : files) keep_listed(file, (listed++)->second, index_url);
@@ -142,19 +147,21 @@ void drop_repeated_names(std::vector<SafetensorsFile>& files) {
 // The files directly under the prefix `url` named `name_prefix*.safetensors`, sorted, headers read.
 asio::awaitable<std::vector<SafetensorsFile>> matching_files(ObjectStore& store, const Url& url,
                                                              const std::string& name_prefix) {
-  std::vector<std::string> keys;
+  std::vector<HeaderSource> sources;
+  // The listing's sizes spare each file a size request before its header is read.
   for (auto& object : co_await store.list(url.path, ListDepth::one_level)) {
     const auto name = file_name(object.key);
     if (name.starts_with(name_prefix) && ends_with(name, safetensors_suffix)) {
-      keys.push_back(std::move(object.key));
+      sources.push_back({std::move(object.key), object.size});
     }
   }
-  if (keys.empty()) {
+  if (sources.empty()) {
     throw NotFoundError(url.str(),
                         "no files found matching pattern: " + name_prefix + "*.safetensors");
   }
-  std::sort(keys.begin(), keys.end());
-  auto files = co_await read_headers(store, std::move(keys));
+  std::sort(sources.begin(), sources.end(),
+            [](const HeaderSource& a, const HeaderSource& b) { return a.key < b.key; });
+  auto files = co_await read_headers(store, std::move(sources));
   drop_repeated_names(files);
   co_return files;
 }
@@ -193,9 +200,9 @@ asio::awaitable<std::vector<SafetensorsFile>> prefix_files(ObjectStore& store, c
   if (store.can_list()) co_return co_await matching_files(store, url, "");
 
   // Without a listing, the one name a single-file checkpoint conventionally has is all there is.
-  std::vector<std::string> keys{url.path + "model.safetensors"};
+  std::vector<HeaderSource> sources{{url.path + "model.safetensors", std::nullopt}};
   try {
-    co_return co_await read_headers(store, std::move(keys));
+    co_return co_await read_headers(store, std::move(sources));
   } catch (const NotFoundError&) {
     // Reported below, together with the index that was not there either.
   }
@@ -230,15 +237,15 @@ asio::awaitable<std::vector<SafetensorsFile>> discover(ObjectStore& store, const
     const WeightIndex index = parse_weight_index(text, url.str());
     co_return co_await indexed_files(store, url.path, index);
   }
-  std::vector<std::string> keys{url.path};
-  co_return co_await read_headers(store, std::move(keys));
+  std::vector<HeaderSource> sources{{url.path, std::nullopt}};
+  co_return co_await read_headers(store, std::move(sources));
 }
 
 asio::awaitable<std::vector<SafetensorsFile>> read_headers(ObjectStore& store,
-                                                           std::vector<std::string> keys) {
-  std::vector<SafetensorsFile> files(keys.size());
-  co_await run_concurrently(keys.size(), [&](std::size_t i) -> asio::awaitable<void> {
-    files[i] = co_await read_header(store, keys[i]);
+                                                           std::vector<HeaderSource> sources) {
+  std::vector<SafetensorsFile> files(sources.size());
+  co_await run_concurrently(sources.size(), [&](std::size_t i) -> asio::awaitable<void> {
+    files[i] = co_await read_header(store, std::move(sources[i]));
   });
   co_return files;
 }

@@ -2,6 +2,7 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,8 +43,15 @@ Url resolve_url(const std::string& remote_path);
 boost::asio::awaitable<std::vector<SafetensorsFile>> discover(ObjectStore& store, const Url& url,
                                                               const StreamerOptions& options);
 
-/// Fetches and validates the header of every file concurrently; results keep the order of `keys`.
-boost::asio::awaitable<std::vector<SafetensorsFile>> read_headers(ObjectStore& store,
-                                                                  std::vector<std::string> keys);
+/// An object whose header to read, with its size when a listing already gave it.
+struct HeaderSource {
+  std::string key;
+  std::optional<std::uint64_t> size;
+};
+
+/// Fetches and validates the header of every file concurrently, asking the store for the sizes
+/// no listing gave; results keep the order of `sources`.
+boost::asio::awaitable<std::vector<SafetensorsFile>> read_headers(
+    ObjectStore& store, std::vector<HeaderSource> sources);
 
 }  // namespace tensorstream::detail

@@ -2,15 +2,18 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/io_context.hpp>
 #include <filesystem>
 #include <set>
 
 #include "streaming/checkpoint_files.hpp"
 #include "streaming/discovery.hpp"
 #include "support/model_loader_environment.hpp"
+#include "support/run_task.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
+#include "tensorstream/storage/file_store.hpp"
 #include "tensorstream/streaming/inspect.hpp"
 #include "tensorstream/streaming/raw_streamer.hpp"
 
@@ -40,6 +43,34 @@ std::string stream_error(const std::string& url, StreamerOptions options = {}) {
   ADD_FAILURE() << "streaming " << url << " did not throw the expected error";
   return "";
 }
+
+// A FileStore that records the keys whose size it is asked for.
+class SizeRecordingStore final : public ObjectStore {
+ public:
+  explicit SizeRecordingStore(boost::asio::any_io_executor executor) : inner_(executor) {}
+
+  const Names& sized() const { return sized_; }
+
+  std::string url(const std::string& key) const override { return inner_.url(key); }
+  boost::asio::awaitable<std::uint64_t> size(std::string key) override {
+    sized_.push_back(key);
+    return inner_.size(std::move(key));
+  }
+  bool can_list() const override { return true; }
+  boost::asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix,
+                                                       ListDepth depth) override {
+    return inner_.list(std::move(prefix), depth);
+  }
+  boost::asio::awaitable<void> read_range(std::string key, std::uint64_t offset,
+                                          std::span<std::byte> destination) override {
+    return inner_.read_range(std::move(key), offset, destination);
+  }
+  StoreStats stats() const override { return inner_.stats(); }
+
+ private:
+  FileStore inner_;
+  Names sized_;
+};
 
 class Discovery : public ::testing::Test {
  protected:
@@ -224,6 +255,30 @@ TEST_F(Discovery, FilesInSubdirectoriesAreNotStreamed) {
   write_checkpoint(path("nested/b.safetensors"), {{"y", 4}});
   RawStreamer streamer(prefix());
   EXPECT_EQ(names_of(stream_by_name(streamer)), (Names{"x"}));
+}
+
+TEST_F(Discovery, ListedFilesAreNotAskedForTheSizesTheListingGave) {
+  generate_synthetic_model(dir_.path(), {.preset = "tiny", .shards = 3});
+  boost::asio::io_context io;
+  SizeRecordingStore store(io.get_executor());
+  const auto files = testing::run_task(
+      io, detail::discover(store, detail::resolve_url(prefix()), StreamerOptions{}));
+  ASSERT_EQ(files.size(), 3u);
+  for (const auto& file : files) EXPECT_EQ(file.size, std::filesystem::file_size(file.key));
+  EXPECT_EQ(store.sized(), (Names{path("model.safetensors.index.json")}));
+}
+
+TEST_F(Discovery, FilesNamedByTheIndexAreAskedForTheirSizes) {
+  generate_synthetic_model(dir_.path(), {.preset = "tiny", .shards = 2, .index = true});
+  boost::asio::io_context io;
+  SizeRecordingStore store(io.get_executor());
+  testing::run_task(io,
+                    detail::discover(store, detail::resolve_url(prefix()), StreamerOptions{}));
+  auto sized = store.sized();
+  std::sort(sized.begin(), sized.end());
+  EXPECT_EQ(sized, (Names{path("model-00001-of-00002.safetensors"),
+                          path("model-00002-of-00002.safetensors"),
+                          path("model.safetensors.index.json")}));
 }
 
 TEST_F(Discovery, APrefixWithoutSafetensorsFilesNamesThePattern) {
