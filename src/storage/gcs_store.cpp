@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <utility>
 
+#include "storage/environment.hpp"
 #include "storage/gcs/adapter.hpp"
 #include "storage/gcs/json_api.hpp"
 #include "storage/http/http_client.hpp"
-#include "storage/range_check.hpp"
-#include "storage/environment.hpp"
+#include "storage/request_checks.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/gcs/default_token_provider.hpp"
 
@@ -69,12 +69,6 @@ std::shared_ptr<gcs::TokenProvider> token_provider(const GcsOptions& options, bo
   return gcs::default_token_provider();
 }
 
-void check_key(const std::string& url, const std::string& key) {
-  if (key.size() < 2 || key.front() != '/') {
-    throw InvalidArgument(url + ": GCS keys are paths starting with '/' and naming an object");
-  }
-}
-
 }  // namespace
 
 GcsStore::GcsStore(boost::asio::any_io_executor executor, const Url& bucket, HttpOptions http,
@@ -96,7 +90,7 @@ std::string GcsStore::url(const std::string& key) const { return "gs://" + bucke
 
 boost::asio::awaitable<std::uint64_t> GcsStore::size(std::string key) {
   const std::string object = url(key);
-  check_key(object, key);
+  check_bucket_key(object, key, "GCS");
   const std::string body = co_await client_->get_text(
       path_prefix_ + gcs::metadata_target(bucket_, key.substr(1)), object, max_metadata);
   co_return gcs::parse_object_size(body, object);
@@ -130,7 +124,7 @@ boost::asio::awaitable<std::vector<ObjectInfo>> GcsStore::list(std::string prefi
 boost::asio::awaitable<void> GcsStore::read_range(std::string key, std::uint64_t offset,
                                                   std::span<std::byte> destination) {
   const std::string object = url(key);
-  check_key(object, key);
+  check_bucket_key(object, key, "GCS");
   if (destination.empty()) co_return;
   check_byte_range(object, offset, destination.size());
   co_await client_->read_range(path_prefix_ + gcs::media_target(bucket_, key.substr(1)), object,

@@ -3,7 +3,7 @@
 #include <utility>
 
 #include "storage/http/http_client.hpp"
-#include "storage/range_check.hpp"
+#include "storage/request_checks.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream {

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <utility>
 
+#include "storage/environment.hpp"
 #include "storage/http/http_client.hpp"
-#include "storage/range_check.hpp"
+#include "storage/request_checks.hpp"
 #include "storage/s3/adapter.hpp"
 #include "storage/s3/bucket_endpoint.hpp"
-#include "storage/environment.hpp"
 #include "storage/s3/list_objects.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/s3/default_credentials.hpp"
@@ -36,12 +36,6 @@ std::shared_ptr<s3::CredentialsProvider> signing_credentials(const S3Options& op
   return options.credentials ? options.credentials : s3::default_credentials_provider();
 }
 
-void check_key(const std::string& url, const std::string& key) {
-  if (key.size() < 2 || key.front() != '/') {
-    throw InvalidArgument(url + ": S3 keys are paths starting with '/' and naming an object");
-  }
-}
-
 }  // namespace
 
 S3Store::S3Store(boost::asio::any_io_executor executor, const Url& bucket, HttpOptions http,
@@ -65,7 +59,7 @@ std::string S3Store::target(const std::string& key) const {
 
 boost::asio::awaitable<std::uint64_t> S3Store::size(std::string key) {
   const std::string object = url(key);
-  check_key(object, key);
+  check_bucket_key(object, key, "S3");
   co_return co_await client_->content_length(target(key), object);
 }
 
@@ -97,7 +91,7 @@ boost::asio::awaitable<std::vector<ObjectInfo>> S3Store::list(std::string prefix
 boost::asio::awaitable<void> S3Store::read_range(std::string key, std::uint64_t offset,
                                                  std::span<std::byte> destination) {
   const std::string object = url(key);
-  check_key(object, key);
+  check_bucket_key(object, key, "S3");
   if (destination.empty()) co_return;
   check_byte_range(object, offset, destination.size());
   co_await client_->read_range(target(key), object, offset, destination);
