@@ -1,8 +1,9 @@
 #include "tensorstream/storage/gcs_store.hpp"
 
-#include <algorithm>
+#include <optional>
 #include <utility>
 
+#include "storage/bucket_listing.hpp"
 #include "storage/environment.hpp"
 #include "storage/gcs/adapter.hpp"
 #include "storage/gcs/json_api.hpp"
@@ -99,26 +100,16 @@ boost::asio::awaitable<std::uint64_t> GcsStore::size(std::string key) {
 boost::asio::awaitable<std::vector<ObjectInfo>> GcsStore::list(std::string prefix,
                                                                ListDepth depth) {
   const std::string listed = url(prefix);
-  if (prefix.empty() || prefix.front() != '/' || prefix.back() != '/') {
-    throw InvalidArgument(listed + ": GCS listing needs a prefix starting and ending with '/'");
-  }
-  const std::string name_prefix = prefix.substr(1);
-  std::vector<ObjectInfo> objects;
-  std::optional<std::string> page_token;
-  do {
-    const std::string target =
-        path_prefix_ +
-        gcs::list_target(bucket_, name_prefix, depth == ListDepth::one_level, page_token);
-    auto page = gcs::parse_objects_page(co_await client_->get_text(target, listed, max_list_page),
-                                        listed);
-    for (auto& object : page.objects) {
-      objects.push_back(ObjectInfo{"/" + std::move(object.key), object.size});
-    }
-    page_token = std::move(page.next_page_token);
-  } while (page_token);
-  std::sort(objects.begin(), objects.end(),
-            [](const ObjectInfo& a, const ObjectInfo& b) { return a.key < b.key; });
-  co_return objects;
+  const PageFetcher fetch_page =
+      [&](const std::string& name_prefix,
+          const std::optional<std::string>& token) -> boost::asio::awaitable<ListingPage> {
+        const std::string target =
+            path_prefix_ +
+            gcs::list_target(bucket_, name_prefix, depth == ListDepth::one_level, token);
+        co_return gcs::parse_objects_page(
+            co_await client_->get_text(target, listed, max_list_page), listed);
+      };
+  co_return co_await list_bucket(listed, "GCS", prefix, fetch_page);
 }
 
 boost::asio::awaitable<void> GcsStore::read_range(std::string key, std::uint64_t offset,

@@ -1,8 +1,9 @@
 #include "tensorstream/storage/s3_store.hpp"
 
-#include <algorithm>
+#include <optional>
 #include <utility>
 
+#include "storage/bucket_listing.hpp"
 #include "storage/environment.hpp"
 #include "storage/http/http_client.hpp"
 #include "storage/request_checks.hpp"
@@ -66,26 +67,16 @@ boost::asio::awaitable<std::uint64_t> S3Store::size(std::string key) {
 boost::asio::awaitable<std::vector<ObjectInfo>> S3Store::list(std::string prefix,
                                                               ListDepth depth) {
   const std::string listed = url(prefix);
-  if (prefix.empty() || prefix.front() != '/' || prefix.back() != '/') {
-    throw InvalidArgument(listed + ": S3 listing needs a prefix starting and ending with '/'");
-  }
-  const std::string key_prefix = prefix.substr(1);
-  std::vector<ObjectInfo> objects;
-  std::optional<std::string> token;
-  do {
-    const std::string request = path_prefix_ + "/?" +
-                                s3::list_objects_query(key_prefix, depth == ListDepth::one_level,
-                                                       token);
-    const std::string body = co_await client_->get_text(request, listed, max_list_page);
-    auto page = s3::parse_list_objects(body, listed);
-    for (auto& object : page.objects) {
-      objects.push_back(ObjectInfo{"/" + std::move(object.key), object.size});
-    }
-    token = std::move(page.next_token);
-  } while (token);
-  std::sort(objects.begin(), objects.end(),
-            [](const ObjectInfo& a, const ObjectInfo& b) { return a.key < b.key; });
-  co_return objects;
+  const PageFetcher fetch_page =
+      [&](const std::string& name_prefix,
+          const std::optional<std::string>& token) -> boost::asio::awaitable<ListingPage> {
+        const std::string request =
+            path_prefix_ + "/?" +
+            s3::list_objects_query(name_prefix, depth == ListDepth::one_level, token);
+        co_return s3::parse_list_objects(
+            co_await client_->get_text(request, listed, max_list_page), listed);
+      };
+  co_return co_await list_bucket(listed, "S3", prefix, fetch_page);
 }
 
 boost::asio::awaitable<void> S3Store::read_range(std::string key, std::uint64_t offset,

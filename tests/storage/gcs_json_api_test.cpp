@@ -71,16 +71,16 @@ TEST(GcsJsonApi, ListingPageGivesNamesSizesAndTheNextToken) {
   EXPECT_EQ(page.objects[0].size, 10u);
   EXPECT_EQ(page.objects[1].key, "llama/b.json");
   EXPECT_EQ(page.objects[1].size, 3u);
-  EXPECT_EQ(page.next_page_token, "CgNhL2I=");
+  EXPECT_EQ(page.next_token, "CgNhL2I=");
 }
 
 TEST(GcsJsonApi, LastAndEmptyPagesHaveNoToken) {
   const auto empty = parse_objects_page(R"({"kind":"storage#objects"})", url);
   EXPECT_TRUE(empty.objects.empty());
-  EXPECT_EQ(empty.next_page_token, std::nullopt);
+  EXPECT_EQ(empty.next_token, std::nullopt);
   const auto last = parse_objects_page(R"({"items":[{"name":"x","size":"1"}]})", url);
   EXPECT_EQ(last.objects.size(), 1u);
-  EXPECT_EQ(last.next_page_token, std::nullopt);
+  EXPECT_EQ(last.next_token, std::nullopt);
 }
 
 TEST(GcsJsonApi, MalformedListingNamesTheUrlAndTheProblem) {

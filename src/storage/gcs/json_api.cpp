@@ -71,7 +71,7 @@ std::uint64_t parse_object_size(std::string_view body, const std::string& url) {
   return object_size(object, url, "object metadata");
 }
 
-ObjectsPage parse_objects_page(std::string_view body, const std::string& url) {
+ListingPage parse_objects_page(std::string_view body, const std::string& url) {
   constexpr std::string_view what = "object listing";
   simdjson::dom::parser parser;
   const simdjson::padded_string padded(body);
@@ -79,7 +79,7 @@ ObjectsPage parse_objects_page(std::string_view body, const std::string& url) {
   if (const auto error = parser.parse(padded).get(resource)) {
     throw malformed(url, what, simdjson::error_message(error));
   }
-  ObjectsPage page;
+  ListingPage page;
   simdjson::dom::array items;
   const auto items_error = resource["items"].get(items);
   if (items_error && items_error != simdjson::NO_SUCH_FIELD) {
@@ -99,7 +99,7 @@ ObjectsPage parse_objects_page(std::string_view body, const std::string& url) {
   if (token_error && token_error != simdjson::NO_SUCH_FIELD) {
     throw malformed(url, what, std::string("nextPageToken: ") + simdjson::error_message(token_error));
   }
-  if (!token_error && !token.empty()) page.next_page_token = std::string(token);
+  if (!token_error && !token.empty()) page.next_token = std::string(token);
   return page;
 }
 

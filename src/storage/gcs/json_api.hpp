@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "tensorstream/storage/object_store.hpp"
+#include "storage/bucket_listing.hpp"
 
 namespace tensorstream::gcs {
 
@@ -28,16 +28,8 @@ std::string list_target(std::string_view bucket, std::string_view prefix, bool d
 /// body without one.
 std::uint64_t parse_object_size(std::string_view body, const std::string& url);
 
-/// One page of an object listing.
-struct ObjectsPage {
-  /// Objects of the page with their names as keys (no leading '/'), in the service's order.
-  std::vector<ObjectInfo> objects;
-  /// The token of the next page; nullopt on the last page.
-  std::optional<std::string> next_page_token;
-};
-
 /// Parses an objects resource ({"items": [{"name", "size"}...], "nextPageToken"}); "prefixes"
 /// are ignored. Throws FormatError naming `url` for a body that is not such a resource.
-ObjectsPage parse_objects_page(std::string_view body, const std::string& url);
+ListingPage parse_objects_page(std::string_view body, const std::string& url);
 
 }  // namespace tensorstream::gcs

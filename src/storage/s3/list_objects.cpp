@@ -20,7 +20,7 @@ std::string list_objects_query(const std::string& prefix, bool delimited,
   return query;
 }
 
-ListObjectsPage parse_list_objects(std::string_view body, const std::string& url) {
+ListingPage parse_list_objects(std::string_view body, const std::string& url) {
   const auto fail = [&](const std::string& why) {
     return FormatError(url + ": malformed ListObjectsV2 response: " + why);
   };
@@ -31,7 +31,7 @@ ListObjectsPage parse_list_objects(std::string_view body, const std::string& url
   const pugi::xml_node root = document.child("ListBucketResult");
   if (!root) throw fail("no ListBucketResult element");
 
-  ListObjectsPage page;
+  ListingPage page;
   for (const pugi::xml_node contents : root.children("Contents")) {
     const pugi::xml_node key = contents.child("Key");
     if (!key) throw fail("an entry without Key");

@@ -6,17 +6,9 @@
 #include <string_view>
 #include <vector>
 
-#include "tensorstream/storage/object_store.hpp"
+#include "storage/bucket_listing.hpp"
 
 namespace tensorstream::s3 {
-
-/// One page of a ListObjectsV2 response.
-struct ListObjectsPage {
-  /// Objects of the page with their S3 keys (no leading '/'), in the service's order.
-  std::vector<ObjectInfo> objects;
-  /// The continuation token of the next page; nullopt on the last page.
-  std::optional<std::string> next_token;
-};
 
 /// The query of a ListObjectsV2 request for keys starting with `prefix` (an S3 key prefix, no
 /// leading '/'), grouped at '/' when `delimited`, continuing after `token` when given.
@@ -26,6 +18,6 @@ std::string list_objects_query(const std::string& prefix, bool delimited,
 /// Parses a ListObjectsV2 response body. Throws FormatError naming `url` for a body that is not
 /// a ListBucketResult, an entry without Key or with a bad Size, or a truncated page without a
 /// continuation token.
-ListObjectsPage parse_list_objects(std::string_view body, const std::string& url);
+ListingPage parse_list_objects(std::string_view body, const std::string& url);
 
 }  // namespace tensorstream::s3
