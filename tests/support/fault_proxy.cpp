@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/buffer.hpp>
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -68,26 +67,10 @@ std::string header_of(const http::response<http::string_body>& response, bool he
 FaultProxy::FaultProxy(std::uint16_t upstream_port, Faults faults)
     : upstream_port_(upstream_port),
       faults_(std::move(faults)),
-      acceptor_(io_, tcp::endpoint(asio::ip::address_v4::loopback(), 0)) {
-  asio::co_spawn(io_, accept_loop(), [](std::exception_ptr) {});
-  thread_ = std::thread([this] { io_.run(); });
-}
-
-FaultProxy::~FaultProxy() {
-  io_.stop();
-  thread_.join();
-}
+      listener_([this](tcp::socket socket) { return serve(std::move(socket)); }) {}
 
 std::string FaultProxy::endpoint() const {
-  return "http://127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port());
-}
-
-asio::awaitable<void> FaultProxy::accept_loop() {
-  for (;;) {
-    auto [ec, socket] = co_await acceptor_.async_accept(token);
-    if (ec) co_return;
-    asio::co_spawn(io_, serve(std::move(socket)), [](std::exception_ptr) {});
-  }
+  return "http://127.0.0.1:" + std::to_string(listener_.port());
 }
 
 asio::awaitable<void> FaultProxy::serve(tcp::socket socket) {

@@ -3,12 +3,12 @@
 
 #include <atomic>
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <thread>
+
+#include "support/loopback_listener.hpp"
 
 namespace tensorstream::testing {
 
@@ -36,9 +36,6 @@ class FaultProxy {
   /// Starts forwarding to 127.0.0.1:`upstream_port`.
   FaultProxy(std::uint16_t upstream_port, Faults faults);
 
-  /// Stops the proxy; connections still open are dropped.
-  ~FaultProxy();
-
   FaultProxy(const FaultProxy&) = delete;
   FaultProxy& operator=(const FaultProxy&) = delete;
 
@@ -52,16 +49,13 @@ class FaultProxy {
   int injected() const { return injected_.load(); }
 
  private:
-  boost::asio::awaitable<void> accept_loop();
   boost::asio::awaitable<void> serve(boost::asio::ip::tcp::socket socket);
 
   const std::uint16_t upstream_port_;
   const Faults faults_;
   std::atomic<int> reads_{0};
   std::atomic<int> injected_{0};
-  boost::asio::io_context io_;
-  boost::asio::ip::tcp::acceptor acceptor_;
-  std::thread thread_;
+  LoopbackListener listener_;
 };
 
 }  // namespace tensorstream::testing

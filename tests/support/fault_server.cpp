@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/buffer.hpp>
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -47,34 +46,19 @@ FaultServer::FaultServer(std::string path, std::string object, Behaviour behavio
     : path_(std::move(path)),
       object_(std::move(object)),
       behaviour_(behaviour),
-      acceptor_(io_, tcp::endpoint(asio::ip::address_v4::loopback(), 0)) {
-  port_ = acceptor_.local_endpoint().port();
-  asio::co_spawn(io_, accept_loop(), [](std::exception_ptr) {});
-  thread_ = std::thread([this] { io_.run(); });
-}
+      listener_([this](tcp::socket socket) { return serve(std::move(socket)); }) {}
 
-FaultServer::~FaultServer() {
-  io_.stop();
-  thread_.join();
+std::string FaultServer::base_url() const {
+  return "http://127.0.0.1:" + std::to_string(listener_.port());
 }
-
-std::string FaultServer::base_url() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
 std::vector<std::string> FaultServer::ranges() const {
   std::lock_guard lock(mutex_);
   return ranges_;
 }
 
-asio::awaitable<void> FaultServer::accept_loop() {
-  for (;;) {
-    auto [ec, socket] = co_await acceptor_.async_accept(token);
-    if (ec) co_return;
-    ++connections_;
-    asio::co_spawn(io_, serve(std::move(socket)), [](std::exception_ptr) {});
-  }
-}
-
 asio::awaitable<void> FaultServer::serve(tcp::socket socket) {
+  ++connections_;
   boost::beast::flat_buffer buffer;
   for (;;) {
     http::request<http::empty_body> request;

@@ -3,15 +3,15 @@
 
 #include <atomic>
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
+
+#include "support/loopback_listener.hpp"
 
 namespace tensorstream::testing {
 
@@ -48,14 +48,11 @@ class FaultServer {
   /// Starts serving `object` at `path` (e.g. "/object.bin").
   FaultServer(std::string path, std::string object, Behaviour behaviour);
 
-  /// Stops the server; connections still open are dropped.
-  ~FaultServer();
-
   FaultServer(const FaultServer&) = delete;
   FaultServer& operator=(const FaultServer&) = delete;
 
   /// The port, on 127.0.0.1.
-  std::uint16_t port() const { return port_; }
+  std::uint16_t port() const { return listener_.port(); }
 
   /// "http://127.0.0.1:PORT".
   std::string base_url() const;
@@ -70,7 +67,6 @@ class FaultServer {
   int connections() const { return connections_.load(); }
 
  private:
-  boost::asio::awaitable<void> accept_loop();
   boost::asio::awaitable<void> serve(boost::asio::ip::tcp::socket socket);
 
   const std::string path_;
@@ -80,10 +76,7 @@ class FaultServer {
   std::atomic<int> connections_{0};
   mutable std::mutex mutex_;
   std::vector<std::string> ranges_;
-  boost::asio::io_context io_;
-  boost::asio::ip::tcp::acceptor acceptor_;
-  std::uint16_t port_ = 0;
-  std::thread thread_;
+  LoopbackListener listener_;
 };
 
 }  // namespace tensorstream::testing

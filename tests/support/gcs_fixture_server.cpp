@@ -6,7 +6,6 @@
 #include <simdjson.h>
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/read.hpp>
@@ -158,16 +157,7 @@ std::string object_resource(const std::string& bucket, const std::string& name,
 
 GcsFixtureServer::GcsFixtureServer(Options options)
     : options_(std::move(options)),
-      acceptor_(io_, tcp::endpoint(asio::ip::address_v4::loopback(), 0)) {
-  port_ = acceptor_.local_endpoint().port();
-  asio::co_spawn(io_, accept_loop(), [](std::exception_ptr) {});
-  thread_ = std::thread([this] { io_.run(); });
-}
-
-GcsFixtureServer::~GcsFixtureServer() {
-  io_.stop();
-  thread_.join();
-}
+      listener_([this](tcp::socket socket) { return serve(std::move(socket)); }) {}
 
 void GcsFixtureServer::put(const std::string& bucket, const std::string& name,
                            std::string bytes) {
@@ -193,7 +183,7 @@ void GcsFixtureServer::make_public(const std::string& bucket) {
 
 std::string GcsFixtureServer::endpoint() const { return "http://" + host(); }
 
-std::string GcsFixtureServer::host() const { return "127.0.0.1:" + std::to_string(port_); }
+std::string GcsFixtureServer::host() const { return "127.0.0.1:" + std::to_string(listener_.port()); }
 
 std::string GcsFixtureServer::token_uri() const { return endpoint() + "/token"; }
 
@@ -207,14 +197,6 @@ std::string GcsFixtureServer::issue_token() {
 std::vector<GcsFixtureServer::Request> GcsFixtureServer::requests() const {
   std::lock_guard lock(mutex_);
   return requests_;
-}
-
-asio::awaitable<void> GcsFixtureServer::accept_loop() {
-  for (;;) {
-    auto [ec, socket] = co_await acceptor_.async_accept(as_tuple);
-    if (ec) co_return;
-    asio::co_spawn(io_, serve(std::move(socket)), [](std::exception_ptr) {});
-  }
 }
 
 asio::awaitable<void> GcsFixtureServer::serve(tcp::socket socket) {

@@ -4,7 +4,6 @@
 // providers use, as Google documents them.
 
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <cstddef>
 #include <cstdint>
@@ -14,8 +13,9 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
+
+#include "support/loopback_listener.hpp"
 
 namespace tensorstream::testing {
 
@@ -77,9 +77,6 @@ class GcsFixtureServer {
   /// Starts serving, with no buckets.
   explicit GcsFixtureServer(Options options);
 
-  /// Stops the server; connections still open are dropped.
-  ~GcsFixtureServer();
-
   GcsFixtureServer(const GcsFixtureServer&) = delete;
   GcsFixtureServer& operator=(const GcsFixtureServer&) = delete;
 
@@ -97,7 +94,7 @@ class GcsFixtureServer {
   std::string endpoint() const;
 
   /// The port, on 127.0.0.1.
-  std::uint16_t port() const { return port_; }
+  std::uint16_t port() const { return listener_.port(); }
 
   /// "127.0.0.1:PORT", as STORAGE_EMULATOR_HOST and GCE_METADATA_HOST take it.
   std::string host() const;
@@ -116,7 +113,6 @@ class GcsFixtureServer {
 
  private:
 
-  boost::asio::awaitable<void> accept_loop();
   boost::asio::awaitable<void> serve(boost::asio::ip::tcp::socket socket);
   Reply answer(const Request& request);
   Reply storage(std::string_view path, std::string_view query, const Request& request);
@@ -135,10 +131,7 @@ class GcsFixtureServer {
   int media_requests_ = 0;
   int token_requests_ = 0;
   std::vector<Request> requests_;
-  boost::asio::io_context io_;
-  boost::asio::ip::tcp::acceptor acceptor_;
-  std::uint16_t port_ = 0;
-  std::thread thread_;
+  LoopbackListener listener_;
 };
 
 /// The JSON of a service account key file for `client_email` with `private_key` (PEM), whose
