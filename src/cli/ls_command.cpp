@@ -2,7 +2,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,6 +10,7 @@
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/store_flags.hpp"
+#include "streaming/discovery.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/open_store.hpp"
 
@@ -25,15 +25,12 @@ struct LsArguments {
   StoreFlags store;
 };
 
-// A local directory named without its trailing '/' is listed, as `ls` would.
+// Local paths are resolved as a stream resolves them (a directory named without its trailing '/'
+// is listed, as `ls` would); bucket paths are taken as written, so that an object is shown
+// rather than taken for a prefix.
 Url listing_url(const std::string& text) {
-  Url url = Url::parse(text);
-  std::error_code ec;
-  if (url.scheme == "file") {
-    url.path = std::filesystem::absolute(url.path, ec).string();
-    if (!url.is_prefix() && std::filesystem::is_directory(url.path, ec)) url.path += '/';
-  }
-  return url;
+  const Url url = Url::parse(text);
+  return url.scheme == "file" ? detail::resolve_url(text) : url;
 }
 
 // The objects `url` names: the object itself, or those under it when it is a prefix or names no
