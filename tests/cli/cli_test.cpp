@@ -10,6 +10,7 @@
 #include "cli/shape_json.hpp"
 #include "support/process.hpp"
 #include "support/sha256.hpp"
+#include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
 
@@ -132,7 +133,7 @@ TEST(CliErrors, MalformedHeaderIsOneLineNamingTheFile) {
 }
 
 TEST(CliErrors, Http404IsOneLineNamingTheUrl) {
-  if (!testing::NginxServer::available()) GTEST_SKIP() << "nginx is not installed";
+  if (!testing::NginxServer::available()) TENSORSTREAM_SKIP_UNLESS_CI("nginx is not installed");
   TempDir root;
   testing::NginxServer nginx({.root = root.path()});
   const auto url = nginx.base_url() + "/missing/model.safetensors";

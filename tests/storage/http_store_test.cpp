@@ -34,6 +34,7 @@
 #include "support/logged_warnings.hpp"
 #include "support/nginx_server.hpp"
 #include "support/run_task.hpp"
+#include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
@@ -129,7 +130,7 @@ class HttpStoreNginx : public ::testing::Test {
 
   void SetUp() override {
     if (!NginxServer::available())
-      GTEST_SKIP() << "nginx is not installed at " << NginxServer::program;
+      TENSORSTREAM_SKIP_UNLESS_CI("nginx is not installed at " << NginxServer::program);
   }
 
   HttpStore make_store(HttpOptions options = {}) {
@@ -366,7 +367,7 @@ class HttpStoreTls : public HttpStoreNginx {
 
   void SetUp() override {
     HttpStoreNginx::SetUp();
-    if (!Certificates::available()) GTEST_SKIP() << "the openssl command is not installed";
+    if (!Certificates::available()) TENSORSTREAM_SKIP_UNLESS_CI("the openssl command is not installed");
   }
 
   HttpOptions trusting(const std::filesystem::path& ca) {

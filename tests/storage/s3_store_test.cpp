@@ -13,6 +13,7 @@
 #include "support/run_task.hpp"
 #include "support/s3rver_server.hpp"
 #include "support/signature_verifier.hpp"
+#include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/s3/cached_provider.hpp"
@@ -34,8 +35,8 @@ std::string random_text(std::size_t size, unsigned seed) {
 class S3StoreTest : public s3::testing::AwsEnvironmentTest {
  protected:
   void SetUp() override {
-    if (auto why = S3rverServer::unavailable()) GTEST_SKIP() << *why;
-    if (auto why = SignatureVerifier::unavailable()) GTEST_SKIP() << *why;
+    if (auto why = S3rverServer::unavailable()) TENSORSTREAM_SKIP_UNLESS_CI(*why);
+    if (auto why = SignatureVerifier::unavailable()) TENSORSTREAM_SKIP_UNLESS_CI(*why);
     s3rver_ = std::make_unique<S3rverServer>(std::vector<std::string>{"models"});
     verifier_ = std::make_unique<SignatureVerifier>(
         s3rver_->port(), std::vector<std::pair<std::string, std::string>>{
@@ -240,7 +241,7 @@ TEST_F(S3StoreTest, ExpiringCredentialsAreRefreshedBetweenRequestsOfOneStream) {
 }
 
 TEST_F(S3StoreTest, AwsCaBundleIsTrustedForHttps) {
-  if (!testing::Certificates::available()) GTEST_SKIP() << "the openssl command is not installed";
+  if (!testing::Certificates::available()) TENSORSTREAM_SKIP_UNLESS_CI("the openssl command is not installed");
   const auto certificates = testing::Certificates::generate(scratch_.path());
   S3rverServer https_s3({"models"}, S3rverServer::Tls{certificates.server_certificate,
                                                       certificates.server_key});

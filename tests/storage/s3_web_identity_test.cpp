@@ -12,6 +12,7 @@
 #include "s3_test_environment.hpp"
 #include "support/certificates.hpp"
 #include "support/nginx_server.hpp"
+#include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/storage/s3/credentials_error.hpp"
 #include "tensorstream/storage/s3/default_credentials.hpp"
@@ -204,7 +205,7 @@ class S3WebIdentityTls : public S3WebIdentity {
   }
 
   void SetUp() override {
-    if (!nginx_) GTEST_SKIP() << "the openssl command or nginx is not installed";
+    if (!nginx_) TENSORSTREAM_SKIP_UNLESS_CI("the openssl command or nginx is not installed");
   }
 
   static inline std::unique_ptr<tensorstream::testing::TempDir> pki_;

@@ -6,8 +6,9 @@
 #include <set>
 
 #include "streaming/checkpoint_files.hpp"
-#include "support/nginx_server.hpp"
 #include "support/model_loader_environment.hpp"
+#include "support/nginx_server.hpp"
+#include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
@@ -37,7 +38,7 @@ std::set<std::string> streamed_names(const std::string& url) {
 class HttpDiscovery : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!NginxServer::available()) GTEST_SKIP() << "nginx is not installed";
+    if (!NginxServer::available()) TENSORSTREAM_SKIP_UNLESS_CI("nginx is not installed");
   }
 
   testing::ModelLoaderEnvironment environment_;

@@ -8,6 +8,7 @@
 #include "support/certificates.hpp"
 #include "support/fault_server.hpp"
 #include "support/nginx_server.hpp"
+#include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 #include "streaming/synthetic_stream.hpp"
 #include "tensorstream/error.hpp"
@@ -35,7 +36,7 @@ std::string tiny_model_file() {
 class HttpStreaming : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!NginxServer::available()) GTEST_SKIP() << "nginx is not installed";
+    if (!NginxServer::available()) TENSORSTREAM_SKIP_UNLESS_CI("nginx is not installed");
     generate_synthetic_model(models_.path() / "tiny", {.preset = "tiny"});
   }
 
@@ -86,7 +87,7 @@ TEST_F(HttpStreaming, PrefixUrlStreamsModelSafetensorsUnderIt) {
 
 TEST_F(HttpStreaming, StreamsByteExactOverHttpsWithTheTestsCa) {
   const auto nginx = start_https();
-  if (!nginx) GTEST_SKIP() << "the openssl command is not installed";
+  if (!nginx) TENSORSTREAM_SKIP_UNLESS_CI("the openssl command is not installed");
   StreamerOptions options = small_chunks();
   options.store.http.ca_file = certificates_.ca.string();
   RawStreamer streamer(nginx->base_url() + "/tiny/model.safetensors", options);
@@ -95,7 +96,7 @@ TEST_F(HttpStreaming, StreamsByteExactOverHttpsWithTheTestsCa) {
 
 TEST_F(HttpStreaming, HttpsWithAnUntrustedCaFailsNamingTheCause) {
   const auto nginx = start_https();
-  if (!nginx) GTEST_SKIP() << "the openssl command is not installed";
+  if (!nginx) TENSORSTREAM_SKIP_UNLESS_CI("the openssl command is not installed");
   StreamerOptions options;
   options.store.http.ca_file = certificates_.other_ca.string();
   const auto url = nginx->base_url() + "/tiny/model.safetensors";

@@ -19,7 +19,7 @@ namespace tensorstream::testing {
 /// allows 100000 requests per keep-alive connection, so clients can be measured against it.
 /// Typical use:
 ///
-///     if (!NginxServer::available()) GTEST_SKIP() << "nginx is not installed";
+///     if (!NginxServer::available()) TENSORSTREAM_SKIP_UNLESS_CI("nginx is not installed");
 ///     NginxServer nginx({.root = dir.path(),
 ///                        .extra_config = "location /forbidden/ { return 403; }"});
 ///     auto url = nginx.base_url() + "/model.safetensors";
@@ -38,7 +38,7 @@ class NginxServer {
   /// Where nginx is expected.
   static constexpr const char* program = "/usr/sbin/nginx";
 
-  /// Whether nginx is installed; tests call GTEST_SKIP() otherwise.
+  /// Whether nginx is installed; tests call TENSORSTREAM_SKIP_UNLESS_CI otherwise.
   static bool available();
 
   /// Starts nginx and returns once it accepts connections. Retries with another port when the

@@ -20,7 +20,7 @@ namespace tensorstream::testing {
 /// other access key ids (InvalidAccessKeyId) but does not check signatures; tests that need
 /// signatures checked put a SignatureVerifier in front of it.
 ///
-///     if (auto why = S3rverServer::unavailable()) GTEST_SKIP() << *why;
+///     if (auto why = S3rverServer::unavailable()) TENSORSTREAM_SKIP_UNLESS_CI(*why);
 ///     S3rverServer s3({"models"});
 ///     s3.put_directory("models", "llama/", model_dir);
 class S3rverServer {

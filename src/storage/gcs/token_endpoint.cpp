@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include "storage/gcs/token_response.hpp"
 #include "storage/http/endpoint_request.hpp"
 #include "tensorstream/storage/gcs/credentials_error.hpp"
 #include "tensorstream/storage/s3/sigv4.hpp"
@@ -30,32 +31,6 @@ std::string describe_error(http::verb method, const std::string& url,
     text += ": " + std::string(description);
   }
   return text;
-}
-
-AccessToken parse_token(std::string_view json, std::chrono::system_clock::time_point now,
-                        const std::string& url, const std::string& provider, bool configured) {
-  const auto fail = [&](const std::string& what) {
-    return CredentialsError(provider, "malformed token response from " + url + ": " + what,
-                            configured);
-  };
-  simdjson::dom::parser parser;
-  const simdjson::padded_string padded(json);
-  simdjson::dom::object document;
-  if (const auto error = parser.parse(padded).get(document)) {
-    throw fail(simdjson::error_message(error));
-  }
-  std::string_view value;
-  if (const auto error = document["access_token"].get(value)) {
-    throw fail(std::string("access_token: ") + simdjson::error_message(error));
-  }
-  if (value.empty()) throw fail("access_token is empty");
-  AccessToken token{std::string(value), std::nullopt};
-  std::int64_t expires_in = 0;
-  const auto error = document["expires_in"].get(expires_in);
-  if (error == simdjson::NO_SUCH_FIELD) return token;
-  if (error) throw fail(std::string("expires_in: ") + simdjson::error_message(error));
-  token.expiration = now + std::chrono::seconds(expires_in);
-  return token;
 }
 
 }  // namespace

@@ -1,0 +1,27 @@
+# One option per sanitizer build (simdjson's developer-options.cmake is the model). Each is its own
+# build directory in CI: ASan and TSan cannot share a process, and a build that mixes them fails
+# at link time with an error far from the cause.
+option(TENSORSTREAM_SANITIZE_ADDRESS
+  "Build with AddressSanitizer and UndefinedBehaviorSanitizer; any report aborts the process" OFF)
+option(TENSORSTREAM_SANITIZE_THREAD "Build with ThreadSanitizer" OFF)
+
+if(DEFINED TENSORSTREAM_SANITIZE AND NOT TENSORSTREAM_SANITIZE STREQUAL "")
+  message(FATAL_ERROR "TENSORSTREAM_SANITIZE=${TENSORSTREAM_SANITIZE} is gone: use "
+    "-DTENSORSTREAM_SANITIZE_ADDRESS=ON or -DTENSORSTREAM_SANITIZE_THREAD=ON")
+endif()
+if(TENSORSTREAM_SANITIZE_ADDRESS AND TENSORSTREAM_SANITIZE_THREAD)
+  message(FATAL_ERROR "TENSORSTREAM_SANITIZE_ADDRESS and TENSORSTREAM_SANITIZE_THREAD are mutually "
+    "exclusive (the runtimes cannot share a process): configure one build directory for each")
+endif()
+
+# Flags go to every target of the project, so the library, the CLI the tests start and the tests
+# themselves are all instrumented; libtorch and the system libraries are not.
+if(TENSORSTREAM_SANITIZE_ADDRESS)
+  set(tensorstream_sanitizer_flags -fsanitize=address,undefined -fno-sanitize-recover=all)
+elseif(TENSORSTREAM_SANITIZE_THREAD)
+  set(tensorstream_sanitizer_flags -fsanitize=thread)
+endif()
+if(tensorstream_sanitizer_flags)
+  add_compile_options(${tensorstream_sanitizer_flags} -fno-omit-frame-pointer)
+  add_link_options(${tensorstream_sanitizer_flags})
+endif()
