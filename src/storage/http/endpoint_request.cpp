@@ -93,6 +93,12 @@ asio::awaitable<EndpointResponse> send_within(Url parsed, http::request<http::st
       deadline.async_wait(asio::deferred));
   auto first_done = race.async_wait(asio::experimental::wait_for_one(), asio::deferred);
   auto [order, failure, response, expired] = co_await std::move(first_done);
+  // Whatever error the interrupted operation reported (a TLS layer may not say
+  // operation_aborted), the caller's cancellation is a cancellation.
+  const auto state = co_await asio::this_coro::cancellation_state;
+  if (state.cancelled() != asio::cancellation_type::none) {
+    throw boost::system::system_error(asio::error::operation_aborted);
+  }
   if (order[0] == 1 && !expired) {
     throw EndpointError(request_text + ": timed out after " + std::to_string(timeout.count()) +
                         " ms");
