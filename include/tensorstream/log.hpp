@@ -2,6 +2,7 @@
 /// @file
 /// Minimal leveled logging to stderr. Embedding services can redirect it with set_log_sink().
 
+#include <concepts>
 #include <functional>
 #include <string_view>
 
@@ -14,16 +15,35 @@ enum class LogLevel { debug = 0, info = 1, warning = 2, error = 3, off = 4 };
 using LogSink = std::function<void(LogLevel, std::string_view)>;
 
 /// Messages below `level` are dropped. The initial level comes from `TENSORSTREAM_LOG`
-/// (debug, info, warning, error, off), warning when unset.
+/// (debug, info, warning, error, off), warning when unset; any other value is reported once on
+/// stderr and ignored.
 void set_log_level(LogLevel level);
 
 /// The level below which messages are dropped.
 LogLevel log_level();
 
-/// Replaces the sink (stderr by default); an empty function restores stderr.
+/// Whether messages at `level` are sent to the sink: a cheap check for callers that would
+/// otherwise build a message only to have it dropped.
+bool log_enabled(LogLevel level);
+
+/// Replaces the sink (stderr by default); an empty function restores stderr. When it returns,
+/// no call of the old sink is running, except one that called set_log_sink() itself.
 void set_log_sink(LogSink sink);
 
-/// Sends `message` to the sink if `level` is enabled. Thread-safe.
+/// Sends `message` to the sink if `level` is enabled. Thread-safe. The sink is called without
+/// any lock held, from the logging thread, so it may log itself; it must be thread-safe.
 void log(LogLevel level, std::string_view message);
+
+/// Like log(level, message), but calls `make_message` (returning something convertible to
+/// std::string_view, e.g. a std::string) only if `level` is enabled, so that a debug message
+/// costs nothing to format while debug logging is off:
+/// `log(LogLevel::debug, [&] { return url + ": retrying"; });`
+template <class MakeMessage>
+  requires std::invocable<MakeMessage&>
+void log(LogLevel level, MakeMessage&& make_message) {
+  if (!log_enabled(level)) return;
+  const auto message = make_message();
+  log(level, std::string_view(message));
+}
 
 }  // namespace tensorstream

@@ -4,18 +4,25 @@
 #include <gtest/gtest.h>
 
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/error.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/use_future.hpp>
+#include <boost/system/system_error.hpp>
+#include <algorithm>
 #include <chrono>
 #include <deque>
-#include <future>
+#include <exception>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "s3_test_environment.hpp"
+#include "support/logged_warnings.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/s3/cached_provider.hpp"
 #include "tensorstream/storage/s3/chain_provider.hpp"
@@ -306,66 +313,197 @@ TEST_F(S3CachedProvider, RefreshesWhenWithinTheMarginOfExpiration) {
   EXPECT_EQ(inner->loads, 2);
 }
 
+TEST_F(S3CachedProvider, ShortLivedCredentialsAreRefreshedHalfWayThroughTheirLifetime) {
+  inner->script = {expiring("AKID1", start + 200s), expiring("AKID2", start + 1h)};
+  EXPECT_EQ(load(cached).access_key_id, "AKID1");
+  now = start + 99s;
+  EXPECT_EQ(load(cached).access_key_id, "AKID1");
+  now = start + 100s;
+  EXPECT_EQ(load(cached).access_key_id, "AKID2");
+  EXPECT_EQ(inner->loads, 2);
+}
+
 TEST_F(S3CachedProvider, KeepsValidCredentialsWhenARefreshFails) {
+  tensorstream::testing::LoggedWarnings warnings;
   inner->script = {expiring("AKID1", start + 10min)};
   EXPECT_EQ(load(cached).access_key_id, "AKID1");
   now = start + 6min;
   EXPECT_EQ(load(cached).access_key_id, "AKID1");
   EXPECT_EQ(inner->loads, 2);
+  EXPECT_EQ(warnings.messages(),
+            std::vector<std::string>{"keeping AWS credentials that expire soon, refreshing them "
+                                     "failed: AWS credentials from scripted: endpoint down"});
   now = start + 10min;
   const auto result = failure(cached);
   EXPECT_EQ(result.message, "AWS credentials from scripted: endpoint down");
   EXPECT_EQ(inner->loads, 3);
 }
 
-// Loads only when the test opens the gate, so that a refresh can be caught in the middle.
+// Loads only when the test opens the gate, so that a refresh can be caught in the middle; a
+// load whose caller is cancelled while it waits throws operation_aborted.
 class GatedProvider : public CredentialsProvider {
  public:
   explicit GatedProvider(boost::asio::io_context& io)
-      : gate(io, boost::asio::steady_timer::time_point::max()) {}
+      : gate_(io, boost::asio::steady_timer::time_point::max()) {}
 
   std::string name() const override { return "gated"; }
 
   boost::asio::awaitable<Credentials> load() override {
-    ++loads;
-    // The test opens the gate by cancelling the wait.
-    co_await gate.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
-    co_return expiring("AKID" + std::to_string(loads), start + 70min);
+    const int load = ++loads;
+    const int round = opened_;
+    while (opened_ == round) {
+      (void)co_await gate_.async_wait(boost::asio::as_tuple(boost::asio::use_awaitable));
+      if (opened_ == round) {
+        throw boost::system::system_error(boost::asio::error::operation_aborted);
+      }
+    }
+    if (fail) throw CredentialsError("gated", "endpoint down", true);
+    co_return expiring("AKID" + std::to_string(load), start + 70min);
   }
 
-  boost::asio::steady_timer gate;
+  /// Lets the loads waiting now go on.
+  void open() {
+    ++opened_;
+    gate_.cancel();
+  }
+
   int loads = 0;
+  bool fail = false;
+
+ private:
+  boost::asio::steady_timer gate_;
+  int opened_ = 0;
 };
 
-TEST_F(S3CachedProvider, OneRefreshAtATimeWhileTheOldCredentialsAreValid) {
-  boost::asio::io_context io;
-  auto gated = std::make_shared<GatedProvider>(io);
-  Time clock = start;
-  CachedProvider cached(gated, 5min, [&] { return clock; });
+// Concurrent calls on one io_context, run step by step.
+class S3CachedProviderConcurrency : public S3CachedProvider {
+ protected:
+  // What a call returned (its access key id), or the message of what it threw.
+  using Outcome = std::optional<std::string>;
+
+  // Starts a call whose outcome lands in outcomes[index], cancellable by `cancel`.
+  void call(std::size_t index, boost::asio::cancellation_signal* cancel = nullptr) {
+    outcomes.resize(std::max(outcomes.size(), index + 1));
+    auto done = [this, index](std::exception_ptr error, Credentials credentials) {
+      if (!error) {
+        outcomes[index] = credentials.access_key_id;
+        return;
+      }
+      try {
+        std::rethrow_exception(error);
+      } catch (const boost::system::system_error& e) {
+        outcomes[index] = e.code().message();
+      } catch (const std::exception& e) {
+        outcomes[index] = e.what();
+      }
+    };
+    if (cancel != nullptr) {
+      boost::asio::co_spawn(io, gated_cache.load(),
+                            boost::asio::bind_cancellation_slot(cancel->slot(), done));
+    } else {
+      boost::asio::co_spawn(io, gated_cache.load(), done);
+    }
+  }
+
   // Runs what is ready; restart() because the io_context stops whenever it runs out of work.
-  const auto settle = [&] {
+  void settle() {
     io.restart();
     io.poll();
-  };
-  auto first = boost::asio::co_spawn(io, cached.load(), boost::asio::use_future);
-  settle();
-  gated->gate.cancel();
-  settle();
-  ASSERT_EQ(first.wait_for(0s), std::future_status::ready);
-  EXPECT_EQ(first.get().access_key_id, "AKID1");
+  }
 
+  // Loads AKID1, which expires at start + 70 min, into the cache.
+  void load_first() {
+    call(0);
+    settle();
+    gated->open();
+    settle();
+    ASSERT_EQ(outcomes[0], "AKID1");
+    outcomes.clear();
+  }
+
+  boost::asio::io_context io;
+  std::shared_ptr<GatedProvider> gated = std::make_shared<GatedProvider>(io);
+  Time clock = start;
+  CachedProvider gated_cache{gated, 5min, [this] { return clock; }};
+  std::vector<Outcome> outcomes;
+};
+
+TEST_F(S3CachedProviderConcurrency, OneRefreshAtATimeWhileTheOldCredentialsAreValid) {
+  load_first();
   clock = start + 66min;  // Within the margin of AKID1's expiration at start + 70 min.
-  auto refreshing = boost::asio::co_spawn(io, cached.load(), boost::asio::use_future);
+  call(0);
   settle();
-  auto concurrent = boost::asio::co_spawn(io, cached.load(), boost::asio::use_future);
+  call(1);
   settle();
-  ASSERT_EQ(concurrent.wait_for(0s), std::future_status::ready);
-  EXPECT_EQ(concurrent.get().access_key_id, "AKID1");
+  EXPECT_EQ(outcomes[1], "AKID1");
   EXPECT_EQ(gated->loads, 2);
-  gated->gate.cancel();
+  gated->open();
   settle();
-  ASSERT_EQ(refreshing.wait_for(0s), std::future_status::ready);
-  EXPECT_EQ(refreshing.get().access_key_id, "AKID2");
+  EXPECT_EQ(outcomes[0], "AKID2");
+  EXPECT_EQ(gated->loads, 2);
+}
+
+// Once credentials have expired, the requests a stream has in flight all need new ones at once:
+// one STS or instance metadata request must serve them all.
+TEST_F(S3CachedProviderConcurrency, CallersAfterExpiryShareOneRefresh) {
+  load_first();
+  clock = start + 71min;
+  constexpr std::size_t callers = 32;
+  for (std::size_t i = 0; i < callers; ++i) call(i);
+  settle();
+  EXPECT_EQ(gated->loads, 2);
+  EXPECT_EQ(outcomes, std::vector<Outcome>(callers)) << "returned before the refresh ended";
+  gated->open();
+  settle();
+  EXPECT_EQ(outcomes, std::vector<Outcome>(callers, "AKID2"));
+  EXPECT_EQ(gated->loads, 2);
+}
+
+TEST_F(S3CachedProviderConcurrency, CallersAfterExpiryShareTheRefreshError) {
+  load_first();
+  clock = start + 71min;
+  gated->fail = true;
+  constexpr std::size_t callers = 32;
+  for (std::size_t i = 0; i < callers; ++i) call(i);
+  settle();
+  gated->open();
+  settle();
+  EXPECT_EQ(outcomes,
+            std::vector<Outcome>(callers, "AWS credentials from gated: endpoint down"));
+  EXPECT_EQ(gated->loads, 2);
+}
+
+TEST_F(S3CachedProviderConcurrency, CancelledRefreshIsTakenOverByAWaiter) {
+  load_first();
+  clock = start + 71min;
+  boost::asio::cancellation_signal cancel;
+  call(0, &cancel);
+  call(1);
+  call(2);
+  settle();
+  EXPECT_EQ(gated->loads, 2);
+  cancel.emit(boost::asio::cancellation_type::terminal);
+  settle();
+  EXPECT_EQ(outcomes[0], "Operation canceled");
+  EXPECT_EQ(gated->loads, 3) << "no waiter took the refresh over";
+  gated->open();
+  settle();
+  EXPECT_EQ(outcomes, (std::vector<Outcome>{"Operation canceled", "AKID3", "AKID3"}));
+}
+
+TEST_F(S3CachedProviderConcurrency, CancelledWaiterLeavesTheRefreshToTheOthers) {
+  load_first();
+  clock = start + 71min;
+  boost::asio::cancellation_signal cancel;
+  call(0);
+  call(1, &cancel);
+  call(2);
+  settle();
+  cancel.emit(boost::asio::cancellation_type::terminal);
+  settle();
+  gated->open();
+  settle();
+  EXPECT_EQ(outcomes, (std::vector<Outcome>{"AKID2", "Operation canceled", "AKID2"}));
   EXPECT_EQ(gated->loads, 2);
 }
 
