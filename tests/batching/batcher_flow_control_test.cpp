@@ -464,16 +464,30 @@ TEST(BatcherFlowControl, MultiThreadedSubmittersAreSafe) {
   EXPECT_EQ(batcher.stats().total_completed, static_cast<std::uint64_t>(producers * per_producer));
 }
 
-// Runs `body` as its own coroutine whose cancellation slot is `signal`'s; `done` is set, and
-// `error` to its exception, when it finishes.
-template <typename Body>
-void spawn_cancellable(asio::io_context& context, asio::cancellation_signal& signal, Body body,
-                       bool& done, std::exception_ptr& error) {
-  asio::co_spawn(context, std::move(body),
-                 asio::bind_cancellation_slot(signal.slot(), [&done, &error](std::exception_ptr e) {
-                   error = e;
-                   done = true;
-                 }));
+// A coroutine of its own whose cancellation the test emits.
+struct Cancellable {
+  asio::cancellation_signal signal;
+  bool done = false;
+  std::exception_ptr error;
+
+  template <typename Body>
+  void spawn(asio::io_context& context, Body body) {
+    asio::co_spawn(context, std::move(body),
+                   asio::bind_cancellation_slot(signal.slot(), [this](std::exception_ptr e) {
+                     error = e;
+                     done = true;
+                   }));
+  }
+};
+
+// Submits the records 0 to count - 1 and lets them settle where they go.
+asio::awaitable<std::vector<ResultFuture<int>>> submit_and_settle(Batcher& batcher, int count) {
+  std::vector<ResultFuture<int>> futures;
+  for (int record = 0; record < count; ++record) {
+    futures.push_back(co_await batcher.submit(record));
+  }
+  co_await settle();
+  co_return futures;
 }
 
 bool is_operation_aborted(const std::exception_ptr& error) {
@@ -495,24 +509,15 @@ TEST(BatcherFlowControl, CancellingASuspendedSubmitWithdrawsTheRecordsNotYetAdmi
                                            .max_queue_size = 2,
                                            .prefetch_batches = 1});
   batcher.start();
-  asio::cancellation_signal cancel_submit;
-  bool submit_done = false;
-  std::exception_ptr submit_error;
+  Cancellable submitter;
   run(context, [&]() -> asio::awaitable<void> {
     // 0 is being processed, 1 waits in the prefetch slot, 2 in the aggregator, 3 and 4 queued.
-    std::vector<ResultFuture<int>> futures;
-    for (int record = 0; record < 5; ++record) {
-      futures.push_back(co_await batcher.submit(record));
-    }
-    co_await settle();
-    spawn_cancellable(
-        context, cancel_submit,
-        [&]() -> asio::awaitable<void> {
-          const std::vector<int> records{5, 6, 7};
-          auto parked = co_await batcher.submit_batch(records);
-          ADD_FAILURE() << "the suspended submit_batch() returned";
-        },
-        submit_done, submit_error);
+    auto futures = co_await submit_and_settle(batcher, 5);
+    submitter.spawn(context, [&]() -> asio::awaitable<void> {
+      const std::vector<int> records{5, 6, 7};
+      auto parked = co_await batcher.submit_batch(records);
+      ADD_FAILURE() << "the suspended submit_batch() returned";
+    });
     bool later_done = false;
     std::vector<ResultFuture<int>> later;
     asio::co_spawn(
@@ -523,13 +528,13 @@ TEST(BatcherFlowControl, CancellingASuspendedSubmitWithdrawsTheRecordsNotYetAdmi
         },
         asio::detached);
     co_await settle();
-    EXPECT_FALSE(submit_done);
+    EXPECT_FALSE(submitter.done);
     EXPECT_TRUE(futures[3].cancel());  // frees one slot: 5 is admitted, 6 and 7 still wait
     co_await settle();
-    cancel_submit.emit(asio::cancellation_type::terminal);
+    submitter.signal.emit(asio::cancellation_type::terminal);
     co_await settle();
-    EXPECT_TRUE(submit_done);
-    EXPECT_TRUE(is_operation_aborted(submit_error));
+    EXPECT_TRUE(submitter.done);
+    EXPECT_TRUE(is_operation_aborted(submitter.error));
     EXPECT_FALSE(later_done);  // the queue is still full: 4 and 5
     gate.open();
     EXPECT_EQ(co_await futures[0].get(), 0);
@@ -555,19 +560,11 @@ TEST(BatcherFlowControl, ACancelledSuspendedSubmitDoesNotHoldUpStop) {
                                            .max_queue_size = 1,
                                            .prefetch_batches = 1});
   batcher.start();
-  asio::cancellation_signal cancel_submit;
-  bool submit_done = false;
-  std::exception_ptr submit_error;
+  Cancellable submitter;
   run(context, [&]() -> asio::awaitable<void> {
-    std::vector<ResultFuture<int>> futures;
-    for (int record = 0; record < 4; ++record) {
-      futures.push_back(co_await batcher.submit(record));
-    }
-    co_await settle();
-    spawn_cancellable(
-        context, cancel_submit,
-        [&]() -> asio::awaitable<void> { auto parked = co_await batcher.submit(4); },
-        submit_done, submit_error);
+    auto futures = co_await submit_and_settle(batcher, 4);
+    submitter.spawn(context,
+                    [&]() -> asio::awaitable<void> { auto parked = co_await batcher.submit(4); });
     bool stopped = false;
     asio::co_spawn(
         context,
@@ -577,11 +574,11 @@ TEST(BatcherFlowControl, ACancelledSuspendedSubmitDoesNotHoldUpStop) {
         },
         asio::detached);
     co_await settle();
-    cancel_submit.emit(asio::cancellation_type::terminal);
+    submitter.signal.emit(asio::cancellation_type::terminal);
     gate.open();
     co_await settle();
     EXPECT_TRUE(stopped);
-    EXPECT_TRUE(is_operation_aborted(submit_error));
+    EXPECT_TRUE(is_operation_aborted(submitter.error));
     for (int record = 0; record < 4; ++record) {
       EXPECT_EQ(co_await futures[static_cast<std::size_t>(record)].get(), record);
     }
@@ -597,40 +594,30 @@ TEST(BatcherFlowControl, OnlyTerminalCancellationAbandonsTheWaitForADispatchedRe
   Batcher batcher(context.get_executor(),
                   {.process_fn = gated_identity(gate, batches), .max_batch_size = 1});
   batcher.start();
-  asio::cancellation_signal cancel_patient;
-  asio::cancellation_signal cancel_impatient;
-  bool patient_done = false;
-  bool impatient_done = false;
-  std::exception_ptr patient_error;
-  std::exception_ptr impatient_error;
+  Cancellable patient;
+  Cancellable impatient;
   int patient_result = -1;
   run(context, [&]() -> asio::awaitable<void> {
     auto future = co_await batcher.submit(7);
     auto other = co_await batcher.submit(8);
     co_await settle();  // 7 is being processed
-    spawn_cancellable(
-        context, cancel_patient,
-        [&]() -> asio::awaitable<void> {
-          co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
-          patient_result = co_await future.get();
-        },
-        patient_done, patient_error);
-    spawn_cancellable(
-        context, cancel_impatient,
-        [&]() -> asio::awaitable<void> {
-          co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
-          co_await other.get();
-        },
-        impatient_done, impatient_error);
+    patient.spawn(context, [&]() -> asio::awaitable<void> {
+      co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
+      patient_result = co_await future.get();
+    });
+    impatient.spawn(context, [&]() -> asio::awaitable<void> {
+      co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
+      co_await other.get();
+    });
     co_await settle();
-    cancel_patient.emit(asio::cancellation_type::total);
+    patient.signal.emit(asio::cancellation_type::total);
     co_await settle();
-    EXPECT_FALSE(patient_done);
-    cancel_impatient.emit(asio::cancellation_type::total);  // 8 is queued: cancelled
+    EXPECT_FALSE(patient.done);
+    impatient.signal.emit(asio::cancellation_type::total);  // 8 is queued: cancelled
     co_await settle();
-    EXPECT_TRUE(impatient_done);
+    EXPECT_TRUE(impatient.done);
     try {
-      std::rethrow_exception(impatient_error);
+      std::rethrow_exception(impatient.error);
     } catch (const Cancelled& e) {
       EXPECT_STREQ(e.what(), "batched request was cancelled before dispatch");
     } catch (...) {
@@ -638,8 +625,8 @@ TEST(BatcherFlowControl, OnlyTerminalCancellationAbandonsTheWaitForADispatchedRe
     }
     gate.open();
     co_await settle();
-    EXPECT_TRUE(patient_done);
-    EXPECT_FALSE(patient_error);
+    EXPECT_TRUE(patient.done);
+    EXPECT_FALSE(patient.error);
     EXPECT_EQ(patient_result, 7);
     co_await batcher.stop();
   });
@@ -653,23 +640,19 @@ TEST(BatcherFlowControl, TerminalCancellationOfADispatchedWaitLeavesTheRequestRu
   Batches batches;
   Batcher batcher(context.get_executor(), {.process_fn = gated_identity(gate, batches)});
   batcher.start();
-  asio::cancellation_signal cancel_wait;
-  bool wait_done = false;
-  std::exception_ptr wait_error;
+  Cancellable waiter;
   run(context, [&]() -> asio::awaitable<void> {
     auto future = co_await batcher.submit(3);
     co_await settle();
     while (batches.empty()) {
       co_await sleep_for(1ms);  // batch_timeout: then 3 is dispatched and held at the gate
     }
-    spawn_cancellable(
-        context, cancel_wait,
-        [&]() -> asio::awaitable<void> { co_await future.get(); }, wait_done, wait_error);
+    waiter.spawn(context, [&]() -> asio::awaitable<void> { co_await future.get(); });
     co_await settle();
-    cancel_wait.emit(asio::cancellation_type::terminal);
+    waiter.signal.emit(asio::cancellation_type::terminal);
     co_await settle();
-    EXPECT_TRUE(wait_done);
-    EXPECT_TRUE(is_operation_aborted(wait_error));
+    EXPECT_TRUE(waiter.done);
+    EXPECT_TRUE(is_operation_aborted(waiter.error));
     EXPECT_FALSE(future.ready());
     gate.open();
     EXPECT_EQ(co_await future.get(), 3);
