@@ -3,9 +3,9 @@
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
 
-#include <boost/asio/async_result.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <algorithm>
 #include <iterator>
@@ -17,15 +17,6 @@ namespace asio = boost::asio;
 namespace tensorstream::detail {
 namespace {
 
-// Suspends the calling coroutine; `attach` receives its waiter from inside the initiation, so it
-// can check its condition and park the waiter under one lock.
-template <typename Attach>
-asio::awaitable<void> suspend(const asio::any_io_executor& fallback, Attach attach) {
-  co_await asio::async_initiate<const asio::use_awaitable_t<>&,
-                                void(boost::system::error_code)>(
-      [&](auto handler) { attach(Waiter(std::move(handler), fallback)); }, asio::use_awaitable);
-}
-
 std::size_t saturating_add(std::size_t a, std::size_t b) {
   return b > std::numeric_limits<std::size_t>::max() - a ? std::numeric_limits<std::size_t>::max()
                                                            : a + b;
@@ -35,13 +26,6 @@ void require_positive(const std::string& name, const char* option, std::size_t v
   if (value == 0) {
     throw InvalidArgument(name + ": " + option + " must be at least 1");
   }
-}
-
-void complete_all(std::vector<Waiter>& waiters) {
-  for (auto& waiter : waiters) {
-    waiter.complete();
-  }
-  waiters.clear();
 }
 
 }  // namespace
@@ -79,7 +63,7 @@ void Pipeline::start() {
     state_ = State::running;
     aggregator_done_ = false;
     aggregator_wait_ = AggregatorWait::none;
-    aggregator_wake_pending_ = false;
+    aggregator_woken_ = false;
     workers_ = 1 + limits_.max_concurrent_batches;
   }
   auto self = shared_from_this();
@@ -100,29 +84,25 @@ void Pipeline::start() {
 }
 
 void Pipeline::request_stop() {
-  Waiter wake;
-  {
-    std::lock_guard lock(mutex_);
-    if (state_ != State::running) {
-      return;
-    }
-    state_ = State::stopping;
-    wake = wake_aggregator_locked(AggregatorWait::none);
+  std::lock_guard lock(mutex_);
+  if (state_ != State::running) {
+    return;
   }
-  wake.complete();
+  state_ = State::stopping;
+  wake_aggregator_locked(AggregatorWait::none);
 }
 
 asio::awaitable<void> Pipeline::stop() {
   request_stop();
-  co_await suspend(executor_, [this](Waiter waiter) {
-    std::unique_lock lock(mutex_);
-    if (state_ == State::stopped) {
-      lock.unlock();
-      waiter.complete();
-      return;
-    }
-    stop_waiters_.push_back(std::move(waiter));
-  });
+  std::unique_lock lock(mutex_);
+  if (state_ == State::stopped) {
+    co_return;
+  }
+  // Counting stops, not testing state_, so that a restart before this coroutine resumes does not
+  // make it wait for the next stop.
+  const std::uint64_t stops = stops_;
+  const auto stopped = [this, stops] { return stops_ != stops; };
+  co_await stopped_.wait(lock, stopped);
 }
 
 bool Pipeline::is_running() const {
@@ -155,139 +135,133 @@ BatchStats Pipeline::stats() const {
 }
 
 asio::awaitable<void> Pipeline::enqueue(std::span<const RequestPtr> requests) {
-  std::shared_ptr<ParkedSubmit> parked;
-  Waiter wake;
-  {
-    std::lock_guard lock(mutex_);
-    if (state_ != State::running) {
-      throw StateError(name_ + " is not running");
-    }
-    submitted_.fetch_add(requests.size(), std::memory_order_relaxed);
-    for (const auto& request : requests) {
-      if (request->has_deadline()) {
-        add_deadline_locked(request);
-        if (aggregator_wait_ != AggregatorWait::none &&
-            request->deadline() < aggregator_wakes_at_) {
-          wake = wake_aggregator_locked(AggregatorWait::none);
-        }
+  std::unique_lock lock(mutex_);
+  if (state_ != State::running) {
+    throw StateError(name_ + " is not running");
+  }
+  submitted_.fetch_add(requests.size(), std::memory_order_relaxed);
+  for (const auto& request : requests) {
+    if (request->has_deadline()) {
+      add_deadline_locked(request);
+      if (aggregator_wait_ != AggregatorWait::none && request->deadline() < aggregator_wakes_at_) {
+        wake_aggregator_locked(AggregatorWait::none);
       }
-    }
-    std::size_t queued_now = 0;
-    if (parked_.empty()) {
-      const std::size_t waiting = queue_.size() - accepted_;
-      const std::size_t room = limits_.max_queue_size - std::min(waiting, limits_.max_queue_size);
-      queued_now = std::min(room, requests.size());
-      queue_.insert(queue_.end(), requests.begin(),
-                    requests.begin() + static_cast<std::ptrdiff_t>(queued_now));
-      if (queued_now > 0 && !wake) {
-        wake = wake_aggregator_locked(AggregatorWait::records);
-      }
-    }
-    if (queued_now < requests.size()) {
-      parked = std::make_shared<ParkedSubmit>();
-      parked->requests = requests.subspan(queued_now);
-      parked_.push_back(parked);
     }
   }
-  wake.complete();
-  if (parked) {
-    co_await suspend(executor_, [this, &parked](Waiter waiter) {
-      std::unique_lock lock(mutex_);
-      if (parked->admitted) {
-        lock.unlock();
-        waiter.complete();
-        return;
-      }
-      parked->waiter = std::move(waiter);
-    });
+  std::size_t queued_now = 0;
+  if (parked_.empty()) {
+    const std::size_t waiting = queue_.size() - accepted_;
+    const std::size_t room = limits_.max_queue_size - std::min(waiting, limits_.max_queue_size);
+    queued_now = std::min(room, requests.size());
+    queue_.insert(queue_.end(), requests.begin(),
+                  requests.begin() + static_cast<std::ptrdiff_t>(queued_now));
+    if (queued_now > 0) {
+      wake_aggregator_locked(AggregatorWait::records);
+    }
   }
+  if (queued_now == requests.size()) {
+    co_return;
+  }
+  // FIFO admission comes from the order of parked_, not from the condition variables.
+  auto parked = std::make_shared<ParkedSubmit>();
+  parked->requests = requests.subspan(queued_now);
+  parked_.push_back(parked);
+  std::exception_ptr cancelled;
+  try {
+    const auto admitted = [&parked] { return parked->admitted; };
+    co_await parked->admission.wait(lock, admitted);
+  } catch (const boost::system::system_error& e) {
+    if (e.code() != asio::error::operation_aborted) {
+      throw;
+    }
+    cancelled = std::current_exception();
+  }
+  if (!cancelled || parked->admitted) {
+    co_return;
+  }
+  std::vector<RequestPtr> withdrawn;
+  withdraw_locked(*parked, withdrawn);
+  lock.unlock();
+  const auto error =
+      std::make_exception_ptr(Cancelled("batched request was cancelled before dispatch"));
+  for (const auto& request : withdrawn) {
+    request->fail(error);
+  }
+  std::rethrow_exception(cancelled);
 }
 
 void Pipeline::forget(const RequestBase& request) {
   cancelled_.fetch_add(1, std::memory_order_relaxed);
-  std::vector<Waiter> admitted;
-  Waiter wake;
-  {
-    std::lock_guard lock(mutex_);
-    const auto it = std::find_if(queue_.begin(), queue_.end(), [&](const RequestPtr& queued) {
-      return queued.get() == &request;
-    });
-    if (it == queue_.end()) {
-      return;  // Already cut into a batch; the processing loop skips it.
+  std::lock_guard lock(mutex_);
+  const auto it = std::find_if(queue_.begin(), queue_.end(), [&](const RequestPtr& queued) {
+    return queued.get() == &request;
+  });
+  if (it == queue_.end()) {
+    return;  // Already cut into a batch; the processing loop skips it.
+  }
+  const auto index = static_cast<std::size_t>(it - queue_.begin());
+  queue_.erase(it);
+  if (index < accepted_) {
+    --accepted_;
+    accepted_cost_ = 0;
+    for (std::size_t i = 0; i < accepted_; ++i) {
+      accepted_cost_ = saturating_add(accepted_cost_, queue_[i]->cost());
     }
-    const auto index = static_cast<std::size_t>(it - queue_.begin());
-    queue_.erase(it);
-    if (index < accepted_) {
-      --accepted_;
-      accepted_cost_ = 0;
-      for (std::size_t i = 0; i < accepted_; ++i) {
-        accepted_cost_ = saturating_add(accepted_cost_, queue_[i]->cost());
-      }
-    } else {
-      const std::size_t before = queue_.size();
-      admit_locked(admitted);
-      if (queue_.size() > before) {
-        wake = wake_aggregator_locked(AggregatorWait::records);
-      }
+  } else {
+    const std::size_t before = queue_.size();
+    admit_locked();
+    if (queue_.size() > before) {
+      wake_aggregator_locked(AggregatorWait::records);
     }
   }
-  complete_all(admitted);
-  wake.complete();
 }
 
 asio::awaitable<void> Pipeline::aggregate(std::shared_ptr<Pipeline> self) {
   Pipeline& p = *self;
   std::vector<RequestPtr> expired;
-  std::vector<Waiter> wakes;
+  const auto woken = [&p] { return p.aggregator_woken_; };
+  std::unique_lock lock(p.mutex_);
   for (;;) {
     auto wake_at = Clock::time_point::max();
     bool done = false;
-    {
-      std::lock_guard lock(p.mutex_);
-      const auto now = Clock::now();
-      p.expire_locked(now, expired);
-      for (;;) {
-        if (!p.cut_.empty()) {
-          if (p.ready_.size() >= p.limits_.prefetch_batches) {
-            break;
-          }
-          p.ready_.push_back(std::exchange(p.cut_, {}));
-          if (!p.idle_processors_.empty()) {
-            wakes.push_back(std::move(p.idle_processors_.front()));
-            p.idle_processors_.pop_front();
-          }
-        }
-        p.accept_locked(now, wakes);
-        if (!p.should_cut_locked(now)) {
+    const auto now = Clock::now();
+    p.expire_locked(now, expired);
+    for (;;) {
+      if (!p.cut_.empty()) {
+        if (p.ready_.size() >= p.limits_.prefetch_batches) {
           break;
         }
-        p.cut_locked();
+        p.ready_.push_back(std::exchange(p.cut_, {}));
+        p.batch_ready_.notify_one();
       }
-      if (p.state_ == State::stopping && p.cut_.empty() && p.queue_.empty() &&
-          p.parked_.empty()) {
-        done = true;
-        p.aggregator_done_ = true;
-        p.aggregator_wait_ = AggregatorWait::none;
-        p.deadlines_.clear();
-        p.deadlines_after_compaction_ = 0;
-        std::move(p.idle_processors_.begin(), p.idle_processors_.end(), std::back_inserter(wakes));
-        p.idle_processors_.clear();
-      } else {
-        if (!p.cut_.empty()) {
-          p.aggregator_wait_ = AggregatorWait::room;
-        } else {
-          p.aggregator_wait_ = AggregatorWait::records;
-          if (p.accepted_ > 0 && now < p.batch_deadline_) {
-            wake_at = p.batch_deadline_;
-          }
-        }
-        if (!p.deadlines_.empty()) {
-          wake_at = std::min(wake_at, p.deadlines_.front().deadline);
-        }
-        p.aggregator_wakes_at_ = wake_at;
+      p.accept_locked(now);
+      if (!p.should_cut_locked(now)) {
+        break;
       }
+      p.cut_locked();
     }
-    complete_all(wakes);
+    if (p.state_ == State::stopping && p.cut_.empty() && p.queue_.empty() && p.parked_.empty()) {
+      done = true;
+      p.aggregator_done_ = true;
+      p.aggregator_wait_ = AggregatorWait::none;
+      p.deadlines_.clear();
+      p.deadlines_after_compaction_ = 0;
+      p.batch_ready_.notify_all();
+    } else {
+      if (!p.cut_.empty()) {
+        p.aggregator_wait_ = AggregatorWait::room;
+      } else {
+        p.aggregator_wait_ = AggregatorWait::records;
+        if (p.accepted_ > 0 && now < p.batch_deadline_) {
+          wake_at = p.batch_deadline_;
+        }
+      }
+      if (!p.deadlines_.empty()) {
+        wake_at = std::min(wake_at, p.deadlines_.front().deadline);
+      }
+      p.aggregator_wakes_at_ = wake_at;
+    }
+    lock.unlock();
     if (!expired.empty()) {
       const auto error = std::make_exception_ptr(
           DeadlineExceeded(p.name_ + ": request deadline passed before dispatch"));
@@ -299,30 +273,24 @@ asio::awaitable<void> Pipeline::aggregate(std::shared_ptr<Pipeline> self) {
     if (done) {
       break;
     }
-    // The timer only completes our waiter, so it is re-armed only when the deadline changes:
-    // records arriving while a batch fills cost no timer system calls. Once it fired for a
-    // deadline, every evaluation after the wake-up it causes is past that deadline, so a timer
-    // that already fired is never mistaken for an armed one.
+    // The timer only wakes us, so it is re-armed only when the deadline changes: records
+    // arriving while a batch fills cost no timer system calls. Once it fired for a deadline,
+    // every evaluation after the wake-up it causes is past that deadline, so a timer that already
+    // fired is never mistaken for an armed one.
     if (wake_at != Clock::time_point::max() && wake_at != p.timer_deadline_) {
       p.timer_deadline_ = wake_at;
       p.timer_.expires_at(wake_at);
       p.timer_.async_wait([self](boost::system::error_code ec) {
         if (!ec) {
-          self->wake_aggregator(true);
+          std::lock_guard timer_lock(self->mutex_);
+          self->wake_aggregator_locked(AggregatorWait::none);
         }
       });
     }
     // Every wake-up, including a stale one, re-checks everything above.
-    co_await suspend(p.executor_, [&p](Waiter waiter) {
-      std::unique_lock lock(p.mutex_);
-      if (p.aggregator_wake_pending_) {
-        p.aggregator_wake_pending_ = false;
-        lock.unlock();
-        waiter.complete();
-        return;
-      }
-      p.aggregator_waiter_ = std::move(waiter);
-    });
+    lock.lock();
+    co_await p.aggregator_wake_.wait(lock, woken);
+    p.aggregator_woken_ = false;
   }
   p.timer_.cancel();  // a far-off deadline must not keep the io_context running
   p.timer_deadline_ = Clock::time_point::max();
@@ -396,46 +364,38 @@ asio::awaitable<void> Pipeline::run_processor(std::shared_ptr<Pipeline> self) {
 }
 
 asio::awaitable<std::vector<RequestPtr>> Pipeline::next_batch() {
-  for (;;) {
-    std::vector<RequestPtr> batch;
-    Waiter wake;
-    bool done = false;
-    {
-      std::lock_guard lock(mutex_);
-      if (!ready_.empty()) {
-        batch = std::move(ready_.front());
-        ready_.pop_front();
-        wake = wake_aggregator_locked(AggregatorWait::room);
-      } else {
-        done = aggregator_done_;
-      }
-    }
-    wake.complete();
-    if (!batch.empty() || done) {
-      co_return batch;
-    }
-    co_await suspend(executor_, [this](Waiter waiter) {
-      std::unique_lock lock(mutex_);
-      if (!ready_.empty() || aggregator_done_) {
-        lock.unlock();
-        waiter.complete();
-        return;
-      }
-      idle_processors_.push_back(std::move(waiter));
-    });
+  std::unique_lock lock(mutex_);
+  const auto batch_or_end = [this] { return !ready_.empty() || aggregator_done_; };
+  co_await batch_ready_.wait(lock, batch_or_end);
+  std::vector<RequestPtr> batch;
+  if (!ready_.empty()) {
+    batch = std::move(ready_.front());
+    ready_.pop_front();
+    wake_aggregator_locked(AggregatorWait::room);
   }
+  co_return batch;
 }
 
 void Pipeline::worker_finished() {
-  std::vector<Waiter> waiters;
-  {
-    std::lock_guard lock(mutex_);
-    if (--workers_ == 0) {
-      state_ = State::stopped;
-      waiters = std::exchange(stop_waiters_, {});
+  std::lock_guard lock(mutex_);
+  if (--workers_ == 0) {
+    state_ = State::stopped;
+    ++stops_;
+    stopped_.notify_all();
+  }
+}
+
+void Pipeline::withdraw_locked(const ParkedSubmit& parked, std::vector<RequestPtr>& withdrawn) {
+  parked_.erase(std::find_if(parked_.begin(), parked_.end(),
+                             [&](const auto& entry) { return entry.get() == &parked; }));
+  for (const auto& request : parked.requests) {
+    if (request->try_claim()) {
+      withdrawn.push_back(request);
     }
   }
-  complete_all(waiters);
+  cancelled_.fetch_add(withdrawn.size(), std::memory_order_relaxed);
+  // A stopping aggregator waits for parked_ to empty.
+  wake_aggregator_locked(AggregatorWait::none);
 }
 
 void Pipeline::expire_locked(Clock::time_point now, std::vector<RequestPtr>& expired) {
@@ -471,7 +431,7 @@ void Pipeline::expire_locked(Clock::time_point now, std::vector<RequestPtr>& exp
   accepted_cost_ = kept_cost;
 }
 
-void Pipeline::admit_locked(std::vector<Waiter>& admitted) {
+void Pipeline::admit_locked() {
   while (!parked_.empty() && queue_.size() - accepted_ < limits_.max_queue_size) {
     ParkedSubmit& parked = *parked_.front();
     const RequestPtr& request = parked.requests.front();
@@ -481,17 +441,15 @@ void Pipeline::admit_locked(std::vector<Waiter>& admitted) {
     parked.requests = parked.requests.subspan(1);
     if (parked.requests.empty()) {
       parked.admitted = true;
-      if (parked.waiter) {
-        admitted.push_back(std::move(parked.waiter));
-      }
+      parked.admission.notify_one();
       parked_.pop_front();
     }
   }
 }
 
-void Pipeline::accept_locked(Clock::time_point now, std::vector<Waiter>& admitted) {
+void Pipeline::accept_locked(Clock::time_point now) {
   for (;;) {
-    admit_locked(admitted);
+    admit_locked();
     if (accepted_ == queue_.size()) {
       return;
     }
@@ -548,29 +506,15 @@ void Pipeline::add_deadline_locked(const RequestPtr& request) {
   std::push_heap(deadlines_.begin(), deadlines_.end(), later_deadline);
 }
 
-Waiter Pipeline::wake_aggregator_locked(AggregatorWait reason) {
+void Pipeline::wake_aggregator_locked(AggregatorWait reason) {
   if (aggregator_wait_ == AggregatorWait::none ||
       (reason != AggregatorWait::none && aggregator_wait_ != reason)) {
-    return {};
+    return;
   }
   aggregator_wait_ = AggregatorWait::none;
-  if (!aggregator_waiter_) {
-    aggregator_wake_pending_ = true;  // it decided to wait but has not parked yet
-  }
-  return std::move(aggregator_waiter_);
-}
-
-void Pipeline::wake_aggregator(bool from_executor) {
-  Waiter wake;
-  {
-    std::lock_guard lock(mutex_);
-    wake = wake_aggregator_locked(AggregatorWait::none);
-  }
-  if (from_executor) {
-    wake.dispatch();
-  } else {
-    wake.complete();
-  }
+  // Set even before the aggregator parks: its predicate then sees it and it does not park.
+  aggregator_woken_ = true;
+  aggregator_wake_.notify_one();
 }
 
 }  // namespace tensorstream::detail

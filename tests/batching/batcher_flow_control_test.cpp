@@ -1,5 +1,5 @@
-// min_batch_size holding, stop racing submit, cancellation, deadlines, concurrent batches and
-// multi-threaded submitters.
+// min_batch_size holding, stop racing submit, cancellation of requests, submitters and waiters,
+// deadlines, concurrent batches and multi-threaded submitters.
 
 #include "tensorstream/batching/dynamic_batcher.hpp"
 #include "tensorstream/error.hpp"
@@ -8,15 +8,21 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/error.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/system/system_error.hpp>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <exception>
 #include <mutex>
 #include <numeric>
 #include <thread>
@@ -456,6 +462,274 @@ TEST(BatcherFlowControl, MultiThreadedSubmittersAreSafe) {
   std::iota(expected.begin(), expected.end(), 0);
   EXPECT_EQ(all, expected);
   EXPECT_EQ(batcher.stats().total_completed, static_cast<std::uint64_t>(producers * per_producer));
+}
+
+// A coroutine of its own whose cancellation the test emits.
+struct Cancellable {
+  asio::cancellation_signal signal;
+  bool done = false;
+  std::exception_ptr error;
+
+  template <typename Body>
+  void spawn(asio::io_context& context, Body body) {
+    asio::co_spawn(context, std::move(body),
+                   asio::bind_cancellation_slot(signal.slot(), [this](std::exception_ptr e) {
+                     error = e;
+                     done = true;
+                   }));
+  }
+};
+
+// Submits the records 0 to count - 1 and lets them settle where they go.
+asio::awaitable<std::vector<ResultFuture<int>>> submit_and_settle(Batcher& batcher, int count) {
+  std::vector<ResultFuture<int>> futures;
+  for (int record = 0; record < count; ++record) {
+    futures.push_back(co_await batcher.submit(record));
+  }
+  co_await settle();
+  co_return futures;
+}
+
+bool is_operation_aborted(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const boost::system::system_error& e) {
+    return e.code() == asio::error::operation_aborted;
+  } catch (...) {
+    return false;
+  }
+}
+
+TEST(BatcherFlowControl, CancellingASuspendedSubmitWithdrawsTheRecordsNotYetAdmitted) {
+  asio::io_context context;
+  Gate gate(context.get_executor());
+  Batches batches;
+  Batcher batcher(context.get_executor(), {.process_fn = gated_identity(gate, batches),
+                                           .max_batch_size = 1,
+                                           .max_queue_size = 2,
+                                           .prefetch_batches = 1});
+  batcher.start();
+  Cancellable submitter;
+  run(context, [&]() -> asio::awaitable<void> {
+    // 0 is being processed, 1 waits in the prefetch slot, 2 in the aggregator, 3 and 4 queued.
+    auto futures = co_await submit_and_settle(batcher, 5);
+    submitter.spawn(context, [&]() -> asio::awaitable<void> {
+      const std::vector<int> records{5, 6, 7};
+      auto parked = co_await batcher.submit_batch(records);
+      ADD_FAILURE() << "the suspended submit_batch() returned";
+    });
+    bool later_done = false;
+    std::vector<ResultFuture<int>> later;
+    asio::co_spawn(
+        context,
+        [&]() -> asio::awaitable<void> {
+          later.push_back(co_await batcher.submit(8));
+          later_done = true;
+        },
+        asio::detached);
+    co_await settle();
+    EXPECT_FALSE(submitter.done);
+    EXPECT_TRUE(futures[3].cancel());  // frees one slot: 5 is admitted, 6 and 7 still wait
+    co_await settle();
+    submitter.signal.emit(asio::cancellation_type::terminal);
+    co_await settle();
+    EXPECT_TRUE(submitter.done);
+    EXPECT_TRUE(is_operation_aborted(submitter.error));
+    EXPECT_FALSE(later_done);  // the queue is still full: 4 and 5
+    gate.open();
+    EXPECT_EQ(co_await futures[0].get(), 0);
+    EXPECT_EQ(co_await futures[4].get(), 4);
+    co_await settle();
+    EXPECT_TRUE(later_done);
+    EXPECT_EQ(co_await later.at(0).get(), 8);
+    co_await batcher.stop();
+  });
+  EXPECT_EQ(batches, (Batches{{0}, {1}, {2}, {4}, {5}, {8}}));
+  const auto stats = batcher.stats();
+  EXPECT_EQ(stats.total_submitted, 9u);
+  EXPECT_EQ(stats.total_cancelled, 3u);  // 3, 6 and 7
+  EXPECT_EQ(stats.total_completed, 6u);
+}
+
+TEST(BatcherFlowControl, ACancelledSuspendedSubmitDoesNotHoldUpStop) {
+  asio::io_context context;
+  Gate gate(context.get_executor());
+  Batches batches;
+  Batcher batcher(context.get_executor(), {.process_fn = gated_identity(gate, batches),
+                                           .max_batch_size = 1,
+                                           .max_queue_size = 1,
+                                           .prefetch_batches = 1});
+  batcher.start();
+  Cancellable submitter;
+  run(context, [&]() -> asio::awaitable<void> {
+    auto futures = co_await submit_and_settle(batcher, 4);
+    submitter.spawn(context,
+                    [&]() -> asio::awaitable<void> { auto parked = co_await batcher.submit(4); });
+    bool stopped = false;
+    asio::co_spawn(
+        context,
+        [&]() -> asio::awaitable<void> {
+          co_await batcher.stop();
+          stopped = true;
+        },
+        asio::detached);
+    co_await settle();
+    submitter.signal.emit(asio::cancellation_type::terminal);
+    gate.open();
+    co_await settle();
+    EXPECT_TRUE(stopped);
+    EXPECT_TRUE(is_operation_aborted(submitter.error));
+    for (int record = 0; record < 4; ++record) {
+      EXPECT_EQ(co_await futures[static_cast<std::size_t>(record)].get(), record);
+    }
+  });
+  EXPECT_EQ(batches, (Batches{{0}, {1}, {2}, {3}}));
+  EXPECT_EQ(batcher.stats().total_cancelled, 1u);
+}
+
+TEST(BatcherFlowControl, OnlyTerminalCancellationAbandonsTheWaitForADispatchedRequest) {
+  asio::io_context context;
+  Gate gate(context.get_executor());
+  Batches batches;
+  Batcher batcher(context.get_executor(),
+                  {.process_fn = gated_identity(gate, batches), .max_batch_size = 1});
+  batcher.start();
+  Cancellable patient;
+  Cancellable impatient;
+  int patient_result = -1;
+  run(context, [&]() -> asio::awaitable<void> {
+    auto future = co_await batcher.submit(7);
+    auto other = co_await batcher.submit(8);
+    co_await settle();  // 7 is being processed
+    patient.spawn(context, [&]() -> asio::awaitable<void> {
+      co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
+      patient_result = co_await future.get();
+    });
+    impatient.spawn(context, [&]() -> asio::awaitable<void> {
+      co_await asio::this_coro::reset_cancellation_state(asio::enable_total_cancellation());
+      co_await other.get();
+    });
+    co_await settle();
+    patient.signal.emit(asio::cancellation_type::total);
+    co_await settle();
+    EXPECT_FALSE(patient.done);
+    impatient.signal.emit(asio::cancellation_type::total);  // 8 is queued: cancelled
+    co_await settle();
+    EXPECT_TRUE(impatient.done);
+    try {
+      std::rethrow_exception(impatient.error);
+    } catch (const Cancelled& e) {
+      EXPECT_STREQ(e.what(), "batched request was cancelled before dispatch");
+    } catch (...) {
+      ADD_FAILURE() << "expected Cancelled";
+    }
+    gate.open();
+    co_await settle();
+    EXPECT_TRUE(patient.done);
+    EXPECT_FALSE(patient.error);
+    EXPECT_EQ(patient_result, 7);
+    co_await batcher.stop();
+  });
+  EXPECT_EQ(batches, (Batches{{7}}));
+  EXPECT_EQ(batcher.stats().total_cancelled, 1u);
+}
+
+TEST(BatcherFlowControl, TerminalCancellationOfADispatchedWaitLeavesTheRequestRunning) {
+  asio::io_context context;
+  Gate gate(context.get_executor());
+  Batches batches;
+  Batcher batcher(context.get_executor(), {.process_fn = gated_identity(gate, batches)});
+  batcher.start();
+  Cancellable waiter;
+  run(context, [&]() -> asio::awaitable<void> {
+    auto future = co_await batcher.submit(3);
+    co_await settle();
+    while (batches.empty()) {
+      co_await sleep_for(1ms);  // batch_timeout: then 3 is dispatched and held at the gate
+    }
+    waiter.spawn(context, [&]() -> asio::awaitable<void> { co_await future.get(); });
+    co_await settle();
+    waiter.signal.emit(asio::cancellation_type::terminal);
+    co_await settle();
+    EXPECT_TRUE(waiter.done);
+    EXPECT_TRUE(is_operation_aborted(waiter.error));
+    EXPECT_FALSE(future.ready());
+    gate.open();
+    EXPECT_EQ(co_await future.get(), 3);
+    co_await batcher.stop();
+  });
+  EXPECT_EQ(batcher.stats().total_cancelled, 0u);
+  EXPECT_EQ(batcher.stats().total_completed, 1u);
+}
+
+TEST(BatcherFlowControl, AsyncWaitFollowsTheCancellationRulesOfItsSlot) {
+  asio::io_context context;
+  Gate gate(context.get_executor());
+  Batches batches;
+  Batcher batcher(context.get_executor(),
+                  {.process_fn = gated_identity(gate, batches), .max_batch_size = 1});
+  batcher.start();
+  run(context, [&]() -> asio::awaitable<void> {
+    auto dispatched = co_await batcher.submit(1);
+    auto queued = co_await batcher.submit(2);
+    co_await settle();
+    asio::cancellation_signal dispatched_signal;
+    asio::cancellation_signal queued_signal;
+    std::vector<boost::system::error_code> dispatched_outcomes;
+    std::vector<boost::system::error_code> queued_outcomes;
+    dispatched.async_wait(asio::bind_cancellation_slot(
+        dispatched_signal.slot(),
+        [&](boost::system::error_code error) { dispatched_outcomes.push_back(error); }));
+    queued.async_wait(asio::bind_cancellation_slot(
+        queued_signal.slot(),
+        [&](boost::system::error_code error) { queued_outcomes.push_back(error); }));
+    co_await settle();
+    queued_signal.emit(asio::cancellation_type::partial);
+    dispatched_signal.emit(asio::cancellation_type::partial);
+    co_await settle();
+    EXPECT_EQ(queued_outcomes, std::vector<boost::system::error_code>(1));
+    EXPECT_TRUE(queued.ready());
+    co_await expect_failure<Cancelled>(queued, "batched request was cancelled before dispatch");
+    EXPECT_TRUE(dispatched_outcomes.empty());
+    dispatched_signal.emit(asio::cancellation_type::terminal);
+    co_await settle();
+    EXPECT_EQ(dispatched_outcomes,
+              (std::vector<boost::system::error_code>{asio::error::operation_aborted}));
+    gate.open();
+    EXPECT_EQ(co_await dispatched.get(), 1);
+    co_await batcher.stop();
+  });
+  EXPECT_EQ(batches, (Batches{{1}}));
+  EXPECT_EQ(batcher.stats().total_cancelled, 1u);
+}
+
+TEST(BatcherFlowControl, EveryConcurrentStopReturns) {
+  asio::io_context context;
+  Gate gate(context.get_executor());
+  Batches batches;
+  Batcher batcher(context.get_executor(), {.process_fn = gated_identity(gate, batches)});
+  batcher.start();
+  int stopped = 0;
+  run(context, [&]() -> asio::awaitable<void> {
+    auto future = co_await batcher.submit(1);
+    for (int i = 0; i < 3; ++i) {
+      asio::co_spawn(
+          context,
+          [&]() -> asio::awaitable<void> {
+            co_await batcher.stop();
+            ++stopped;
+          },
+          asio::detached);
+    }
+    co_await settle();
+    EXPECT_EQ(stopped, 0);
+    gate.open();
+    co_await batcher.stop();
+    co_await settle();
+    EXPECT_EQ(stopped, 3);
+    EXPECT_TRUE(future.ready());
+  });
+  EXPECT_EQ(batches, (Batches{{1}}));
 }
 
 }  // namespace

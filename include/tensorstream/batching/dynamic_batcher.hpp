@@ -89,6 +89,7 @@ class DynamicBatcher {
   /// Stops accepting records, processes everything accepted before (flushing a held batch
   /// regardless of min_batch_size), and returns once every future is resolved. A submit() that
   /// races it either throws StateError or is processed. Returns at once when not running.
+  /// Cancelling the awaiting coroutine abandons only the wait (operation_aborted).
   boost::asio::awaitable<void> stop() { return engine_->stop(); }
 
   /// Whether submissions are accepted: between start() and stop().
@@ -132,7 +133,9 @@ class DynamicBatcher {
   /// Queues `record`, suspending while the queue is full, and returns its future; awaiting the
   /// future's get() yields the result. The cost is `estimated_cost` if given, else the
   /// configured cost_estimator's, else `record.estimate_cost()` (CostEstimator), else
-  /// default_cost. Throws StateError when not running.
+  /// default_cost. Throws StateError when not running. Cancelling the awaiting coroutine while it
+  /// is suspended withdraws the record (counted as cancelled) and throws
+  /// `boost::system::system_error(operation_aborted)`.
   boost::asio::awaitable<ResultFuture<Result>> submit(
       Record record, std::optional<std::size_t> estimated_cost = std::nullopt) {
     return submit(std::move(record), SubmitOptions{estimated_cost, std::nullopt});
@@ -150,7 +153,8 @@ class DynamicBatcher {
   /// Queues `records` in order (suspending while the queue is full) and returns their futures in
   /// the same order. `estimated_costs`, if given, has one cost per record. Throws
   /// InvalidArgument for a length mismatch and StateError when not running; either way nothing
-  /// is queued.
+  /// is queued. Cancelled while suspended, it withdraws the records not admitted yet and throws
+  /// operation_aborted; those already admitted are processed.
   boost::asio::awaitable<std::vector<ResultFuture<Result>>> submit_batch(
       std::vector<Record> records,
       std::optional<std::vector<std::size_t>> estimated_costs = std::nullopt) {

@@ -3,14 +3,12 @@
 /// The eventual result of one record submitted to a batcher.
 
 #include "tensorstream/batching/detail/request.hpp"
-#include "tensorstream/batching/detail/waiter.hpp"
 #include "tensorstream/error.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/cancellation_type.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/system/error_code.hpp>
 
 #include <memory>
@@ -51,7 +49,7 @@ class ResultFuture {
       throw StateError("ResultFuture is empty: its result was already taken");
     }
     if (!state_->finished()) {
-      co_await async_wait(boost::asio::use_awaitable);
+      co_await state_->wait();
     }
     auto state = std::move(state_);
     co_return state->take_result();
@@ -71,13 +69,11 @@ class ResultFuture {
       throw StateError("ResultFuture is empty: its result was already taken");
     }
     return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
-        [state = state_, executor = executor_](auto handler) {
-          detail::Waiter waiter(std::move(handler), executor);
-          auto slot = waiter.cancellation_slot();
-          if (slot.is_connected()) {
-            slot.template emplace<CancelWait>(std::weak_ptr<detail::RequestBase>(state));
-          }
-          state->wait(std::move(waiter));
+        [state = state_, fallback = executor_](auto handler) {
+          boost::asio::any_io_executor executor =
+              boost::asio::get_associated_executor(handler, fallback);
+          detail::RequestBase::async_wait(state, std::move(executor),
+                                          detail::RequestBase::WaitHandler(std::move(handler)));
         },
         token);
   }
@@ -89,15 +85,6 @@ class ResultFuture {
  private:
   template <typename Record, typename R>
   friend class DynamicBatcher;
-
-  struct CancelWait {
-    std::weak_ptr<detail::RequestBase> request;
-    void operator()(boost::asio::cancellation_type type) const {
-      if (auto locked = request.lock()) {
-        locked->cancel_wait(type);
-      }
-    }
-  };
 
   ResultFuture(std::shared_ptr<detail::ResultState<Result>> state,
                boost::asio::any_io_executor executor)

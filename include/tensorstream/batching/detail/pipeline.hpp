@@ -2,10 +2,10 @@
 /// @file
 /// The record-type-independent engine behind DynamicBatcher: queue, aggregation, processing.
 
+#include "tensorstream/async/condition_variable.hpp"
 #include "tensorstream/batching/batch_stats.hpp"
 #include "tensorstream/batching/detail/latency_histogram.hpp"
 #include "tensorstream/batching/detail/request.hpp"
-#include "tensorstream/batching/detail/waiter.hpp"
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
@@ -37,11 +37,12 @@ struct PipelineLimits {
 
 /// Queues requests, assembles cost-budgeted batches and hands them to processing loops.
 ///
-/// One mutex guards every queue. Submitters (any thread) append to the submission queue or, when
-/// it is full, park on it in FIFO order. The aggregation coroutine parks a waiter that
-/// submitters, processing loops, stop() and its own deadline timer complete. It owns the batch
-/// being built, which stays in place at the head of the queue until it is cut, so a batch held
-/// for min_batch_size keeps its order and never competes with parked submitters for room.
+/// One mutex guards every queue, and every coroutine parks on an async::ConditionVariable with a
+/// predicate over that state. Submitters (any thread) append to the submission queue or, when it
+/// is full, park in FIFO order until admitted. The aggregation coroutine parks until submitters,
+/// processing loops, stop() or its own deadline timer wake it. It owns the batch being built,
+/// which stays in place at the head of the queue until it is cut, so a batch held for
+/// min_batch_size keeps its order and never competes with parked submitters for room.
 /// Processing coroutines take cut batches from a queue of prefetch_batches. Unlike Boost 1.81's
 /// experimental channels, nothing queued is ever dropped on shutdown and every waiter is woken.
 class Pipeline : public std::enable_shared_from_this<Pipeline> {
@@ -64,7 +65,8 @@ class Pipeline : public std::enable_shared_from_this<Pipeline> {
   /// Stops accepting submissions; what was accepted is still processed. Does not wait.
   void request_stop();
   /// request_stop(), then waits until every accepted request is resolved and the coroutines
-  /// have finished. Returns at once when stopped.
+  /// have finished. Returns at once when stopped. Cancelling the caller abandons the wait with
+  /// operation_aborted; the pipeline still stops.
   boost::asio::awaitable<void> stop();
   /// Whether submissions are accepted.
   bool is_running() const;
@@ -73,7 +75,9 @@ class Pipeline : public std::enable_shared_from_this<Pipeline> {
 
   /// Queues `requests` in order, suspending while the queue is full. Throws StateError when not
   /// running; once it has not thrown, every request will be resolved. `requests` must stay valid
-  /// until it returns.
+  /// until it returns. Cancelling the caller while it is suspended withdraws the requests not
+  /// admitted yet (they fail with Cancelled and count as cancelled) and throws operation_aborted;
+  /// those already admitted stay queued.
   boost::asio::awaitable<void> enqueue(std::span<const RequestPtr> requests);
 
   /// Drops a request that was claimed by cancel() from the submission queue, freeing its slot.
@@ -91,8 +95,9 @@ class Pipeline : public std::enable_shared_from_this<Pipeline> {
   /// A submit() parked while the queue is full; its requests are admitted in order.
   struct ParkedSubmit {
     std::span<const RequestPtr> requests;
-    bool admitted = false;
-    Waiter waiter;
+    bool admitted = false;  // guarded by mutex_
+    // One per parked submit, so that admission wakes exactly the submitters it admitted.
+    async::ConditionVariable admission;
   };
 
   struct DeadlineEntry {
@@ -110,14 +115,14 @@ class Pipeline : public std::enable_shared_from_this<Pipeline> {
   void worker_finished();
 
   // Helpers that need mutex_ held.
+  void withdraw_locked(const ParkedSubmit& parked, std::vector<RequestPtr>& withdrawn);
   void expire_locked(Clock::time_point now, std::vector<RequestPtr>& expired);
-  void admit_locked(std::vector<Waiter>& admitted);
-  void accept_locked(Clock::time_point now, std::vector<Waiter>& admitted);
+  void admit_locked();
+  void accept_locked(Clock::time_point now);
   bool should_cut_locked(Clock::time_point now) const;
   void cut_locked();
   void add_deadline_locked(const RequestPtr& request);
-  Waiter wake_aggregator_locked(AggregatorWait reason);
-  void wake_aggregator(bool from_executor);
+  void wake_aggregator_locked(AggregatorWait reason);
 
   const boost::asio::any_io_executor executor_;
   const PipelineLimits limits_;
@@ -132,19 +137,20 @@ class Pipeline : public std::enable_shared_from_this<Pipeline> {
   std::deque<std::shared_ptr<ParkedSubmit>> parked_;
   std::vector<RequestPtr> cut_;       // assembled, waiting for room in ready_
   std::deque<std::vector<RequestPtr>> ready_;
-  std::deque<Waiter> idle_processors_;
-  std::vector<Waiter> stop_waiters_;
+  async::ConditionVariable batch_ready_;  // processing loops: ready_ or aggregator_done_
   std::vector<DeadlineEntry> deadlines_;  // min-heap; entries of claimed requests are stale
   std::size_t deadlines_after_compaction_ = 0;
   AggregatorWait aggregator_wait_ = AggregatorWait::none;  // what would make it re-check
-  Waiter aggregator_waiter_;            // set while it is parked
-  bool aggregator_wake_pending_ = false;  // woken after deciding to wait, before parking
+  bool aggregator_woken_ = false;
+  async::ConditionVariable aggregator_wake_;  // the aggregation coroutine: aggregator_woken_
   Clock::time_point aggregator_wakes_at_;
   bool aggregator_done_ = false;
   std::size_t workers_ = 0;
+  std::uint64_t stops_ = 0;          // times the pipeline came to a stop
+  async::ConditionVariable stopped_;  // stop(): stops_ advancing
 
   // Used only by the aggregation coroutine; the timer's handler touches neither.
-  boost::asio::steady_timer timer_;  // completes the aggregator's waiter at a deadline
+  boost::asio::steady_timer timer_;  // wakes the aggregator at a deadline
   Clock::time_point timer_deadline_ = Clock::time_point::max();
 
   mutable std::mutex stats_mutex_;

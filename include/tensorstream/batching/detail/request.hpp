@@ -2,9 +2,13 @@
 /// @file
 /// The shared state of one submitted record: its cost, its deadline, and the future's outcome.
 
-#include "tensorstream/batching/detail/waiter.hpp"
+#include "tensorstream/async/condition_variable.hpp"
 
+#include <boost/asio/any_completion_handler.hpp>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
 #include <boost/asio/cancellation_type.hpp>
+#include <boost/system/error_code.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -23,8 +27,8 @@ class Pipeline;
 /// The part of a request the pipeline sees, whatever the record and result types.
 ///
 /// A request is queued until someone claims it: the processing loop (to dispatch it), cancel()
-/// or the deadline sweep. Only the claimant resolves it, exactly once; the future's waiter is
-/// completed at that moment. Every member function is thread-safe.
+/// or the deadline sweep. Only the claimant resolves it, exactly once; whoever waits for it is
+/// woken at that moment. Every member function is thread-safe.
 class RequestBase {
  public:
   using Clock = std::chrono::steady_clock;
@@ -69,14 +73,20 @@ class RequestBase {
   /// Returns false, doing nothing, once it was dispatched, expired or cancelled.
   bool cancel();
 
-  /// Completes `waiter` once the request is finished (at once if it already is). Throws
-  /// StateError if another waiter is already registered.
-  void wait(Waiter waiter);
+  /// Suspends the calling coroutine until the request is finished. Cancelling the coroutine (any
+  /// type its filter lets through) cancels a queued request, which then finishes with Cancelled
+  /// and the wait returns; once dispatched, terminal cancellation abandons the wait with
+  /// `boost::system::system_error(operation_aborted)` and the request carries on without it,
+  /// while other types are ignored.
+  boost::asio::awaitable<void> wait();
 
-  /// Reacts to the cancellation of a wait: a queued request is cancelled (its waiter then sees
-  /// Cancelled); with terminal cancellation a dispatched request's waiter is completed with
-  /// operation_aborted and the request carries on without it.
-  void cancel_wait(boost::asio::cancellation_type type);
+  /// The handler async_wait() completes.
+  using WaitHandler = boost::asio::any_completion_handler<void(boost::system::error_code)>;
+
+  /// Completes `handler` on `executor` once `request` is finished, with the cancellation rules of
+  /// wait() applied to the handler's cancellation slot (operation_aborted when abandoned).
+  static void async_wait(std::shared_ptr<RequestBase> request,
+                         boost::asio::any_io_executor executor, WaitHandler handler);
 
  protected:
   /// Rethrows the stored error, if any. Call only once finished.
@@ -92,6 +102,10 @@ class RequestBase {
   static constexpr std::uint8_t finished_state = 2;
 
   void finish();
+  void abandon_wait(boost::asio::cancellation_type type, bool& abandoned);
+  async::ConditionVariable& finished_condition_locked();
+  static boost::asio::awaitable<bool> wait_unless_abandoned(std::shared_ptr<RequestBase> request,
+                                                            std::shared_ptr<bool> abandoned);
 
   const std::size_t cost_;
   const Clock::time_point submitted_at_;
@@ -102,7 +116,9 @@ class RequestBase {
   // load of it, so it needs no lock.
   std::exception_ptr error_;
   std::mutex mutex_;
-  Waiter waiter_;  // guarded by mutex_
+  // Guarded by mutex_. Made by the first wait: most requests are finished before anyone awaits
+  // them, and a condition variable costs an allocation.
+  std::optional<async::ConditionVariable> finished_condition_;
 };
 
 /// A request's outcome for a given result type.
