@@ -16,12 +16,14 @@
 #include <boost/system/system_error.hpp>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <thread>
 
 #include "byte_size.hpp"
 #include "streaming/discovery.hpp"
+#include "streaming/read_plan.hpp"
 #include "streaming/run_concurrently.hpp"
 #include "streaming/tensor_memory.hpp"
 #include "tensorstream/async/condition_variable.hpp"
@@ -226,11 +228,13 @@ class RawStreamer::Engine {
     }
   };
 
-  /// A tensor being loaded: its memory and the chunks still to land.
+  /// A read in progress: where its bytes land and the chunks still to land.
   struct Job {
-    const detail::SafetensorsFile* file = nullptr;
-    const TensorInfo* info = nullptr;
+    detail::PlannedRead read;
+    /// The tensor's own memory; for a coalesced run, the scratch its tensors are copied out of.
     std::shared_ptr<std::byte> data;
+    /// A coalesced run's tensors' own memory, in the order of read.tensors.
+    std::vector<std::shared_ptr<std::byte>> copies;
     std::uint64_t chunks_left = 0;
   };
 
@@ -250,30 +254,27 @@ class RawStreamer::Engine {
 
   // Discovery left each name in one file only.
   void select_tensors() {
+    std::uint64_t tensors = 0;
     std::uint64_t bytes = 0;
     for (const auto& file : files_) {
       for (const auto& info : file.header.tensors) {
-        selected_.push_back({&file, &info});
+        ++tensors;
         bytes += info.byte_size();
       }
     }
-    // Smallest first: the first tensors are ready within a round trip or two, and a service can
-    // start copying while the large ones are still on the wire.
-    std::stable_sort(selected_.begin(), selected_.end(), [](const auto& a, const auto& b) {
-      return a.second->byte_size() < b.second->byte_size();
-    });
+    reads_ = detail::plan_reads(files_, *options_.chunk_size, options_.memory_limit);
     std::lock_guard lock(outbox_->mutex);
     outbox_->files_count = files_.size();
-    outbox_->tensors_total = selected_.size();
+    outbox_->tensors_total = tensors;
     outbox_->bytes_total = bytes;
     outbox_->discovered = true;
     if (outbox_->finished_locked()) finish_locked();
   }
 
-  // Allocates each tensor's memory as the budget allows and queues its chunks.
+  // Allocates each read's memory as the budget allows and queues its chunks.
   asio::awaitable<void> plan() {
-    for (const auto& [file, info] : selected_) {
-      const std::uint64_t bytes = info->byte_size();
+    for (auto& read : reads_) {
+      const std::uint64_t bytes = read.memory();
       if (!budget_->try_acquire(bytes)) {
         {
           std::lock_guard lock(outbox_->mutex);
@@ -286,20 +287,26 @@ class RawStreamer::Engine {
         outbox_->blocked_request.reset();
       }
       auto job = std::make_shared<Job>();
-      job->file = file;
-      job->info = info;
-      job->data = memory_->allocate(bytes);
-      job->chunks_left = chunk_count(bytes, *options_.chunk_size);
+      job->read = std::move(read);
+      const std::uint64_t length = job->read.length;
+      // Each allocation gives its own bytes back to the budget: together what was acquired.
+      job->data = memory_->allocate(length);
+      if (job->read.coalesced()) {
+        for (const TensorInfo* tensor : job->read.tensors) {
+          job->copies.push_back(memory_->allocate(tensor->byte_size()));
+        }
+      }
+      job->chunks_left = chunk_count(length, *options_.chunk_size);
       {
         std::lock_guard lock(outbox_->mutex);
-        ++outbox_->jobs_in_flight;
+        outbox_->jobs_in_flight += job->read.tensors.size();
       }
       if (job->chunks_left == 0) {
         deliver(*job);
         continue;
       }
       for (std::uint64_t i = 0; i < job->chunks_left; ++i) {
-        chunks_.push_back({job, chunk_at(bytes, *options_.chunk_size, i)});
+        chunks_.push_back({job, chunk_at(length, *options_.chunk_size, i)});
       }
       work_available_.notify_all();
     }
@@ -307,7 +314,7 @@ class RawStreamer::Engine {
     work_available_.notify_all();
   }
 
-  // One of max_concurrency workers: takes queued chunks and reads each into its tensor's memory.
+  // One of max_concurrency workers: takes queued chunks and reads each into its job's memory.
   asio::awaitable<void> fetch() {
     for (;;) {
       const auto has_work = [this] { return !chunks_.empty() || planning_done_; };
@@ -318,21 +325,38 @@ class RawStreamer::Engine {
       Job& job = *task.job;
       const std::span<std::byte> destination(job.data.get() + task.chunk.offset,
                                              task.chunk.length);
-      co_await store_->read_range(job.file->key,
-                                  job.file->header.data_start + job.info->begin + task.chunk.offset,
+      const detail::SafetensorsFile& file = *job.read.file;
+      co_await store_->read_range(file.key,
+                                  file.header.data_start + job.read.begin + task.chunk.offset,
                                   destination);
-      bytes_landed_ += task.chunk.length;
+      // A run's gaps are not tensor bytes: its tensors count when they are copied out.
+      if (!job.read.coalesced()) bytes_landed_ += task.chunk.length;
       if (--job.chunks_left == 0) deliver(job);
     }
   }
 
+  // Hands the job's tensors to consumers; a run's are first copied out of the scratch, which is
+  // then released.
   void deliver(Job& job) {
-    StreamedTensor tensor{*job.info, job.file->url, std::move(job.data)};
+    const detail::PlannedRead& read = job.read;
+    std::vector<StreamedTensor> tensors;
+    if (read.coalesced()) {
+      for (std::size_t i = 0; i < read.tensors.size(); ++i) {
+        const TensorInfo& info = *read.tensors[i];
+        std::memcpy(job.copies[i].get(), job.data.get() + (info.begin - read.begin),
+                    info.byte_size());
+        bytes_landed_ += info.byte_size();
+        tensors.push_back({info, read.file->url, std::move(job.copies[i])});
+      }
+      job.data.reset();
+    } else {
+      tensors.push_back({*read.tensors.front(), read.file->url, std::move(job.data)});
+    }
     std::lock_guard lock(outbox_->mutex);
-    --outbox_->jobs_in_flight;
-    ++outbox_->tensors_delivered;
+    outbox_->jobs_in_flight -= tensors.size();
+    outbox_->tensors_delivered += tensors.size();
     if (!outbox_->first_tensor_at) outbox_->first_tensor_at = Clock::now();
-    outbox_->tensors.push_back(std::move(tensor));
+    for (auto& tensor : tensors) outbox_->tensors.push_back(std::move(tensor));
     if (outbox_->finished_locked()) finish_locked();
     outbox_->notify_locked();
   }
@@ -389,7 +413,7 @@ class RawStreamer::Engine {
   async::ConditionVariable work_available_;
   async::ConditionVariable memory_released_;
   std::vector<detail::SafetensorsFile> files_;
-  std::vector<std::pair<const detail::SafetensorsFile*, const TensorInfo*>> selected_;
+  std::vector<detail::PlannedRead> reads_;
   std::deque<ChunkTask> chunks_;
   bool planning_done_ = false;
   std::atomic<std::uint64_t> bytes_landed_{0};
