@@ -9,11 +9,11 @@
 #include <fstream>
 #include <set>
 
+#include "streaming/forwarding_store.hpp"
 #include "streaming/read_plan.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
 #include "tensorstream/safetensors/writer.hpp"
-#include "tensorstream/storage/file_store.hpp"
 #include "tensorstream/streaming/raw_streamer.hpp"
 
 namespace tensorstream {
@@ -99,29 +99,18 @@ TEST(ReadPlan, TensorsOfAMebibyteOrMoreAreNeverCoalesced) {
 }
 
 // A FileStore counting its range reads.
-class ReadCountingStore final : public ObjectStore {
+class ReadCountingStore final : public testing::ForwardingStore {
  public:
   ReadCountingStore(boost::asio::any_io_executor executor, std::atomic<int>& reads)
-      : inner_(executor), reads_(reads) {}
+      : ForwardingStore(std::move(executor)), reads_(reads) {}
 
-  std::string url(const std::string& key) const override { return inner_.url(key); }
-  boost::asio::awaitable<std::uint64_t> size(std::string key) override {
-    return inner_.size(std::move(key));
-  }
-  bool can_list() const override { return true; }
-  boost::asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix,
-                                                       ListDepth depth) override {
-    return inner_.list(std::move(prefix), depth);
-  }
   boost::asio::awaitable<void> read_range(std::string key, std::uint64_t offset,
                                           std::span<std::byte> destination) override {
     ++reads_;
     return inner_.read_range(std::move(key), offset, destination);
   }
-  StoreStats stats() const override { return inner_.stats(); }
 
  private:
-  FileStore inner_;
   std::atomic<int>& reads_;
 };
 

@@ -11,12 +11,12 @@
 
 #include "streaming/checkpoint_files.hpp"
 #include "streaming/discovery.hpp"
+#include "streaming/forwarding_store.hpp"
 #include "support/model_loader_environment.hpp"
 #include "support/run_task.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
-#include "tensorstream/storage/file_store.hpp"
 #include "tensorstream/streaming/inspect.hpp"
 #include "tensorstream/streaming/raw_streamer.hpp"
 
@@ -48,52 +48,34 @@ std::string stream_error(const std::string& url, StreamerOptions options = {}) {
 }
 
 // A FileStore that records the keys whose size it is asked for.
-class SizeRecordingStore final : public ObjectStore {
+class SizeRecordingStore final : public testing::ForwardingStore {
  public:
-  explicit SizeRecordingStore(boost::asio::any_io_executor executor) : inner_(executor) {}
+  using ForwardingStore::ForwardingStore;
 
   const Names& sized() const { return sized_; }
 
-  std::string url(const std::string& key) const override { return inner_.url(key); }
   boost::asio::awaitable<std::uint64_t> size(std::string key) override {
     sized_.push_back(key);
     return inner_.size(std::move(key));
   }
-  bool can_list() const override { return true; }
-  boost::asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix,
-                                                       ListDepth depth) override {
-    return inner_.list(std::move(prefix), depth);
-  }
-  boost::asio::awaitable<void> read_range(std::string key, std::uint64_t offset,
-                                          std::span<std::byte> destination) override {
-    return inner_.read_range(std::move(key), offset, destination);
-  }
-  StoreStats stats() const override { return inner_.stats(); }
 
  private:
-  FileStore inner_;
   Names sized_;
 };
 
 // A FileStore that records the most size and read_range calls it ever had in progress at once.
 // Each call yields to the executor before its work, so that calls started together overlap.
-class ConcurrencyCountingStore final : public ObjectStore {
+class ConcurrencyCountingStore final : public testing::ForwardingStore {
  public:
-  explicit ConcurrencyCountingStore(boost::asio::any_io_executor executor) : inner_(executor) {}
+  using ForwardingStore::ForwardingStore;
 
   int peak() const { return peak_; }
 
-  std::string url(const std::string& key) const override { return inner_.url(key); }
   boost::asio::awaitable<std::uint64_t> size(std::string key) override {
     InProgress counted(*this);
     co_await boost::asio::post(co_await boost::asio::this_coro::executor,
                                boost::asio::use_awaitable);
     co_return co_await inner_.size(std::move(key));
-  }
-  bool can_list() const override { return true; }
-  boost::asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix,
-                                                       ListDepth depth) override {
-    return inner_.list(std::move(prefix), depth);
   }
   boost::asio::awaitable<void> read_range(std::string key, std::uint64_t offset,
                                           std::span<std::byte> destination) override {
@@ -102,7 +84,6 @@ class ConcurrencyCountingStore final : public ObjectStore {
                                boost::asio::use_awaitable);
     co_await inner_.read_range(std::move(key), offset, destination);
   }
-  StoreStats stats() const override { return inner_.stats(); }
 
  private:
   struct InProgress {
@@ -113,7 +94,6 @@ class ConcurrencyCountingStore final : public ObjectStore {
     ConcurrencyCountingStore& store;
   };
 
-  FileStore inner_;
   int now_ = 0;
   int peak_ = 0;
 };
