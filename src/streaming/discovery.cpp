@@ -11,6 +11,7 @@
 #include "streaming/weight_index.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
+#include "tensorstream/model/model_loader_config.hpp"
 
 namespace tensorstream::detail {
 namespace {
@@ -40,6 +41,11 @@ std::string_view file_name(std::string_view key) {
 }
 
 std::string directory_of(const std::string& key) { return key.substr(0, key.rfind('/') + 1); }
+
+// Header reads share the stream's bound on requests in flight.
+std::size_t header_concurrency(const StreamerOptions& options) {
+  return options.max_concurrency.value_or(ModelLoaderConfig{}.max_concurrency);
+}
 
 asio::awaitable<SafetensorsFile> read_header(ObjectStore& store, HeaderSource source) {
   std::string& key = source.key;
@@ -120,11 +126,12 @@ void keep_listed(SafetensorsFile& file, const std::vector<std::string>& listed,
 
 asio::awaitable<std::vector<SafetensorsFile>> indexed_files(ObjectStore& store,
                                                             const std::string& index_key,
-                                                            const WeightIndex& index) {
+                                                            const WeightIndex& index,
+                                                            std::size_t max_concurrency) {
   const std::string directory = directory_of(index_key);
   std::vector<HeaderSource> sources;
   for (const auto& [file, tensors] : index) sources.push_back({directory + file, std::nullopt});
-  auto files = co_await read_headers(store, std::move(sources));
+  auto files = co_await read_headers(store, std::move(sources), max_concurrency);
   const std::string index_url = store.url(index_key);
   auto listed = index.begin();
   for (auto& file : files) keep_listed(file, (listed++)->second, index_url);
@@ -146,7 +153,8 @@ void drop_repeated_names(std::vector<SafetensorsFile>& files) {
 
 // The files directly under the prefix `url` named `name_prefix*.safetensors`, sorted, headers read.
 asio::awaitable<std::vector<SafetensorsFile>> matching_files(ObjectStore& store, const Url& url,
-                                                             const std::string& name_prefix) {
+                                                             const std::string& name_prefix,
+                                                             std::size_t max_concurrency) {
   std::vector<HeaderSource> sources;
   // The listing's sizes spare each file a size request before its header is read.
   for (auto& object : co_await store.list(url.path, ListDepth::one_level)) {
@@ -161,7 +169,7 @@ asio::awaitable<std::vector<SafetensorsFile>> matching_files(ObjectStore& store,
   }
   std::sort(sources.begin(), sources.end(),
             [](const HeaderSource& a, const HeaderSource& b) { return a.key < b.key; });
-  auto files = co_await read_headers(store, std::move(sources));
+  auto files = co_await read_headers(store, std::move(sources), max_concurrency);
   drop_repeated_names(files);
   co_return files;
 }
@@ -176,12 +184,13 @@ asio::awaitable<std::vector<SafetensorsFile>> rank_files(ObjectStore& store, con
   if (!store.can_list()) {
     throw InvalidArgument(url.str() + ": rank files cannot be found without listing");
   }
-  co_return co_await matching_files(store, url,
-                                    "model-rank-" + std::to_string(options.rank) + "-part-");
+  const std::string name_prefix = "model-rank-" + std::to_string(options.rank) + "-part-";
+  co_return co_await matching_files(store, url, name_prefix, header_concurrency(options));
 }
 
 // A prefix without tensor parallelism: its index, else its files.
-asio::awaitable<std::vector<SafetensorsFile>> prefix_files(ObjectStore& store, const Url& url) {
+asio::awaitable<std::vector<SafetensorsFile>> prefix_files(ObjectStore& store, const Url& url,
+                                                           std::size_t max_concurrency) {
   const std::string index_key = url.path + std::string(weight_index_name);
   const auto text = co_await read_index_if_present(store, index_key);
   std::optional<WeightIndex> index;
@@ -196,13 +205,13 @@ asio::awaitable<std::vector<SafetensorsFile>> prefix_files(ObjectStore& store, c
               " instead");
     }
   }
-  if (index) co_return co_await indexed_files(store, index_key, *index);
-  if (store.can_list()) co_return co_await matching_files(store, url, "");
+  if (index) co_return co_await indexed_files(store, index_key, *index, max_concurrency);
+  if (store.can_list()) co_return co_await matching_files(store, url, "", max_concurrency);
 
   // Without a listing, the one name a single-file checkpoint conventionally has is all there is.
   std::vector<HeaderSource> sources{{url.path + "model.safetensors", std::nullopt}};
   try {
-    co_return co_await read_headers(store, std::move(sources));
+    co_return co_await read_headers(store, std::move(sources), max_concurrency);
   } catch (const NotFoundError&) {
     // Reported below, together with the index that was not there either.
   }
@@ -231,21 +240,29 @@ Url resolve_url(const std::string& remote_path) {
 asio::awaitable<std::vector<SafetensorsFile>> discover(ObjectStore& store, const Url& url,
                                                        const StreamerOptions& options) {
   if (options.tensor_parallel_size > 1) co_return co_await rank_files(store, url, options);
-  if (url.is_prefix()) co_return co_await prefix_files(store, url);
+  const std::size_t max_concurrency = header_concurrency(options);
+  if (url.is_prefix()) co_return co_await prefix_files(store, url, max_concurrency);
   if (ends_with(url.path, index_suffix)) {
     const std::string text = co_await read_index(store, url.path);
     const WeightIndex index = parse_weight_index(text, url.str());
-    co_return co_await indexed_files(store, url.path, index);
+    co_return co_await indexed_files(store, url.path, index, max_concurrency);
   }
   std::vector<HeaderSource> sources{{url.path, std::nullopt}};
-  co_return co_await read_headers(store, std::move(sources));
+  co_return co_await read_headers(store, std::move(sources), max_concurrency);
 }
 
 asio::awaitable<std::vector<SafetensorsFile>> read_headers(ObjectStore& store,
-                                                           std::vector<HeaderSource> sources) {
+                                                           std::vector<HeaderSource> sources,
+                                                           std::size_t max_concurrency) {
   std::vector<SafetensorsFile> files(sources.size());
-  co_await run_concurrently(sources.size(), [&](std::size_t i) -> asio::awaitable<void> {
-    files[i] = co_await read_header(store, std::move(sources[i]));
+  std::size_t next = 0;
+  // Workers, not one coroutine per file: each read may open a connection (and a TLS handshake).
+  const std::size_t workers = std::min(sources.size(), std::max<std::size_t>(max_concurrency, 1));
+  co_await run_concurrently(workers, [&](std::size_t) -> asio::awaitable<void> {
+    while (next < sources.size()) {
+      const std::size_t i = next++;
+      files[i] = co_await read_header(store, std::move(sources[i]));
+    }
   });
   co_return files;
 }

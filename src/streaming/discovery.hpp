@@ -27,7 +27,8 @@ struct SafetensorsFile {
 /// Python original takes such paths as prefixes).
 Url resolve_url(const std::string& remote_path);
 
-/// Finds the files a stream of `url` reads, fetches their headers concurrently, and keeps in each
+/// Finds the files a stream of `url` reads, fetches their headers concurrently (at most
+/// `options.max_concurrency` at a time, the default when unset), and keeps in each
 /// header only the tensors the stream takes, each name in one file only:
 ///
 /// - a URL naming a file: that file; one naming an index: the files and tensors it lists;
@@ -49,9 +50,9 @@ struct HeaderSource {
   std::optional<std::uint64_t> size;
 };
 
-/// Fetches and validates the header of every file concurrently, asking the store for the sizes
-/// no listing gave; results keep the order of `sources`.
+/// Fetches and validates the header of every file, at most `max_concurrency` at a time, asking
+/// the store for the sizes no listing gave; results keep the order of `sources`.
 boost::asio::awaitable<std::vector<SafetensorsFile>> read_headers(
-    ObjectStore& store, std::vector<HeaderSource> sources);
+    ObjectStore& store, std::vector<HeaderSource> sources, std::size_t max_concurrency);
 
 }  // namespace tensorstream::detail

@@ -4,12 +4,15 @@
 #include <boost/asio/io_context.hpp>
 
 #include "streaming/discovery.hpp"
+#include "tensorstream/model/model_loader_config.hpp"
 #include "tensorstream/storage/open_store.hpp"
 
 namespace tensorstream {
 
-std::vector<FileHeader> inspect(const std::string& remote_path, const StreamerOptions& options) {
+std::vector<FileHeader> inspect(const std::string& remote_path, StreamerOptions options) {
   namespace asio = boost::asio;
+  // Bounded as a stream's are: max_concurrency, when unset, comes from the environment.
+  options = ModelLoaderConfig::from_environment().streamer_options(std::move(options));
   const Url url = detail::resolve_url(remote_path);
   asio::io_context io;
   auto store = open_store(url, io.get_executor(), options.store);

@@ -5,23 +5,29 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/error.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+#include <boost/system/system_error.hpp>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
-#include <functional>
 #include <mutex>
 #include <thread>
 
 #include "byte_size.hpp"
 #include "streaming/discovery.hpp"
+#include "streaming/read_plan.hpp"
 #include "streaming/run_concurrently.hpp"
-#include "streaming/signal.hpp"
 #include "streaming/tensor_memory.hpp"
+#include "tensorstream/async/condition_variable.hpp"
+#include "tensorstream/async/gate.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/model_loader_config.hpp"
 #include "tensorstream/storage/open_store.hpp"
@@ -68,13 +74,13 @@ class RawStreamer::Engine {
         work_guard_(io_.get_executor()),
         store_(make_store(url_, io_.get_executor())),
         budget_(std::make_shared<MemoryBudget>(options_.memory_limit)),
-        memory_(std::make_shared<detail::TensorMemoryPool>(budget_)),
-        work_available_(strand_),
-        memory_released_(strand_) {
+        memory_(std::make_shared<detail::TensorMemoryPool>(budget_)) {
+    // Posted to the strand, where plan() checks the budget and parks without a suspension in
+    // between: a release can then never fall between the check and the wait.
     budget_->set_release_listener([this] {
       asio::post(strand_, [this] { memory_released_.notify_all(); });
     });
-    running_ = true;
+    running_.enter();
     asio::co_spawn(strand_, run(),
                    asio::bind_cancellation_slot(cancellation_.slot(),
                                                 [this](std::exception_ptr error) { finish(error); }));
@@ -85,15 +91,10 @@ class RawStreamer::Engine {
   ~Engine() {
     budget_->set_release_listener({});
     asio::post(strand_, [this] { cancellation_.emit(asio::cancellation_type::terminal); });
-    {
-      std::unique_lock lock(mutex_);
-      changed_.wait(lock, [this] { return !running_; });
-      if (waiter_) {
-        complete_waiter_locked(std::make_exception_ptr(Cancelled("the stream of " + remote_path_ +
-                                                                 " was destroyed")),
-                               std::nullopt);
-      }
-    }
+    asio::co_spawn(io_, running_.close(), asio::use_future).get();
+    // A next() still parked outlives us through its share of the outbox.
+    outbox_->ready.broken(std::make_exception_ptr(
+        Cancelled("the stream of " + remote_path_ + " was destroyed")));
     work_guard_.reset();
     io_.stop();
     for (auto& thread : threads_) thread.join();
@@ -101,60 +102,54 @@ class RawStreamer::Engine {
   }
 
   asio::awaitable<std::optional<StreamedTensor>> next() {
-    return asio::async_initiate<const asio::use_awaitable_t<>&,
-                                void(std::exception_ptr, std::optional<StreamedTensor>)>(
-        [this](auto handler) {
-          const auto executor = asio::get_associated_executor(handler);
-          auto tracked = asio::prefer(executor, asio::execution::outstanding_work.tracked);
-          auto shared = std::make_shared<decltype(handler)>(std::move(handler));
-          Waiter waiter = [shared, tracked](std::exception_ptr error,
-                                            std::optional<StreamedTensor> tensor) {
-            asio::post(tracked, [shared, error, tensor = std::move(tensor)]() mutable {
-              (*shared)(error, std::move(tensor));
-            });
-          };
-          std::lock_guard lock(mutex_);
-          if (error_) return waiter(error_, std::nullopt);
-          if (!ready_.empty()) return waiter(nullptr, pop_ready_locked());
-          if (finished_locked()) return waiter(nullptr, std::nullopt);
-          if (waiter_ || blocking_waiter_) {
-            return waiter(std::make_exception_ptr(StateError("next() called while another is pending")),
-                          std::nullopt);
-          }
-          waiter_ = std::move(waiter);
-          check_stall_locked();
-        },
-        asio::use_awaitable);
+    // The frame's own reference: the streamer may be destroyed while this is parked.
+    const std::shared_ptr<Outbox> outbox = outbox_;
+    const Outbox::Consumer consumer(*outbox);
+    std::unique_lock lock(outbox->mutex);
+    check_stall_locked();
+    if (outbox->has_news_locked()) {
+      // A tensor is taken only on resuming from the executor: Asio completes a coroutine that
+      // never suspended through one more post, during which a `next() || timer` whose timer has
+      // fired would pick the timer and throw the taken tensor away.
+      lock.unlock();
+      const auto executor = co_await asio::this_coro::executor;
+      co_await asio::post(executor, asio::use_awaitable);
+      lock.lock();
+    } else {
+      // A cancelled wait throws with nothing taken: the tensor stays queued for the next call.
+      const auto has_news = [&] { return outbox->has_news_locked(); };
+      co_await outbox->ready.wait(lock, has_news);
+    }
+    // Cancelled after the wake-up was sent: the caller has given up on this result.
+    if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none) {
+      throw boost::system::system_error(asio::error::operation_aborted);
+    }
+    co_return outbox->take_locked();
   }
 
   std::optional<StreamedTensor> next_blocking() {
-    std::unique_lock lock(mutex_);
-    if (waiter_ || blocking_waiter_) throw StateError("next() called while another is pending");
-    for (;;) {
-      if (error_) std::rethrow_exception(error_);
-      if (!ready_.empty()) return pop_ready_locked();
-      if (finished_locked()) return std::nullopt;
-      blocking_waiter_ = true;
-      check_stall_locked();
-      if (!error_) changed_.wait(lock);
-      blocking_waiter_ = false;
-    }
+    Outbox& outbox = *outbox_;
+    const Outbox::Consumer consumer(outbox);
+    std::unique_lock lock(outbox.mutex);
+    check_stall_locked();
+    outbox.changed.wait(lock, [&] { return outbox.has_news_locked(); });
+    return outbox.take_locked();
   }
 
   StreamStats stats() const {
     StreamStats stats;
     const StoreStats store = store_->stats();
-    std::lock_guard lock(mutex_);
-    stats.files = files_count_;
-    stats.tensors = tensors_yielded_;
-    stats.total_tensors = tensors_total_;
+    std::lock_guard lock(outbox_->mutex);
+    stats.files = outbox_->files_count;
+    stats.tensors = outbox_->tensors_yielded;
+    stats.total_tensors = outbox_->tensors_total;
     stats.bytes = bytes_landed_.load();
-    stats.total_bytes = bytes_total_;
-    const auto end = finished_at_ ? *finished_at_ : Clock::now();
+    stats.total_bytes = outbox_->bytes_total;
+    const auto end = outbox_->finished_at ? *outbox_->finished_at : Clock::now();
     stats.elapsed_seconds = std::chrono::duration<double>(end - started_at_).count();
-    if (first_tensor_at_) {
+    if (outbox_->first_tensor_at) {
       stats.first_tensor_seconds =
-          std::chrono::duration<double>(*first_tensor_at_ - started_at_).count();
+          std::chrono::duration<double>(*outbox_->first_tensor_at - started_at_).count();
     }
     stats.requests = store.requests;
     stats.retries = store.retries;
@@ -167,13 +162,79 @@ class RawStreamer::Engine {
   const std::string& remote_path() const { return remote_path_; }
 
  private:
-  using Waiter = std::function<void(std::exception_ptr, std::optional<StreamedTensor>)>;
+  /// What the stream hands to consumers, and the state behind it, under one mutex. Both next()
+  /// and next_blocking() read it; each has its own way to park.
+  struct Outbox {
+    std::mutex mutex;
+    std::condition_variable changed;  ///< Wakes next_blocking().
+    async::ConditionVariable ready;   ///< Wakes next().
+    std::deque<StreamedTensor> tensors;
+    std::exception_ptr error;
+    bool consumer_waiting = false;
+    bool discovered = false;
+    std::uint64_t files_count = 0;
+    std::uint64_t tensors_total = 0;
+    std::uint64_t tensors_delivered = 0;
+    std::uint64_t tensors_yielded = 0;
+    std::uint64_t bytes_total = 0;
+    std::uint64_t jobs_in_flight = 0;
+    std::optional<std::uint64_t> blocked_request;
+    std::optional<Clock::time_point> first_tensor_at;
+    std::optional<Clock::time_point> finished_at;
 
-  /// A tensor being loaded: its memory and the chunks still to land.
+    /// Marks the one pending next() or next_blocking() for its scope, however it ends. Takes the
+    /// mutex itself: it lives outside the caller's lock.
+    class Consumer {
+     public:
+      explicit Consumer(Outbox& outbox) : outbox_(outbox) {
+        std::lock_guard lock(outbox.mutex);
+        if (outbox.consumer_waiting) throw StateError("next() called while another is pending");
+        outbox.consumer_waiting = true;
+      }
+      ~Consumer() {
+        std::lock_guard lock(outbox_.mutex);
+        outbox_.consumer_waiting = false;
+      }
+      Consumer(const Consumer&) = delete;
+      Consumer& operator=(const Consumer&) = delete;
+
+     private:
+      Outbox& outbox_;
+    };
+
+    bool finished_locked() const { return discovered && tensors_delivered == tensors_total; }
+
+    bool has_news_locked() const { return error || !tensors.empty() || finished_locked(); }
+
+    // Called once has_news_locked() holds.
+    std::optional<StreamedTensor> take_locked() {
+      if (error) std::rethrow_exception(error);
+      if (tensors.empty()) return std::nullopt;
+      StreamedTensor tensor = std::move(tensors.front());
+      tensors.pop_front();
+      ++tensors_yielded;
+      return tensor;
+    }
+
+    void notify_locked() {
+      changed.notify_all();
+      ready.notify_all();
+    }
+
+    void fail_locked(std::exception_ptr failure) {
+      if (error) return;
+      error = std::move(failure);
+      notify_locked();
+    }
+  };
+
+  /// A read in progress: where its bytes land and the chunks still to land.
   struct Job {
-    const detail::SafetensorsFile* file = nullptr;
-    const TensorInfo* info = nullptr;
+    detail::PlannedRead read;
+    /// The tensor's own memory; for a coalesced run, the scratch its tensors are copied out of.
     std::shared_ptr<std::byte> data;
+    /// A coalesced run's tensors' own memory, in the order of read.tensors.
+    std::vector<std::shared_ptr<std::byte>> copies;
     std::uint64_t chunks_left = 0;
   };
 
@@ -193,56 +254,59 @@ class RawStreamer::Engine {
 
   // Discovery left each name in one file only.
   void select_tensors() {
+    std::uint64_t tensors = 0;
     std::uint64_t bytes = 0;
     for (const auto& file : files_) {
       for (const auto& info : file.header.tensors) {
-        selected_.push_back({&file, &info});
+        ++tensors;
         bytes += info.byte_size();
       }
     }
-    // Smallest first: the first tensors are ready within a round trip or two, and a service can
-    // start copying while the large ones are still on the wire.
-    std::stable_sort(selected_.begin(), selected_.end(), [](const auto& a, const auto& b) {
-      return a.second->byte_size() < b.second->byte_size();
-    });
-    std::lock_guard lock(mutex_);
-    files_count_ = files_.size();
-    tensors_total_ = selected_.size();
-    bytes_total_ = bytes;
-    discovered_ = true;
-    if (finished_locked()) wake_finished_locked();
+    reads_ = detail::plan_reads(files_, *options_.chunk_size, options_.memory_limit);
+    std::lock_guard lock(outbox_->mutex);
+    outbox_->files_count = files_.size();
+    outbox_->tensors_total = tensors;
+    outbox_->bytes_total = bytes;
+    outbox_->discovered = true;
+    if (outbox_->finished_locked()) finish_locked();
   }
 
-  // Allocates each tensor's memory as the budget allows and queues its chunks.
+  // Allocates each read's memory as the budget allows and queues its chunks.
   asio::awaitable<void> plan() {
-    for (const auto& [file, info] : selected_) {
-      const std::uint64_t bytes = info->byte_size();
-      while (!budget_->try_acquire(bytes)) {
+    for (auto& read : reads_) {
+      const std::uint64_t bytes = read.memory();
+      if (!budget_->try_acquire(bytes)) {
         {
-          std::lock_guard lock(mutex_);
-          blocked_request_ = bytes;
+          std::lock_guard lock(outbox_->mutex);
+          outbox_->blocked_request = bytes;
           check_stall_locked();
         }
-        co_await memory_released_.wait();
-        std::lock_guard lock(mutex_);
-        blocked_request_.reset();
-        if (error_) co_return;
+        const auto acquired = [&] { return budget_->try_acquire(bytes); };
+        co_await memory_released_.wait(acquired);
+        std::lock_guard lock(outbox_->mutex);
+        outbox_->blocked_request.reset();
       }
       auto job = std::make_shared<Job>();
-      job->file = file;
-      job->info = info;
-      job->data = memory_->allocate(bytes);
-      job->chunks_left = chunk_count(bytes, *options_.chunk_size);
+      job->read = std::move(read);
+      const std::uint64_t length = job->read.length;
+      // Each allocation gives its own bytes back to the budget: together what was acquired.
+      job->data = memory_->allocate(length);
+      if (job->read.coalesced()) {
+        for (const TensorInfo* tensor : job->read.tensors) {
+          job->copies.push_back(memory_->allocate(tensor->byte_size()));
+        }
+      }
+      job->chunks_left = chunk_count(length, *options_.chunk_size);
       {
-        std::lock_guard lock(mutex_);
-        ++jobs_in_flight_;
+        std::lock_guard lock(outbox_->mutex);
+        outbox_->jobs_in_flight += job->read.tensors.size();
       }
       if (job->chunks_left == 0) {
         deliver(*job);
         continue;
       }
       for (std::uint64_t i = 0; i < job->chunks_left; ++i) {
-        chunks_.push_back({job, chunk_at(bytes, *options_.chunk_size, i)});
+        chunks_.push_back({job, chunk_at(length, *options_.chunk_size, i)});
       }
       work_available_.notify_all();
     }
@@ -250,92 +314,83 @@ class RawStreamer::Engine {
     work_available_.notify_all();
   }
 
-  // One of max_concurrency workers: takes queued chunks and reads each into its tensor's memory.
+  // One of max_concurrency workers: takes queued chunks and reads each into its job's memory.
   asio::awaitable<void> fetch() {
     for (;;) {
-      while (chunks_.empty() && !planning_done_) {
-        co_await work_available_.wait();
-        if ((co_await asio::this_coro::cancellation_state).cancelled() !=
-            asio::cancellation_type::none) {
-          co_return;
-        }
-      }
+      const auto has_work = [this] { return !chunks_.empty() || planning_done_; };
+      co_await work_available_.wait(has_work);
       if (chunks_.empty()) co_return;
       ChunkTask task = std::move(chunks_.front());
       chunks_.pop_front();
       Job& job = *task.job;
       const std::span<std::byte> destination(job.data.get() + task.chunk.offset,
                                              task.chunk.length);
-      co_await store_->read_range(job.file->key,
-                                  job.file->header.data_start + job.info->begin + task.chunk.offset,
+      const detail::SafetensorsFile& file = *job.read.file;
+      co_await store_->read_range(file.key,
+                                  file.header.data_start + job.read.begin + task.chunk.offset,
                                   destination);
-      bytes_landed_ += task.chunk.length;
+      // A run's gaps are not tensor bytes: its tensors count when they are copied out.
+      if (!job.read.coalesced()) bytes_landed_ += task.chunk.length;
       if (--job.chunks_left == 0) deliver(job);
     }
   }
 
+  // Hands the job's tensors to consumers; a run's are first copied out of the scratch, which is
+  // then released.
   void deliver(Job& job) {
-    StreamedTensor tensor{*job.info, job.file->url, std::move(job.data)};
-    std::lock_guard lock(mutex_);
-    --jobs_in_flight_;
-    ++tensors_delivered_;
-    if (!first_tensor_at_) first_tensor_at_ = Clock::now();
-    if (waiter_) {
-      ++tensors_yielded_;
-      complete_waiter_locked(nullptr, std::move(tensor));
+    const detail::PlannedRead& read = job.read;
+    std::vector<StreamedTensor> tensors;
+    if (read.coalesced()) {
+      for (std::size_t i = 0; i < read.tensors.size(); ++i) {
+        const TensorInfo& info = *read.tensors[i];
+        std::memcpy(job.copies[i].get(), job.data.get() + (info.begin - read.begin),
+                    info.byte_size());
+        bytes_landed_ += info.byte_size();
+        tensors.push_back({info, read.file->url, std::move(job.copies[i])});
+      }
+      job.data.reset();
     } else {
-      ready_.push_back(std::move(tensor));
+      tensors.push_back({*read.tensors.front(), read.file->url, std::move(job.data)});
     }
-    if (finished_locked()) wake_finished_locked();
-    changed_.notify_all();
+    std::lock_guard lock(outbox_->mutex);
+    outbox_->jobs_in_flight -= tensors.size();
+    outbox_->tensors_delivered += tensors.size();
+    if (!outbox_->first_tensor_at) outbox_->first_tensor_at = Clock::now();
+    for (auto& tensor : tensors) outbox_->tensors.push_back(std::move(tensor));
+    if (outbox_->finished_locked()) finish_locked();
+    outbox_->notify_locked();
   }
 
-  // Runs on the strand when the root coroutine ends.
+  // Runs on the strand when the root coroutine ends; the last thing the stream does.
   void finish(std::exception_ptr error) {
-    std::lock_guard lock(mutex_);
-    if (error && !error_) {
-      error_ = error;
-      if (waiter_) complete_waiter_locked(error_, std::nullopt);
+    {
+      std::lock_guard lock(outbox_->mutex);
+      if (error) outbox_->fail_locked(error);
+      finish_locked();
     }
-    if (!finished_at_) finished_at_ = Clock::now();
-    running_ = false;
-    changed_.notify_all();
+    running_.leave();
+  }
+
+  void finish_locked() {
+    if (!outbox_->finished_at) outbox_->finished_at = Clock::now();
+    outbox_->notify_locked();
   }
 
   // A consumer waits, nothing is loading, and the planner cannot allocate because the consumer
   // itself holds the memory: waiting would never end, so the stream fails with the reason.
   void check_stall_locked() {
-    if (error_ || !ready_.empty() || finished_locked()) return;
-    if (!waiter_ && !blocking_waiter_) return;
-    if (jobs_in_flight_ != 0 || !blocked_request_ || budget_->fits(*blocked_request_)) return;
-    error_ = std::make_exception_ptr(Error(
+    const Outbox& outbox = *outbox_;
+    if (outbox.has_news_locked() || !outbox.consumer_waiting) return;
+    if (outbox.jobs_in_flight != 0 || !outbox.blocked_request ||
+        budget_->fits(*outbox.blocked_request)) {
+      return;
+    }
+    outbox_->fail_locked(std::make_exception_ptr(Error(
         "streaming " + remote_path_ + " cannot continue: memory_limit of " +
         format_byte_size(budget_->limit()) + " is held by " + format_byte_size(budget_->used()) +
         " of yielded tensors that are still alive; release tensors after use or raise "
-        "memory_limit"));
-    if (waiter_) complete_waiter_locked(error_, std::nullopt);
-    changed_.notify_all();
+        "memory_limit")));
     asio::post(strand_, [this] { cancellation_.emit(asio::cancellation_type::terminal); });
-  }
-
-  bool finished_locked() const { return discovered_ && tensors_delivered_ == tensors_total_; }
-
-  void wake_finished_locked() {
-    if (!finished_at_) finished_at_ = Clock::now();
-    if (waiter_ && ready_.empty()) complete_waiter_locked(nullptr, std::nullopt);
-  }
-
-  StreamedTensor pop_ready_locked() {
-    StreamedTensor tensor = std::move(ready_.front());
-    ready_.pop_front();
-    ++tensors_yielded_;
-    return tensor;
-  }
-
-  void complete_waiter_locked(std::exception_ptr error, std::optional<StreamedTensor> tensor) {
-    Waiter waiter = std::move(waiter_);
-    waiter_ = nullptr;
-    waiter(error, std::move(tensor));
   }
 
   const std::string remote_path_;
@@ -351,34 +406,19 @@ class RawStreamer::Engine {
   std::shared_ptr<MemoryBudget> budget_;
   std::shared_ptr<detail::TensorMemoryPool> memory_;
   asio::cancellation_signal cancellation_;
+  // The run coroutine, until its completion handler has finished; the destructor waits for it.
+  async::Gate running_;
 
   // Touched only on the strand.
-  detail::Signal work_available_;
-  detail::Signal memory_released_;
+  async::ConditionVariable work_available_;
+  async::ConditionVariable memory_released_;
   std::vector<detail::SafetensorsFile> files_;
-  std::vector<std::pair<const detail::SafetensorsFile*, const TensorInfo*>> selected_;
+  std::vector<detail::PlannedRead> reads_;
   std::deque<ChunkTask> chunks_;
   bool planning_done_ = false;
   std::atomic<std::uint64_t> bytes_landed_{0};
 
-  // Shared between the strand and consumers.
-  mutable std::mutex mutex_;
-  std::condition_variable changed_;
-  std::deque<StreamedTensor> ready_;
-  std::exception_ptr error_;
-  Waiter waiter_;
-  bool blocking_waiter_ = false;
-  bool running_ = false;
-  bool discovered_ = false;
-  std::uint64_t files_count_ = 0;
-  std::uint64_t tensors_total_ = 0;
-  std::uint64_t tensors_delivered_ = 0;
-  std::uint64_t tensors_yielded_ = 0;
-  std::uint64_t bytes_total_ = 0;
-  std::uint64_t jobs_in_flight_ = 0;
-  std::optional<std::uint64_t> blocked_request_;
-  std::optional<Clock::time_point> first_tensor_at_;
-  std::optional<Clock::time_point> finished_at_;
+  const std::shared_ptr<Outbox> outbox_ = std::make_shared<Outbox>();
 
   std::vector<std::thread> threads_;
 };

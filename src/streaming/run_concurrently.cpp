@@ -9,7 +9,7 @@
 #include <exception>
 #include <vector>
 
-#include "streaming/signal.hpp"
+#include "tensorstream/async/condition_variable.hpp"
 
 namespace tensorstream::detail {
 
@@ -26,7 +26,7 @@ asio::awaitable<void> run_concurrently(std::size_t count,
   std::exception_ptr first_error;
   std::size_t running = count;
   bool cancelled = false;
-  Signal finished(executor);
+  async::ConditionVariable finished;
 
   const auto cancel_all = [&] {
     if (cancelled) return;
@@ -46,8 +46,10 @@ asio::awaitable<void> run_concurrently(std::size_t count,
                                                 }));
   }
   while (running != 0) {
-    co_await finished.wait();
-    if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none) {
+    try {
+      co_await finished.wait();
+    } catch (const boost::system::system_error& error) {
+      if (error.code() != asio::error::operation_aborted) throw;
       cancel_all();
     }
   }

@@ -3,17 +3,20 @@
 #include <gtest/gtest.h>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <filesystem>
 #include <set>
 
 #include "streaming/checkpoint_files.hpp"
 #include "streaming/discovery.hpp"
+#include "streaming/forwarding_store.hpp"
 #include "support/model_loader_environment.hpp"
 #include "support/run_task.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
-#include "tensorstream/storage/file_store.hpp"
 #include "tensorstream/streaming/inspect.hpp"
 #include "tensorstream/streaming/raw_streamer.hpp"
 
@@ -45,31 +48,54 @@ std::string stream_error(const std::string& url, StreamerOptions options = {}) {
 }
 
 // A FileStore that records the keys whose size it is asked for.
-class SizeRecordingStore final : public ObjectStore {
+class SizeRecordingStore final : public testing::ForwardingStore {
  public:
-  explicit SizeRecordingStore(boost::asio::any_io_executor executor) : inner_(executor) {}
+  using ForwardingStore::ForwardingStore;
 
   const Names& sized() const { return sized_; }
 
-  std::string url(const std::string& key) const override { return inner_.url(key); }
   boost::asio::awaitable<std::uint64_t> size(std::string key) override {
     sized_.push_back(key);
     return inner_.size(std::move(key));
   }
-  bool can_list() const override { return true; }
-  boost::asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix,
-                                                       ListDepth depth) override {
-    return inner_.list(std::move(prefix), depth);
+
+ private:
+  Names sized_;
+};
+
+// A FileStore that records the most size and read_range calls it ever had in progress at once.
+// Each call yields to the executor before its work, so that calls started together overlap.
+class ConcurrencyCountingStore final : public testing::ForwardingStore {
+ public:
+  using ForwardingStore::ForwardingStore;
+
+  int peak() const { return peak_; }
+
+  boost::asio::awaitable<std::uint64_t> size(std::string key) override {
+    InProgress counted(*this);
+    co_await boost::asio::post(co_await boost::asio::this_coro::executor,
+                               boost::asio::use_awaitable);
+    co_return co_await inner_.size(std::move(key));
   }
   boost::asio::awaitable<void> read_range(std::string key, std::uint64_t offset,
                                           std::span<std::byte> destination) override {
-    return inner_.read_range(std::move(key), offset, destination);
+    InProgress counted(*this);
+    co_await boost::asio::post(co_await boost::asio::this_coro::executor,
+                               boost::asio::use_awaitable);
+    co_await inner_.read_range(std::move(key), offset, destination);
   }
-  StoreStats stats() const override { return inner_.stats(); }
 
  private:
-  FileStore inner_;
-  Names sized_;
+  struct InProgress {
+    explicit InProgress(ConcurrencyCountingStore& store) : store(store) {
+      store.peak_ = std::max(store.peak_, ++store.now_);
+    }
+    ~InProgress() { --store.now_; }
+    ConcurrencyCountingStore& store;
+  };
+
+  int now_ = 0;
+  int peak_ = 0;
 };
 
 class Discovery : public ::testing::Test {
@@ -279,6 +305,34 @@ TEST_F(Discovery, FilesNamedByTheIndexAreAskedForTheirSizes) {
   EXPECT_EQ(sized, (Names{path("model-00001-of-00002.safetensors"),
                           path("model-00002-of-00002.safetensors"),
                           path("model.safetensors.index.json")}));
+}
+
+TEST_F(Discovery, HeaderReadsStayWithinMaxConcurrency) {
+  constexpr int shards = 50;
+  for (int i = 0; i < shards; ++i) {
+    write_checkpoint(path("part-" + std::to_string(100 + i) + ".safetensors"),
+                     {{"t" + std::to_string(i), 8}});
+  }
+  StreamerOptions options;
+  options.max_concurrency = 4;
+  for (const std::string& url : {prefix(), path("model.safetensors.index.json")}) {
+    if (url != prefix()) {
+      // The same through an index, whose files are asked for their sizes first.
+      std::string json = R"({"weight_map": {)";
+      for (int i = 0; i < shards; ++i) {
+        json += (i ? "," : "") + ("\"t" + std::to_string(i) + "\": \"part-" +
+                                  std::to_string(100 + i) + ".safetensors\"");
+      }
+      write_index(json + "}}");
+    }
+    boost::asio::io_context io;
+    ConcurrencyCountingStore store(io.get_executor());
+    const auto files =
+        testing::run_task(io, detail::discover(store, detail::resolve_url(url), options));
+    EXPECT_EQ(files.size(), static_cast<std::size_t>(shards)) << url;
+    EXPECT_LE(store.peak(), 4) << url;
+    EXPECT_GE(store.peak(), 2) << url << ": the store saw no concurrency at all";
+  }
 }
 
 TEST_F(Discovery, APrefixWithoutSafetensorsFilesNamesThePattern) {

@@ -11,17 +11,17 @@
 #include <boost/system/system_error.hpp>
 #include <memory>
 
-#include "tensorstream/storage/file_store.hpp"
+#include "streaming/forwarding_store.hpp"
 
 namespace tensorstream {
 
-class GatedStore final : public ObjectStore {
+class GatedStore final : public testing::ForwardingStore {
  public:
   /// Holds reads starting in [begin, end) of `key`, counting in `cancelled_reads` those cancelled while
   /// held (the counter outlives the store). Streams using this store must run one I/O thread.
   GatedStore(boost::asio::any_io_executor executor, std::string key, std::uint64_t begin,
              std::uint64_t end, std::atomic<int>& cancelled_reads)
-      : inner_(executor),
+      : ForwardingStore(executor),
         executor_(executor),
         gate_(executor, boost::asio::steady_timer::time_point::max()),
         key_(std::move(key)),
@@ -39,17 +39,6 @@ class GatedStore final : public ObjectStore {
 
   /// Reads currently held.
   int held_reads() const { return held_reads_.load(); }
-
-  std::string url(const std::string& key) const override { return inner_.url(key); }
-  boost::asio::awaitable<std::uint64_t> size(std::string key) override {
-    return inner_.size(std::move(key));
-  }
-  bool can_list() const override { return true; }
-  boost::asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix,
-                                                       ListDepth depth) override {
-    return inner_.list(std::move(prefix), depth);
-  }
-  StoreStats stats() const override { return inner_.stats(); }
 
   boost::asio::awaitable<void> read_range(std::string key, std::uint64_t offset,
                                           std::span<std::byte> destination) override {
@@ -73,7 +62,6 @@ class GatedStore final : public ObjectStore {
   }
 
  private:
-  FileStore inner_;
   boost::asio::any_io_executor executor_;
   boost::asio::steady_timer gate_;
   bool open_ = false;

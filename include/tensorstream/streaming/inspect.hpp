@@ -19,10 +19,11 @@ struct FileHeader {
 };
 
 /// Fetches and validates the headers of the files a stream of `remote_path` would read, in the
-/// same order and with the same selection, concurrently: each header holds the tensors the stream
+/// same order and with the same selection, at most max_concurrency at a time (unset: from the
+/// environment, as for a stream): each header holds the tensors the stream
 /// would load (those an index lists; a name repeated in a later file is left out). Blocks the
 /// calling thread.
 /// Throws what RawStreamer::next() would for the same problems.
-std::vector<FileHeader> inspect(const std::string& remote_path, const StreamerOptions& options = {});
+std::vector<FileHeader> inspect(const std::string& remote_path, StreamerOptions options = {});
 
 }  // namespace tensorstream

@@ -37,8 +37,10 @@ using StoreFactory =
 /// `model-rank-{rank}-part-*.safetensors` are streamed.
 ///
 /// Work starts at construction on the stream's own I/O threads: headers of all files are fetched
-/// concurrently, then every tensor is split into `chunk_size` range reads, at most
-/// `max_concurrency` in flight, landing directly in the tensor's final memory. Memory allocated and
+/// concurrently (at most `max_concurrency` at a time), then every tensor is split into
+/// `chunk_size` range reads, at most `max_concurrency` in flight, landing directly in the tensor's
+/// final memory; runs of small neighbouring tensors of a file (each under 1 MiB) share one read and
+/// are copied out into their own memory. Reads are scheduled smallest first. Memory allocated and
 /// not yet released never exceeds `memory_limit` (one oversized tensor excepted); a consumer that
 /// does not keep up stalls the downloads. A consumer that keeps every tensor alive until the limit
 /// is full gets an Error saying so instead of waiting forever.
@@ -60,7 +62,11 @@ class RawStreamer {
 
   /// The next complete tensor, or nullopt after the last one. Resumes the awaiting coroutine on its
   /// own executor; never blocks that executor's thread. Throws the stream's first error. Only one
-  /// next() or next_blocking() may be pending at a time.
+  /// next() or next_blocking() may be pending at a time (StateError otherwise).
+  ///
+  /// Cancelled by the awaiting coroutine's cancellation slot (e.g. as the losing side of
+  /// `next() || timer`): throws boost::system::system_error(operation_aborted), takes no tensor,
+  /// and next() may be called again. Throws Cancelled when the streamer is destroyed meanwhile.
   boost::asio::awaitable<std::optional<StreamedTensor>> next();
 
   /// Like next(), blocking the calling thread. Must not be called from a coroutine.
