@@ -1,11 +1,19 @@
 #include "storage/object_version.hpp"
 
+#include <string_view>
+
 #include "tensorstream/error.hpp"
 
 namespace tensorstream {
 namespace {
 
 bool is_weak(const std::string& etag) { return etag.starts_with("W/"); }
+
+// The weak comparison of RFC 9110: a server may mark the same tag weak in one response and not
+// in another (HEAD and GET, or behind a proxy), which is no change of the object.
+std::string_view opaque_tag(std::string_view etag) {
+  return etag.starts_with("W/") ? etag.substr(2) : etag;
+}
 
 std::string changed(const std::string& what, const std::string& from, const std::string& to) {
   return "the object changed while it was being read (" + what + " " + from + " became " + to +
@@ -46,7 +54,7 @@ std::optional<std::string> version_change(const ObjectVersion& pinned,
     return changed("generation", pinned.generation, seen.generation);
   }
   if (!pinned.etag.empty() && !seen.etag.empty()) {
-    if (pinned.etag == seen.etag) return std::nullopt;
+    if (opaque_tag(pinned.etag) == opaque_tag(seen.etag)) return std::nullopt;
     return changed("ETag", pinned.etag, seen.etag);
   }
   if (!pinned.last_modified.empty() && !seen.last_modified.empty()) {

@@ -168,6 +168,7 @@ TEST(ObjectVersion, ChangesAreJudgedByTheStrongestIdentityBothName) {
             "the stream");
   EXPECT_EQ(version_change({.etag = "\"a\"", .last_modified = "Mon"}, {.etag = "\"a\"", .last_modified = "Tue"}),
             std::nullopt);
+  EXPECT_EQ(version_change({.etag = "W/\"a\""}, {.etag = "\"a\""}), std::nullopt);
   EXPECT_EQ(version_change({.etag = "\"a\""}, {}), std::nullopt);
   EXPECT_EQ(version_change({.generation = "7"}, {.etag = "\"b\""}), std::nullopt);
 }
