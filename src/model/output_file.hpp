@@ -8,11 +8,14 @@
 
 namespace tensorstream::detail {
 
-/// Writes `<path>.partial`, renamed to `path` by commit(); removed instead if destroyed before.
-/// Failures throw StorageError naming `path`.
+/// Writes a new temporary file in the directory of `path`, renamed to `path` by commit() and
+/// removed instead if destroyed before. The temporary is named
+/// `.<name>.tensorstream-<pid>-<random>.tmp` and created exclusively, so it never truncates or
+/// replaces another file: not one a key of the same listing names (such as `<name>.partial`),
+/// nor another writer's temporary. Failures throw StorageError naming `path`.
 class OutputFile {
  public:
-  /// Creates (or truncates) `<path>.partial`.
+  /// Creates the temporary file.
   explicit OutputFile(std::filesystem::path path);
   ~OutputFile();
   OutputFile(OutputFile&& other) noexcept;
@@ -29,9 +32,12 @@ class OutputFile {
   /// The final name.
   const std::filesystem::path& path() const { return path_; }
 
+  /// The temporary name the bytes are written to until commit().
+  const std::filesystem::path& temporary() const { return temporary_; }
+
  private:
   std::filesystem::path path_;
-  std::filesystem::path partial_;
+  std::filesystem::path temporary_;
   int fd_ = -1;
   bool committed_ = false;
 };

@@ -10,11 +10,15 @@
 #include <boost/asio/error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <mutex>
+#include <optional>
 #include <string_view>
 
 #include "storage/io_uring_reader.hpp"
+#include "storage/object_pins.hpp"
 #include "storage/open_file_cache.hpp"
 #include "storage/pread_reader.hpp"
 #include "tensorstream/error.hpp"
@@ -55,6 +59,95 @@ void warn_unavailable_once(const std::string& reason, std::size_t threads) {
     log(LogLevel::warning, "io_uring unavailable (" + reason + "); reading files with pread on " +
                                std::to_string(threads) + " threads");
   });
+}
+
+// What identifies one version of a file: a file replaced by another has another inode, one
+// rewritten in place another modification time (and mostly another size).
+struct FileVersion {
+  std::uint64_t device = 0;
+  std::uint64_t inode = 0;
+  std::uint64_t size = 0;
+  std::int64_t modified_seconds = 0;
+  std::int64_t modified_nanoseconds = 0;
+
+  bool operator==(const FileVersion&) const = default;
+};
+
+FileVersion version_of(const struct stat& status) {
+  return {static_cast<std::uint64_t>(status.st_dev), static_cast<std::uint64_t>(status.st_ino),
+          static_cast<std::uint64_t>(status.st_size),
+          static_cast<std::int64_t>(status.st_mtim.tv_sec),
+          static_cast<std::int64_t>(status.st_mtim.tv_nsec)};
+}
+
+// "2026-12-01 05:40:01.123456789 UTC"
+std::string format_time(std::int64_t seconds, std::int64_t nanoseconds) {
+  const auto time = static_cast<std::time_t>(seconds);
+  std::tm parts{};
+  ::gmtime_r(&time, &parts);
+  char text[64];
+  const auto length = std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &parts);
+  std::snprintf(text + length, sizeof text - length, ".%09lld UTC",
+                static_cast<long long>(nanoseconds));
+  return text;
+}
+
+std::string file_change(const FileVersion& pinned, const FileVersion& seen) {
+  std::string details;
+  const auto add = [&](const std::string& part) {
+    details += details.empty() ? "" : ", ";
+    details += part;
+  };
+  if (seen.device != pinned.device || seen.inode != pinned.inode) {
+    add("replaced by another file: inode " + std::to_string(pinned.inode) + " became " +
+        std::to_string(seen.inode));
+  }
+  if (seen.size != pinned.size) {
+    add("size " + std::to_string(pinned.size) + " became " + std::to_string(seen.size) +
+        " bytes");
+  }
+  if (seen.modified_seconds != pinned.modified_seconds ||
+      seen.modified_nanoseconds != pinned.modified_nanoseconds) {
+    add("modified " + format_time(pinned.modified_seconds, pinned.modified_nanoseconds) +
+        " became " + format_time(seen.modified_seconds, seen.modified_nanoseconds));
+  }
+  return "the file changed while it was being read (" + details + "); restart the stream";
+}
+
+using FilePins = ObjectPins<FileVersion>;
+
+struct stat descriptor_status(const std::string& path, int fd) {
+  struct stat status {};
+  if (::fstat(fd, &status) != 0) throw_file_error(path, errno_code(errno));
+  return status;
+}
+
+// Pins a regular file at its first access, from its open descriptor. Other files (devices) have
+// no versions to tell apart; nullopt.
+std::optional<FileVersion> pin(FilePins& pins, const std::string& path, int fd) {
+  if (auto pinned = pins.find(path)) return pinned;
+  const struct stat status = descriptor_status(path, fd);
+  if (!S_ISREG(status.st_mode)) return std::nullopt;
+  return pins.pin(path, version_of(status));
+}
+
+// Throws unless both the open descriptor and the path still show the version pinned: a file
+// rewritten in place changes under the descriptor, one replaced by another under the path.
+void check_unchanged(FilePins& pins, const std::string& path, int fd) {
+  const auto pinned = pin(pins, path, fd);
+  if (!pinned) return;
+  const FileVersion open = version_of(descriptor_status(path, fd));
+  if (open != *pinned) throw StorageError(path, file_change(*pinned, open));
+  struct stat named {};
+  if (::stat(path.c_str(), &named) != 0) {
+    if (errno == ENOENT) {
+      throw StorageError(path, "the file was removed while it was being read; restart the stream");
+    }
+    throw_file_error(path, errno_code(errno));
+  }
+  if (version_of(named) != *pinned) {
+    throw StorageError(path, file_change(*pinned, version_of(named)));
+  }
 }
 
 struct Counters {
@@ -144,6 +237,7 @@ class FileStore::Impl {
   std::string io_mode;
   // Shared with reads in flight, which may resume after the store is gone.
   std::shared_ptr<Counters> counters = std::make_shared<Counters>();
+  std::shared_ptr<FilePins> pins = std::make_shared<FilePins>();
 };
 
 FileStore::FileStore(boost::asio::any_io_executor executor, FileStoreOptions options)
@@ -158,9 +252,8 @@ bool FileStore::can_list() const { return true; }
 boost::asio::awaitable<std::uint64_t> FileStore::size(std::string key) {
   impl_->counters->requests.fetch_add(1, std::memory_order_relaxed);
   const auto file = impl_->open(key);
-  struct stat status {};
-  if (::fstat(file->fd(), &status) != 0) throw_file_error(key, errno_code(errno));
-  co_return static_cast<std::uint64_t>(status.st_size);
+  check_unchanged(*impl_->pins, key, file->fd());
+  co_return static_cast<std::uint64_t>(descriptor_status(key, file->fd()).st_size);
 }
 
 boost::asio::awaitable<std::vector<ObjectInfo>> FileStore::list(std::string prefix,
@@ -180,8 +273,10 @@ boost::asio::awaitable<std::vector<ObjectInfo>> FileStore::list(std::string pref
 boost::asio::awaitable<void> FileStore::read_range(std::string key, std::uint64_t offset,
                                                    std::span<std::byte> destination) {
   const auto counters = impl_->counters;
+  const auto pins = impl_->pins;
   counters->requests.fetch_add(1, std::memory_order_relaxed);
   const auto file = impl_->open(key);
+  pin(*pins, key, file->fd());
   if (destination.empty()) co_return;
   const auto [error] = co_await async_read_file(*impl_->reader, file->fd(), offset, destination,
                                                 boost::asio::as_tuple(boost::asio::use_awaitable));
@@ -189,6 +284,8 @@ boost::asio::awaitable<void> FileStore::read_range(std::string key, std::uint64_
   if (error == boost::asio::error::operation_aborted) {
     throw StorageError(key, "read abandoned because the file store was destroyed");
   }
+  // A file cut short while being read reports the change rather than the truncation.
+  if (!error || error == boost::asio::error::eof) check_unchanged(*pins, key, file->fd());
   if (error == boost::asio::error::eof) {
     struct stat status {};
     if (::fstat(file->fd(), &status) != 0) throw_file_error(key, errno_code(errno));

@@ -8,6 +8,7 @@
 #include "storage/gcs/adapter.hpp"
 #include "storage/gcs/json_api.hpp"
 #include "storage/http/http_client.hpp"
+#include "storage/object_version.hpp"
 #include "storage/request_checks.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/gcs/default_token_provider.hpp"
@@ -17,7 +18,7 @@ namespace {
 
 constexpr std::string_view google_endpoint = "https://storage.googleapis.com";
 
-// Metadata asked for is the size alone; listings are pages of at most 1000 names of at most
+// Metadata asked for is the size and generation; listings are pages of at most 1000 names of at most
 // 1 KiB each, with sizes.
 constexpr std::size_t max_metadata = 64 << 10;
 constexpr std::size_t max_list_page = 4 << 20;
@@ -74,7 +75,7 @@ std::shared_ptr<gcs::TokenProvider> token_provider(const GcsOptions& options, bo
 
 GcsStore::GcsStore(boost::asio::any_io_executor executor, const Url& bucket, HttpOptions http,
                    GcsOptions options)
-    : bucket_(checked_bucket(bucket).host) {
+    : bucket_(checked_bucket(bucket).host), pins_(std::make_unique<ObjectPins<ObjectVersion>>()) {
   const Endpoint endpoint = resolve_endpoint(options);
   const auto tokens = token_provider(options, endpoint.emulator);
   path_prefix_ = endpoint.path_prefix;
@@ -94,7 +95,9 @@ boost::asio::awaitable<std::uint64_t> GcsStore::size(std::string key) {
   check_bucket_key(object, key, "GCS");
   const std::string body = co_await client_->get_text(
       path_prefix_ + gcs::metadata_target(bucket_, key.substr(1)), object, max_metadata);
-  co_return gcs::parse_object_size(body, object);
+  const gcs::ObjectMetadata metadata = gcs::parse_object_metadata(body, object);
+  pin_version(*pins_, key, object, ObjectVersion{.generation = metadata.generation});
+  co_return metadata.size;
 }
 
 boost::asio::awaitable<std::vector<ObjectInfo>> GcsStore::list(std::string prefix,
@@ -118,8 +121,11 @@ boost::asio::awaitable<void> GcsStore::read_range(std::string key, std::uint64_t
   check_bucket_key(object, key, "GCS");
   if (destination.empty()) co_return;
   check_byte_range(object, offset, destination.size());
-  co_await client_->read_range(path_prefix_ + gcs::media_target(bucket_, key.substr(1)), object,
-                               offset, destination);
+  ObjectVersion version = pins_->find(key).value_or(ObjectVersion{});
+  const std::string media =
+      path_prefix_ + gcs::media_target(bucket_, key.substr(1), version.generation);
+  co_await client_->read_range(media, object, offset, destination, version);
+  pin_version(*pins_, key, object, version);
 }
 
 StoreStats GcsStore::stats() const { return client_->stats(); }

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "storage/http/http_client.hpp"
+#include "storage/object_version.hpp"
 #include "storage/request_checks.hpp"
 #include "tensorstream/error.hpp"
 
@@ -34,7 +35,8 @@ const Url& checked_origin(const Url& origin) {
 
 HttpStore::HttpStore(boost::asio::any_io_executor executor, Url origin, HttpOptions options)
     : origin_(checked_origin(origin).origin()),
-      client_(std::make_unique<HttpClient>(std::move(executor), origin, std::move(options))) {}
+      client_(std::make_unique<HttpClient>(std::move(executor), origin, std::move(options))),
+      pins_(std::make_unique<ObjectPins<ObjectVersion>>()) {}
 
 HttpStore::~HttpStore() = default;
 
@@ -43,7 +45,10 @@ std::string HttpStore::url(const std::string& key) const { return origin_ + key;
 boost::asio::awaitable<std::uint64_t> HttpStore::size(std::string key) {
   const std::string object = url(key);
   check_key(object, key);
-  co_return co_await client_->content_length(key, object);
+  ObjectVersion version;
+  const std::uint64_t size = co_await client_->content_length(key, object, version);
+  pin_version(*pins_, key, object, version);
+  co_return size;
 }
 
 boost::asio::awaitable<std::vector<ObjectInfo>> HttpStore::list(std::string prefix, ListDepth) {
@@ -58,7 +63,9 @@ boost::asio::awaitable<void> HttpStore::read_range(std::string key, std::uint64_
   check_key(object, key);
   if (destination.empty()) co_return;
   check_byte_range(object, offset, destination.size());
-  co_await client_->read_range(key, object, offset, destination);
+  ObjectVersion version = pins_->find(key).value_or(ObjectVersion{});
+  co_await client_->read_range(key, object, offset, destination, version);
+  pin_version(*pins_, key, object, version);
 }
 
 StoreStats HttpStore::stats() const { return client_->stats(); }

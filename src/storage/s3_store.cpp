@@ -6,6 +6,7 @@
 #include "storage/bucket_listing.hpp"
 #include "storage/environment.hpp"
 #include "storage/http/http_client.hpp"
+#include "storage/object_version.hpp"
 #include "storage/request_checks.hpp"
 #include "storage/s3/adapter.hpp"
 #include "storage/s3/bucket_endpoint.hpp"
@@ -41,7 +42,7 @@ std::shared_ptr<s3::CredentialsProvider> signing_credentials(const S3Options& op
 
 S3Store::S3Store(boost::asio::any_io_executor executor, const Url& bucket, HttpOptions http,
                  S3Options options)
-    : bucket_(checked_bucket(bucket).host) {
+    : bucket_(checked_bucket(bucket).host), pins_(std::make_unique<ObjectPins<ObjectVersion>>()) {
   const s3::BucketEndpoint endpoint = s3::resolve_bucket_endpoint(bucket_, options);
   path_prefix_ = endpoint.path_prefix;
   description_ = endpoint.describe();
@@ -61,7 +62,10 @@ std::string S3Store::target(const std::string& key) const {
 boost::asio::awaitable<std::uint64_t> S3Store::size(std::string key) {
   const std::string object = url(key);
   check_bucket_key(object, key, "S3");
-  co_return co_await client_->content_length(target(key), object);
+  ObjectVersion version;
+  const std::uint64_t size = co_await client_->content_length(target(key), object, version);
+  pin_version(*pins_, key, object, version);
+  co_return size;
 }
 
 boost::asio::awaitable<std::vector<ObjectInfo>> S3Store::list(std::string prefix,
@@ -85,7 +89,9 @@ boost::asio::awaitable<void> S3Store::read_range(std::string key, std::uint64_t 
   check_bucket_key(object, key, "S3");
   if (destination.empty()) co_return;
   check_byte_range(object, offset, destination.size());
-  co_await client_->read_range(target(key), object, offset, destination);
+  ObjectVersion version = pins_->find(key).value_or(ObjectVersion{});
+  co_await client_->read_range(target(key), object, offset, destination, version);
+  pin_version(*pins_, key, object, version);
 }
 
 StoreStats S3Store::stats() const { return client_->stats(); }

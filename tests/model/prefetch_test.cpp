@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <filesystem>
 #include <fstream>
@@ -49,16 +52,21 @@ Paths files_under(const fs::path& root) {
   return paths;
 }
 
-// A FileStore that also lists `extra` objects, counts the largest read, and can fail the reads of
-// one key from one offset on, as a network store failing mid-object would.
+// A FileStore that also lists `extra` objects, counts the largest read, can fail the reads of
+// one key from one offset on, as a network store failing mid-object would, and can hold the reads
+// of one key until another key has been read to its end. Holding needs a one-thread executor.
 class FakeStore final : public ObjectStore {
  public:
-  explicit FakeStore(asio::any_io_executor executor) : inner_(std::move(executor)) {}
+  explicit FakeStore(asio::any_io_executor executor)
+      : inner_(executor), gate_(executor, asio::steady_timer::time_point::max()) {}
 
   std::vector<ObjectInfo> extra;
   std::string failing_key;
   std::uint64_t failing_from = 0;
   std::atomic<std::uint64_t> largest_read{0};
+  std::string held_key;
+  std::string awaited_key;
+  std::uint64_t awaited_size = 0;
 
   std::string url(const std::string& key) const override { return "fake://" + key; }
   asio::awaitable<std::uint64_t> size(std::string key) override {
@@ -81,12 +89,19 @@ class FakeStore final : public ObjectStore {
     if (key == failing_key && offset >= failing_from) {
       throw StorageError(url(key), "connection reset by peer", true);
     }
+    while (key == held_key && awaited_read_ < awaited_size) {
+      co_await gate_.async_wait(asio::as_tuple(asio::use_awaitable));
+    }
+    const bool awaited = key == awaited_key;
     co_await inner_.read_range(std::move(key), offset, destination);
+    if (awaited && (awaited_read_ += destination.size()) == awaited_size) gate_.cancel();
   }
   StoreStats stats() const override { return inner_.stats(); }
 
  private:
   FileStore inner_;
+  asio::steady_timer gate_;
+  std::uint64_t awaited_read_ = 0;
 };
 
 class Prefetch : public ::testing::Test {
@@ -197,6 +212,25 @@ TEST_F(Prefetch, AnExistingFileIsReplacedWhole) {
   write_file(local() / "config.json", "{\"old\":true, \"and\":\"longer than the new one\"}");
   prefetch_blocking(remote(), local());
   EXPECT_EQ(read_file(local() / "config.json"), "{\"new\":true}");
+}
+
+// A killed prefetch leaves `K.partial` behind, or a user uploads one. Here the copy of `K` is
+// held until `K.partial` has been read whole (and so, on one thread, written and renamed into
+// place): a temporary name that a key could also have is then overwritten under the copy of `K`.
+TEST_F(Prefetch, AKeyNamedLikeATemporaryFileIsCopiedAsItselfBesideItsNamesake) {
+  const std::string key_bytes(200'000, 'k');
+  const std::string partial_bytes(150'000, 'p');
+  write_file(remote_.path() / "tokenizer.json", key_bytes);
+  write_file(remote_.path() / "tokenizer.json.partial", partial_bytes);
+  FakeStore store(io_.get_executor());
+  store.held_key = remote() + "tokenizer.json";
+  store.awaited_key = remote() + "tokenizer.json.partial";
+  store.awaited_size = partial_bytes.size();
+  const auto result = run(store, {.max_concurrency = 2, .chunk_size = 64 * 1024});
+  EXPECT_EQ(result.files, (Paths{"tokenizer.json", "tokenizer.json.partial"}));
+  EXPECT_EQ(files_under(local()), (Paths{"tokenizer.json", "tokenizer.json.partial"}));
+  EXPECT_EQ(read_file(local() / "tokenizer.json"), key_bytes);
+  EXPECT_EQ(read_file(local() / "tokenizer.json.partial"), partial_bytes);
 }
 
 TEST_F(Prefetch, AKeyThatWouldLandOutsideTheDirectoryIsRefused) {

@@ -25,11 +25,16 @@ std::string format_error(Parse parse) {
 
 TEST(GcsJsonApi, ObjectNamesAreFullyPercentEncoded) {
   EXPECT_EQ(metadata_target("models", "llama/model.safetensors"),
-            "/storage/v1/b/models/o/llama%2Fmodel.safetensors?fields=size");
+            "/storage/v1/b/models/o/llama%2Fmodel.safetensors?fields=size%2Cgeneration");
   EXPECT_EQ(media_target("models", "a b+c?d#e%f&g=h~i_j-k.l"),
             "/storage/v1/b/models/o/a%20b%2Bc%3Fd%23e%25f%26g%3Dh~i_j-k.l?alt=media");
   EXPECT_EQ(media_target("models", "\xc3\xa9t\xc3\xa9"),
             "/storage/v1/b/models/o/%C3%A9t%C3%A9?alt=media");
+}
+
+TEST(GcsJsonApi, MediaReadsOfAPinnedGenerationAreConditionalOnIt) {
+  EXPECT_EQ(media_target("models", "a", "1700000000123456"),
+            "/storage/v1/b/models/o/a?alt=media&ifGenerationMatch=1700000000123456");
 }
 
 TEST(GcsJsonApi, ListTargetsCarryPrefixDelimiterTokenAndFields) {
@@ -41,20 +46,29 @@ TEST(GcsJsonApi, ListTargetsCarryPrefixDelimiterTokenAndFields) {
             "&fields=items%28name%2Csize%29%2CnextPageToken");
 }
 
-TEST(GcsJsonApi, ObjectSizeIsReadFromItsDecimalString) {
-  EXPECT_EQ(parse_object_size(R"({"size":"18446744073709551615"})", url),
-            18446744073709551615ull);
-  EXPECT_EQ(parse_object_size(R"({"kind":"storage#object","name":"a","size":"0"})", url), 0u);
+TEST(GcsJsonApi, ObjectSizeAndGenerationAreReadFromTheirDecimalStrings) {
+  const auto metadata =
+      parse_object_metadata(R"({"size":"18446744073709551615","generation":"1700000000123456"})",
+                            url);
+  EXPECT_EQ(metadata.size, 18446744073709551615ull);
+  EXPECT_EQ(metadata.generation, "1700000000123456");
+  const auto without_generation =
+      parse_object_metadata(R"({"kind":"storage#object","name":"a","size":"0"})", url);
+  EXPECT_EQ(without_generation.size, 0u);
+  EXPECT_EQ(without_generation.generation, "");
 }
 
 TEST(GcsJsonApi, MalformedMetadataNamesTheUrlAndTheProblem) {
-  EXPECT_EQ(format_error([] { parse_object_size(R"({"size":12})", url); }),
+  EXPECT_EQ(format_error([] { parse_object_metadata(R"({"size":12})", url); }),
             "gs://models/llama/: malformed object metadata from the JSON API: size: The JSON "
             "element does not have the requested type.");
-  EXPECT_EQ(format_error([] { parse_object_size(R"({"size":"12x"})", url); }),
+  EXPECT_EQ(format_error([] { parse_object_metadata(R"({"size":"12x"})", url); }),
             "gs://models/llama/: malformed object metadata from the JSON API: size \"12x\" is "
             "not a byte count");
-  EXPECT_EQ(format_error([] { parse_object_size("<html>", url); }),
+  EXPECT_EQ(format_error([] { parse_object_metadata(R"({"size":"1","generation":"7;x"})", url); }),
+            "gs://models/llama/: malformed object metadata from the JSON API: generation \"7;x\" "
+            "is not a decimal number");
+  EXPECT_EQ(format_error([] { parse_object_metadata("<html>", url); }),
             "gs://models/llama/: malformed object metadata from the JSON API: The JSON document "
             "has an improper structure: missing or superfluous commas, braces, missing keys, "
             "etc.");

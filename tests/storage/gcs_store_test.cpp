@@ -100,8 +100,11 @@ TEST_F(GcsStoreTest, SizeAndRangesAreExactWithTheBearerToken) {
 
   const auto requests = storage_requests();
   ASSERT_EQ(requests.size(), 4u);
-  EXPECT_EQ(requests[0].target, "/storage/v1/b/models/o/llama%2Fmodel.safetensors?fields=size");
-  EXPECT_EQ(requests[1].target, "/storage/v1/b/models/o/llama%2Fmodel.safetensors?alt=media");
+  EXPECT_EQ(requests[0].target,
+            "/storage/v1/b/models/o/llama%2Fmodel.safetensors?fields=size%2Cgeneration");
+  // size() pinned the generation the fixture gave the object's only upload.
+  EXPECT_EQ(requests[1].target,
+            "/storage/v1/b/models/o/llama%2Fmodel.safetensors?alt=media&ifGenerationMatch=1");
   EXPECT_EQ(requests[1].range, "bytes=0-9");
   EXPECT_EQ(requests[2].range, "bytes=123456-223455");
   for (const auto& request : requests) {
@@ -302,7 +305,8 @@ TEST_F(GcsStoreTest, EndpointPathPrefixesEveryTarget) {
   EXPECT_EQ(gcs->describe(), google_.endpoint() + "/proxy (credentials: fixed token)");
   EXPECT_EQ(error_of<NotFoundError>([&] { run(gcs->size("/m.bin")); }),
             "gs://models/m.bin: Not Found (HTTP 404)");
-  EXPECT_EQ(google_.requests().back().target, "/proxy/storage/v1/b/models/o/m.bin?fields=size");
+  EXPECT_EQ(google_.requests().back().target,
+            "/proxy/storage/v1/b/models/o/m.bin?fields=size%2Cgeneration");
 }
 
 TEST_F(GcsStoreTest, BadKeysAndEndpointsAreInvalidArguments) {

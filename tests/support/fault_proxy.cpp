@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/buffer.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -67,25 +68,48 @@ std::string header_of(const http::response<http::string_body>& response, bool he
 FaultProxy::FaultProxy(std::uint16_t upstream_port, Faults faults)
     : upstream_port_(upstream_port),
       faults_(std::move(faults)),
+      random_(faults_.seed),
       listener_([this](tcp::socket socket) { return serve(std::move(socket)); }) {}
 
 std::string FaultProxy::endpoint() const {
   return "http://127.0.0.1:" + std::to_string(listener_.port());
 }
 
+FaultProxy::MixFault FaultProxy::draw() {
+  std::lock_guard lock(random_mutex_);
+  if (std::uniform_real_distribution<double>(0, 1)(random_) >= faults_.mix_rate) {
+    return MixFault::count;
+  }
+  const auto kinds = static_cast<int>(MixFault::count);
+  return static_cast<MixFault>(std::uniform_int_distribution<int>(0, kinds - 1)(random_));
+}
+
 asio::awaitable<void> FaultProxy::serve(tcp::socket socket) {
   boost::beast::flat_buffer buffer;
+  const int counted =
+      faults_.fail_first + faults_.stall_first + faults_.reset_first + faults_.truncate_first;
   for (;;) {
     http::request<http::string_body> request;
     if (auto [ec, n] = co_await http::async_read(socket, buffer, request, token); ec) co_return;
     const bool head = request.method() == http::verb::head;
     const bool read = request.method() == http::verb::get && request.count(http::field::range);
-    int fault = read ? reads_++ : -1;
-
-    if (fault >= 0 && fault < faults_.fail_first) {
+    const int number = read ? reads_++ : -1;
+    int fault = number;
+    const MixFault mixed =
+        fault >= counted && faults_.mix_rate > 0 ? draw() : MixFault::count;
+    if (mixed != MixFault::count) {
       ++injected_;
+      ++mixed_[static_cast<std::size_t>(mixed)];
+    }
+
+    const bool mixed_status = mixed == MixFault::status_503 || mixed == MixFault::status_500;
+    if ((fault >= 0 && fault < faults_.fail_first) || mixed_status) {
+      if (!mixed_status) ++injected_;
+      const unsigned status = mixed == MixFault::status_500   ? 500
+                              : mixed == MixFault::status_503 ? 503
+                                                              : faults_.fail_status;
       const std::string answer =
-          "HTTP/1.1 " + std::to_string(faults_.fail_status) + " Injected\r\nContent-Type: " +
+          "HTTP/1.1 " + std::to_string(status) + " Injected\r\nContent-Type: " +
           faults_.fail_content_type + "\r\nContent-Length: " +
           std::to_string(faults_.fail_body.size()) + "\r\n\r\n" + faults_.fail_body;
       if (auto [ec, n] = co_await asio::async_write(socket, asio::buffer(answer), token); ec) {
@@ -95,6 +119,7 @@ asio::awaitable<void> FaultProxy::serve(tcp::socket socket) {
     }
     if (fault >= 0) fault -= faults_.fail_first;
 
+    if (read && faults_.before_read) faults_.before_read(number);
     auto response = co_await forward(std::move(request), upstream_port_);
     if (!response) co_return;
     const std::string header = header_of(*response, head);
@@ -108,11 +133,21 @@ asio::awaitable<void> FaultProxy::serve(tcp::socket socket) {
     if (stall) body = {};
     if (reset || truncate) body = body.substr(0, std::min(body.size(), faults_.cut_after));
     if (stall || reset || truncate) ++injected_;
+    if (mixed == MixFault::reset || mixed == MixFault::short_body) body = body.substr(0, body.size() / 2);
 
     ResponseEnding ending = ResponseEnding::keep_alive;
-    if (truncate) ending = ResponseEnding::close;
-    if (reset) ending = ResponseEnding::reset;
+    if (truncate || mixed == MixFault::short_body) ending = ResponseEnding::close;
+    if (reset || mixed == MixFault::reset) ending = ResponseEnding::reset;
     if (stall) ending = ResponseEnding::stall;
+    if (mixed == MixFault::stall) {
+      // Half the body, a pause, then the rest: a stall the client may sit out or give up on.
+      const auto half = body.size() / 2;
+      if (!co_await write_response(socket, header, body.substr(0, half), ending)) co_return;
+      asio::steady_timer pause(socket.get_executor(), faults_.stall_for);
+      co_await pause.async_wait(token);
+      if (!co_await write_response(socket, {}, body.substr(half), ending)) co_return;
+      continue;
+    }
     if (!co_await write_response(socket, header, body, ending)) co_return;
   }
 }

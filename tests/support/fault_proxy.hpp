@@ -1,11 +1,16 @@
 #pragma once
 // A proxy that breaks some of the responses of a real server, for testing retries end to end.
 
+#include <array>
 #include <atomic>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <mutex>
+#include <random>
 #include <string>
 
 #include "support/loopback_listener.hpp"
@@ -18,9 +23,13 @@ namespace tensorstream::testing {
 ///
 /// Counts refer to object reads in the order the proxy received them, from 0: with
 /// `fail_first = 2, reset_first = 4` reads 0 and 1 get the failure status, 2 and 3 a reset mid
-/// body, and later ones pass.
+/// body, and later ones pass. With a `mix_rate`, the reads after those each get a fault drawn at
+/// that rate from a mix of all kinds, for soak runs.
 class FaultProxy {
  public:
+  /// The faults of the mix, drawn with equal odds.
+  enum class MixFault { status_503, status_500, reset, short_body, stall, count };
+
   /// Which faults to inject, in this order of precedence.
   struct Faults {
     int fail_first = 0;                  ///< Answer the first K reads with `fail_status`.
@@ -31,6 +40,15 @@ class FaultProxy {
     int reset_first = 0;                 ///< Then cut the next K bodies with a TCP reset ...
     int truncate_first = 0;              ///< ... then the next K with a clean close ...
     std::size_t cut_after = 0;           ///< ... after this many body bytes.
+    /// Then the share of reads, from 0 to 1, that get one fault of the mix: 503 or 500 with
+    /// `fail_body`, a reset or a clean close after half the body, or half the body, silence
+    /// for `stall_for` and the rest.
+    double mix_rate = 0;
+    std::chrono::milliseconds stall_for{2000};
+    std::uint64_t seed = 1;  ///< Of the draws of the mix, so that a run can be repeated.
+    /// Called with each object read's number, on the proxy's thread, before it is forwarded:
+    /// lets a test change the object between the attempts of one read.
+    std::function<void(int read)> before_read{};
   };
 
   /// Starts forwarding to 127.0.0.1:`upstream_port`.
@@ -48,13 +66,21 @@ class FaultProxy {
   /// Faults injected so far.
   int injected() const { return injected_.load(); }
 
+  /// Faults of one kind of the mix injected so far.
+  int injected(MixFault kind) const { return mixed_[static_cast<std::size_t>(kind)].load(); }
+
  private:
   boost::asio::awaitable<void> serve(boost::asio::ip::tcp::socket socket);
+  // The fault of the mix for the next read past the counted ones; MixFault::count for none.
+  MixFault draw();
 
   const std::uint16_t upstream_port_;
   const Faults faults_;
   std::atomic<int> reads_{0};
   std::atomic<int> injected_{0};
+  std::array<std::atomic<int>, static_cast<std::size_t>(MixFault::count)> mixed_{};
+  std::mutex random_mutex_;
+  std::mt19937_64 random_;
   LoopbackListener listener_;
 };
 

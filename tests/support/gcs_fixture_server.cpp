@@ -35,16 +35,18 @@ using asio::ip::tcp;
 struct GcsFixtureServer::Reply {
   Reply(unsigned status = 200, std::string body = {},
         std::string content_type = "application/json; charset=UTF-8",
-        std::string content_range = {})
+        std::string content_range = {}, std::string generation = {})
       : status(status),
         body(std::move(body)),
         content_type(std::move(content_type)),
-        content_range(std::move(content_range)) {}
+        content_range(std::move(content_range)),
+        generation(std::move(generation)) {}
 
   unsigned status;
   std::string body;
   std::string content_type;
   std::string content_range;
+  std::string generation;  ///< x-goog-generation of a media download.
 };
 
 namespace {
@@ -147,10 +149,11 @@ GcsFixtureServer::Reply oauth_error(unsigned status, std::string_view error,
 }
 
 std::string object_resource(const std::string& bucket, const std::string& name,
-                            std::size_t size) {
+                            std::size_t size, std::int64_t generation) {
   return R"({"kind":"storage#object","name":)" + json_string(name) + R"(,"bucket":)" +
-         json_string(bucket) + R"(,"generation":"1","contentType":"application/octet-stream",)" +
-         R"("size":")" + std::to_string(size) + R"("})";
+         json_string(bucket) + R"(,"generation":")" + std::to_string(generation) +
+         R"(","contentType":"application/octet-stream",)" + R"("size":")" +
+         std::to_string(size) + R"("})";
 }
 
 }  // namespace
@@ -159,10 +162,11 @@ GcsFixtureServer::GcsFixtureServer(Options options)
     : options_(std::move(options)),
       listener_([this](tcp::socket socket) { return serve(std::move(socket)); }) {}
 
-void GcsFixtureServer::put(const std::string& bucket, const std::string& name,
-                           std::string bytes) {
+std::int64_t GcsFixtureServer::put(const std::string& bucket, const std::string& name,
+                                   std::string bytes) {
   std::lock_guard lock(mutex_);
-  buckets_[bucket][name] = std::move(bytes);
+  buckets_[bucket][name] = Object{std::move(bytes), ++last_generation_};
+  return last_generation_;
 }
 
 void GcsFixtureServer::put_directory(const std::string& bucket, const std::string& prefix,
@@ -215,6 +219,7 @@ asio::awaitable<void> GcsFixtureServer::serve(tcp::socket socket) {
     http::response<http::string_body> response(static_cast<http::status>(reply.status), 11);
     response.set(http::field::content_type, reply.content_type);
     if (!reply.content_range.empty()) response.set(http::field::content_range, reply.content_range);
+    if (!reply.generation.empty()) response.set("x-goog-generation", reply.generation);
     response.body() = std::move(reply.body);
     response.keep_alive(incoming.keep_alive());
     response.prepare_payload();
@@ -287,23 +292,30 @@ GcsFixtureServer::Reply GcsFixtureServer::object(const std::string& bucket,
   if (found == objects.end()) {
     return json_error(404, "No such object: " + bucket + "/" + name, "notFound");
   }
-  const std::string& bytes = found->second;
-  if (parse_pairs(query, false)["alt"] != "media") {
-    return {200, object_resource(bucket, name, bytes.size())};
+  const std::string& bytes = found->second.bytes;
+  const std::string generation = std::to_string(found->second.generation);
+  auto parameters = parse_pairs(query, false);
+  if (parameters["alt"] != "media") {
+    return {200, object_resource(bucket, name, bytes.size(), found->second.generation)};
   }
   if (media_requests_++ < options_.fail_media_first) {
     return json_error(options_.fail_status, "We encountered an internal error. Please try again.",
                       "backendError");
   }
+  if (parameters.contains("ifGenerationMatch") && parameters["ifGenerationMatch"] != generation) {
+    return json_error(412, "At least one of the pre-conditions you specified did not hold.",
+                      "conditionNotMet");
+  }
   const auto range = parse_range(request.range, bytes.size());
-  if (!range) return {200, bytes, "application/octet-stream"};
+  if (!range) return {200, bytes, "application/octet-stream", {}, generation};
   if (range->first >= bytes.size()) {
     return json_error(416, "The requested range cannot be satisfied.", "requestedRangeNotSatisfiable");
   }
   return {206, bytes.substr(range->first, range->last - range->first + 1),
           "application/octet-stream",
           "bytes " + std::to_string(range->first) + "-" + std::to_string(range->last) + "/" +
-              std::to_string(bytes.size())};
+              std::to_string(bytes.size()),
+          generation};
 }
 
 GcsFixtureServer::Reply GcsFixtureServer::list(const std::string& bucket,
@@ -315,20 +327,21 @@ GcsFixtureServer::Reply GcsFixtureServer::list(const std::string& bucket,
   struct Entry {
     std::string name;
     std::size_t size;
+    std::int64_t generation;
     bool is_prefix;
   };
   std::vector<Entry> entries;
   const auto& objects = buckets_.at(bucket);
   for (auto it = objects.lower_bound(prefix); it != objects.end(); ++it) {
-    const auto& [name, bytes] = *it;
+    const auto& [name, object] = *it;
     if (!name.starts_with(prefix)) break;
     const auto cut = delimiter.empty() ? std::string::npos : name.find(delimiter, prefix.size());
     if (cut == std::string::npos) {
-      entries.push_back({name, bytes.size(), false});
+      entries.push_back({name, object.bytes.size(), object.generation, false});
       continue;
     }
     std::string group = name.substr(0, cut + delimiter.size());
-    if (entries.empty() || entries.back().name != group) entries.push_back({group, 0, true});
+    if (entries.empty() || entries.back().name != group) entries.push_back({group, 0, 0, true});
   }
   constexpr std::string_view token_prefix = "after:";
   std::size_t start = 0;
@@ -344,7 +357,8 @@ GcsFixtureServer::Reply GcsFixtureServer::list(const std::string& bucket,
     std::string& list = entries[i].is_prefix ? prefixes : items;
     if (!list.empty()) list += ',';
     list += entries[i].is_prefix ? json_string(entries[i].name)
-                                 : object_resource(bucket, entries[i].name, entries[i].size);
+                                 : object_resource(bucket, entries[i].name, entries[i].size,
+                                                   entries[i].generation);
   }
   std::string body = R"({"kind":"storage#objects")";
   if (end < entries.size()) {

@@ -22,9 +22,11 @@ namespace tensorstream::testing {
 /// An HTTP/1.1 server on an ephemeral 127.0.0.1 port, running in its own thread, holding buckets
 /// of in-memory objects. It serves, with keep-alive:
 ///
-/// - `GET /storage/v1/b/BUCKET/o/OBJECT` (metadata; "size" is a decimal string) and with
-///   `?alt=media` (the bytes: 206 for `Range: bytes=a-b`, 416 past the end, 200 without Range).
-///   OBJECT must be fully percent-encoded: a raw '/' in it gets 404, as from GCS.
+/// - `GET /storage/v1/b/BUCKET/o/OBJECT` (metadata; "size" and "generation" are decimal strings)
+///   and with `?alt=media` (the bytes: 206 for `Range: bytes=a-b`, 416 past the end, 200 without
+///   Range; an `x-goog-generation` header; 412 "conditionNotMet" when `ifGenerationMatch` names
+///   another generation). OBJECT must be fully percent-encoded: a raw '/' in it gets 404, as
+///   from GCS. Every put() makes a new generation, as an upload to GCS does.
 /// - `GET /storage/v1/b/BUCKET/o?prefix=&delimiter=&pageToken=`: names in byte order,
 ///   `prefixes` with a delimiter, `page_size` entries per page and a `nextPageToken` that needs
 ///   percent-encoding. `fields` is ignored: responses hold whole resources.
@@ -80,8 +82,9 @@ class GcsFixtureServer {
   GcsFixtureServer(const GcsFixtureServer&) = delete;
   GcsFixtureServer& operator=(const GcsFixtureServer&) = delete;
 
-  /// Stores `bytes` as object `name` of `bucket`, creating the bucket.
-  void put(const std::string& bucket, const std::string& name, std::string bytes);
+  /// Stores `bytes` as object `name` of `bucket`, creating the bucket, under a new generation,
+  /// which it returns.
+  std::int64_t put(const std::string& bucket, const std::string& name, std::string bytes);
 
   /// Stores every file directly in `directory` as `prefix` + its name in `bucket`.
   void put_directory(const std::string& bucket, const std::string& prefix,
@@ -123,9 +126,15 @@ class GcsFixtureServer {
   Reply token_reply();
   std::optional<Reply> verify_assertion(const std::string& assertion) const;
 
+  struct Object {
+    std::string bytes;
+    std::int64_t generation = 0;
+  };
+
   const Options options_;
   mutable std::mutex mutex_;
-  std::map<std::string, std::map<std::string, std::string>> buckets_;
+  std::map<std::string, std::map<std::string, Object>> buckets_;
+  std::int64_t last_generation_ = 0;
   std::set<std::string> public_buckets_;
   std::set<std::string> tokens_;
   int media_requests_ = 0;

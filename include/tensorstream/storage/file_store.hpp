@@ -30,8 +30,11 @@ struct FileStoreOptions {
 /// stats().io_mode. Either way no read blocks the executor's threads; opening a file, size() and
 /// list() do make their (short) system calls on the calling thread.
 ///
-/// Open file descriptors are cached per path, so files are assumed not to be replaced while the
-/// store reads them.
+/// Open file descriptors are cached per path. A file is pinned at its first access (see
+/// ObjectStore) to its inode, size and modification time; after every read the open descriptor
+/// and the path are stat'ed again, and a file rewritten, truncated, replaced or removed since
+/// throws StorageError "the file changed while it was being read (...); restart the stream".
+/// Devices and other files that are not regular files are not pinned.
 ///
 /// Destroying the store while reads are in flight is a caller error. The destructor then waits
 /// until neither the kernel nor a pread thread still writes into a destination, and the reads

@@ -18,6 +18,9 @@
 namespace tensorstream {
 
 class HttpClient;
+struct ObjectVersion;
+template <class Version>
+class ObjectPins;
 
 /// Reads objects of one Cloud Storage bucket with `Range` media downloads of the JSON API over
 /// pooled keep-alive connections.
@@ -50,7 +53,7 @@ class GcsStore final : public ObjectStore {
   /// "gs://bucket" followed by `key`.
   std::string url(const std::string& key) const override;
 
-  /// The object's size, from its metadata.
+  /// The object's size, from its metadata, which also pins its generation.
   boost::asio::awaitable<std::uint64_t> size(std::string key) override;
 
   /// Always true.
@@ -61,7 +64,10 @@ class GcsStore final : public ObjectStore {
   boost::asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix,
                                                        ListDepth depth) override;
 
-  /// Reads `destination.size()` bytes at `offset` with one or more `Range` media downloads.
+  /// Reads `destination.size()` bytes at `offset` with one or more `Range` media downloads, each
+  /// with `ifGenerationMatch` once the generation is pinned (by size() or the x-goog-generation
+  /// header of the first download); a 412 or another generation is a StorageError saying the
+  /// object changed.
   boost::asio::awaitable<void> read_range(std::string key, std::uint64_t offset,
                                           std::span<std::byte> destination) override;
 
@@ -78,6 +84,7 @@ class GcsStore final : public ObjectStore {
   std::string path_prefix_;
   std::string description_;
   std::unique_ptr<HttpClient> client_;
+  std::unique_ptr<ObjectPins<ObjectVersion>> pins_;
 };
 
 }  // namespace tensorstream

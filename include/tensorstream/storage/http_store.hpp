@@ -17,6 +17,9 @@
 namespace tensorstream {
 
 class HttpClient;
+struct ObjectVersion;
+template <class Version>
+class ObjectPins;
 
 /// Reads objects from one HTTP or HTTPS server with `Range` requests over pooled keep-alive
 /// connections.
@@ -46,7 +49,7 @@ class HttpStore final : public ObjectStore {
   /// The origin followed by `key`.
   std::string url(const std::string& key) const override;
 
-  /// The object's Content-Length, from a HEAD request.
+  /// The object's Content-Length, from a HEAD request, whose ETag or Last-Modified pins it.
   boost::asio::awaitable<std::uint64_t> size(std::string key) override;
 
   /// Always false: HTTP has no listing.
@@ -56,8 +59,11 @@ class HttpStore final : public ObjectStore {
   boost::asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix,
                                                        ListDepth depth) override;
 
-  /// Reads `destination.size()` bytes at `offset` with one or more `Range` GETs. Throws
-  /// InvalidArgument for a key that does not start with '/' or holds unencoded spaces.
+  /// Reads `destination.size()` bytes at `offset` with one or more `Range` GETs, each with
+  /// `If-Match` (or `If-Unmodified-Since`) once the object is pinned (see ObjectStore); a 412, or
+  /// a response with another ETag from a server that ignores If-Match, is a StorageError saying
+  /// the object changed. Throws InvalidArgument for a key that does not start with '/' or holds
+  /// unencoded spaces.
   boost::asio::awaitable<void> read_range(std::string key, std::uint64_t offset,
                                           std::span<std::byte> destination) override;
 
@@ -67,6 +73,7 @@ class HttpStore final : public ObjectStore {
  private:
   std::string origin_;
   std::unique_ptr<HttpClient> client_;
+  std::unique_ptr<ObjectPins<ObjectVersion>> pins_;
 };
 
 }  // namespace tensorstream

@@ -33,12 +33,21 @@ struct StoreStats {
   std::string io_mode;          ///< How bytes are read: "io_uring", "pread (...why...)", "http".
 };
 
-/// A flat namespace of immutable objects that can be read by byte range.
+/// A flat namespace of objects that can be read by byte range.
 ///
 /// Keys are the paths of the backend: absolute file paths for file://, URL paths for http(s)://.
 /// Every member may be called concurrently from coroutines on the store's executor, also when
 /// several threads run that executor's io_context. Failures throw StorageError (NotFoundError for
 /// a missing object) naming the object's URL.
+///
+/// A store pins each object at its first access (size() or read_range()) to the version it saw
+/// then, for the store's lifetime: HTTP and S3 to the ETag (else Last-Modified) of the first
+/// response, GCS to the object's generation, files to their inode, size and modification time.
+/// Every later read is conditional on that version (If-Match or If-Unmodified-Since,
+/// ifGenerationMatch, a re-stat of the file after the read), so bytes of two versions are never
+/// mixed: an object that changed throws a permanent StorageError, e.g.
+/// `URL: the object changed while it was being read (ETag "a" became "b"); restart the stream`.
+/// To read the new version, use a new store. list() pins nothing.
 class ObjectStore {
  public:
   virtual ~ObjectStore() = default;

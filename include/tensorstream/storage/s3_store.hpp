@@ -18,6 +18,9 @@
 namespace tensorstream {
 
 class HttpClient;
+struct ObjectVersion;
+template <class Version>
+class ObjectPins;
 
 /// Reads objects of one S3 bucket with signed `Range` GETs over pooled keep-alive connections.
 ///
@@ -53,7 +56,7 @@ class S3Store final : public ObjectStore {
   /// "s3://bucket" followed by `key`.
   std::string url(const std::string& key) const override;
 
-  /// The object's size, from a HEAD request.
+  /// The object's size, from a HEAD request, whose ETag pins the object.
   boost::asio::awaitable<std::uint64_t> size(std::string key) override;
 
   /// Always true.
@@ -64,7 +67,9 @@ class S3Store final : public ObjectStore {
   boost::asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix,
                                                        ListDepth depth) override;
 
-  /// Reads `destination.size()` bytes at `offset` with one or more signed `Range` GETs.
+  /// Reads `destination.size()` bytes at `offset` with one or more signed `Range` GETs, each with
+  /// `If-Match` once the object is pinned (see ObjectStore); a 412, or a response with another
+  /// ETag from a store that ignores If-Match, is a StorageError saying the object changed.
   boost::asio::awaitable<void> read_range(std::string key, std::uint64_t offset,
                                           std::span<std::byte> destination) override;
 
@@ -83,6 +88,7 @@ class S3Store final : public ObjectStore {
   std::string path_prefix_;
   std::string description_;
   std::unique_ptr<HttpClient> client_;
+  std::unique_ptr<ObjectPins<ObjectVersion>> pins_;
 };
 
 }  // namespace tensorstream

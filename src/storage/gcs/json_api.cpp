@@ -12,6 +12,8 @@ namespace {
 
 // Names and sizes are all a listing needs; the full resources are about ten times larger.
 constexpr std::string_view list_fields = "items(name,size),nextPageToken";
+// The generation pins the object for the reads that follow.
+constexpr std::string_view metadata_fields = "size,generation";
 
 std::string encode(std::string_view text) { return s3::uri_encode(text, false); }
 
@@ -46,11 +48,14 @@ std::string object_target(std::string_view bucket, std::string_view name) {
 }  // namespace
 
 std::string metadata_target(std::string_view bucket, std::string_view name) {
-  return object_target(bucket, name) + "?fields=size";
+  return object_target(bucket, name) + "?fields=" + encode(metadata_fields);
 }
 
-std::string media_target(std::string_view bucket, std::string_view name) {
-  return object_target(bucket, name) + "?alt=media";
+std::string media_target(std::string_view bucket, std::string_view name,
+                         std::string_view generation) {
+  std::string target = object_target(bucket, name) + "?alt=media";
+  if (!generation.empty()) target += "&ifGenerationMatch=" + encode(generation);
+  return target;
 }
 
 std::string list_target(std::string_view bucket, std::string_view prefix, bool delimited,
@@ -61,14 +66,30 @@ std::string list_target(std::string_view bucket, std::string_view prefix, bool d
   return target + "&fields=" + encode(list_fields);
 }
 
-std::uint64_t parse_object_size(std::string_view body, const std::string& url) {
+ObjectMetadata parse_object_metadata(std::string_view body, const std::string& url) {
+  constexpr std::string_view what = "object metadata";
   simdjson::dom::parser parser;
   const simdjson::padded_string padded(body);
   simdjson::dom::element object;
   if (const auto error = parser.parse(padded).get(object)) {
-    throw malformed(url, "object metadata", simdjson::error_message(error));
+    throw malformed(url, what, simdjson::error_message(error));
   }
-  return object_size(object, url, "object metadata");
+  ObjectMetadata metadata;
+  metadata.size = object_size(object, url, what);
+  std::string_view generation;
+  const auto generation_error = object["generation"].get(generation);
+  if (generation_error && generation_error != simdjson::NO_SUCH_FIELD) {
+    throw malformed(url, what,
+                    std::string("generation: ") + simdjson::error_message(generation_error));
+  }
+  if (!generation_error) {
+    if (!decimal(generation)) {
+      throw malformed(url, what,
+                      "generation \"" + std::string(generation) + "\" is not a decimal number");
+    }
+    metadata.generation = std::string(generation);
+  }
+  return metadata;
 }
 
 ListingPage parse_objects_page(std::string_view body, const std::string& url) {

@@ -28,6 +28,7 @@ boost::asio::awaitable<std::optional<Failure>> HeadRequest::attempt(Connection& 
   const auto length = parser.content_length();
   if (!length) co_return permanent_failure("HEAD response has no Content-Length");
   size_ = *length;
+  version_ = version_of(parser.get());
   co_return std::nullopt;
 }
 

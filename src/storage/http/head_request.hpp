@@ -11,6 +11,7 @@
 #include "storage/http/connection.hpp"
 #include "storage/http/failure.hpp"
 #include "storage/http/service_adapter.hpp"
+#include "storage/object_version.hpp"
 
 namespace tensorstream {
 
@@ -33,12 +34,16 @@ class HeadRequest {
   /// The object's size once an attempt succeeded.
   std::uint64_t size() const { return size_; }
 
+  /// The version the response named (empty if it named none), once an attempt succeeded.
+  const ObjectVersion& version() const { return version_; }
+
  private:
   std::string_view target_;
   std::string_view host_;
   std::chrono::milliseconds read_timeout_;
   std::string credentials_;
   std::uint64_t size_ = 0;
+  ObjectVersion version_;
 };
 
 }  // namespace tensorstream

@@ -110,17 +110,22 @@ asio::awaitable<void> HttpClient::perform(Request& request, const std::string& u
 }
 
 asio::awaitable<std::uint64_t> HttpClient::content_length(std::string_view target,
-                                                          const std::string& url) {
+                                                          const std::string& url,
+                                                          ObjectVersion& version) {
   HeadRequest request(target, host_header_, options_.read_timeout);
   co_await perform(request, url);
+  version = request.version();
   co_return request.size();
 }
 
 asio::awaitable<void> HttpClient::read_range(std::string_view target, const std::string& url,
                                              std::uint64_t offset,
-                                             std::span<std::byte> destination) {
+                                             std::span<std::byte> destination,
+                                             ObjectVersion& version) {
   RangeRequest request(target, host_header_, offset, destination, options_.read_timeout);
+  request.pin(version);
   co_await perform(request, url);
+  version = request.version();
   bytes_.fetch_add(destination.size(), std::memory_order_relaxed);
   if (request.range_ignored() && !warned_range_ignored_.exchange(true)) {
     log(LogLevel::warning,

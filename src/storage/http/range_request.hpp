@@ -13,6 +13,7 @@
 #include "storage/http/connection.hpp"
 #include "storage/http/failure.hpp"
 #include "storage/http/service_adapter.hpp"
+#include "storage/object_version.hpp"
 
 namespace tensorstream {
 
@@ -33,6 +34,15 @@ class RangeRequest {
   /// Header lines the next attempt carries, from ServiceAdapter::authorize.
   void set_credentials(std::string lines) { credentials_ = std::move(lines); }
 
+  /// Reads only the version `pinned` of the object: every attempt carries its conditions
+  /// (If-Match, If-Unmodified-Since), and a 412 or a response naming another version is a
+  /// permanent failure saying the object changed. Without a pin the first response's version is
+  /// pinned, so a resumed body never mixes two versions.
+  void pin(ObjectVersion pinned) { pinned_ = std::move(pinned); }
+
+  /// The version the responses named (empty if they named none), once an attempt succeeded.
+  const ObjectVersion& version() const { return pinned_; }
+
   /// Requests the missing bytes on `connection` and reads them into the destination. On
   /// success the connection is left reusable if its response was read to the end.
   boost::asio::awaitable<std::optional<Failure>> attempt(Connection& connection);
@@ -52,6 +62,7 @@ class RangeRequest {
                                                                    HeaderParser& parser,
                                                                    std::uint64_t skip);
   std::optional<Failure> check_partial_response(const HeaderParser& parser) const;
+  std::optional<Failure> check_version(const HeaderParser& parser);
   std::uint64_t first() const { return offset_ + delivered_; }
   std::uint64_t last() const { return offset_ + destination_.size() - 1; }
   std::uint64_t missing() const { return destination_.size() - delivered_; }
@@ -66,6 +77,7 @@ class RangeRequest {
   std::chrono::milliseconds read_timeout_;
   std::string range_;
   std::string credentials_;
+  ObjectVersion pinned_;
   std::uint64_t delivered_ = 0;
   std::uint64_t attempt_first_ = 0;
   bool range_ignored_ = false;

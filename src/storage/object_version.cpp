@@ -1,0 +1,80 @@
+#include "storage/object_version.hpp"
+
+#include <string_view>
+
+#include "tensorstream/error.hpp"
+
+namespace tensorstream {
+namespace {
+
+bool is_weak(const std::string& etag) { return etag.starts_with("W/"); }
+
+// The weak comparison of RFC 9110: a server may mark the same tag weak in one response and not
+// in another (HEAD and GET, or behind a proxy), which is no change of the object.
+std::string_view opaque_tag(std::string_view etag) {
+  return etag.starts_with("W/") ? etag.substr(2) : etag;
+}
+
+std::string changed(const std::string& what, const std::string& from, const std::string& to) {
+  return "the object changed while it was being read (" + what + " " + from + " became " + to +
+         "); restart the stream";
+}
+
+}  // namespace
+
+std::string ObjectVersion::describe() const {
+  if (!generation.empty()) return "generation " + generation;
+  if (!etag.empty()) return "ETag " + etag;
+  if (!last_modified.empty()) return "Last-Modified " + last_modified;
+  return "no version";
+}
+
+ObjectVersion version_of(const boost::beast::http::fields& response) {
+  ObjectVersion version;
+  version.generation = std::string(response["x-goog-generation"]);
+  if (!version.generation.empty()) return version;
+  version.etag = std::string(response[boost::beast::http::field::etag]);
+  version.last_modified = std::string(response[boost::beast::http::field::last_modified]);
+  return version;
+}
+
+std::string version_conditions(const ObjectVersion& pinned) {
+  if (!pinned.generation.empty()) return {};
+  if (!pinned.etag.empty() && !is_weak(pinned.etag)) return "If-Match: " + pinned.etag + "\r\n";
+  if (!pinned.last_modified.empty()) {
+    return "If-Unmodified-Since: " + pinned.last_modified + "\r\n";
+  }
+  return {};
+}
+
+std::optional<std::string> version_change(const ObjectVersion& pinned,
+                                          const ObjectVersion& seen) {
+  if (!pinned.generation.empty() && !seen.generation.empty()) {
+    if (pinned.generation == seen.generation) return std::nullopt;
+    return changed("generation", pinned.generation, seen.generation);
+  }
+  if (!pinned.etag.empty() && !seen.etag.empty()) {
+    if (opaque_tag(pinned.etag) == opaque_tag(seen.etag)) return std::nullopt;
+    return changed("ETag", pinned.etag, seen.etag);
+  }
+  if (!pinned.last_modified.empty() && !seen.last_modified.empty()) {
+    if (pinned.last_modified == seen.last_modified) return std::nullopt;
+    return changed("Last-Modified", pinned.last_modified, seen.last_modified);
+  }
+  return std::nullopt;
+}
+
+std::string version_precondition_failed(const ObjectVersion& pinned) {
+  return "the object changed while it was being read (" + pinned.describe() +
+         " is no longer current: HTTP 412 Precondition Failed); restart the stream";
+}
+
+void pin_version(ObjectPins<ObjectVersion>& pins, const std::string& key, const std::string& url,
+                 const ObjectVersion& seen) {
+  // Nothing to hold the object to; a later response that names a version pins that one.
+  if (seen.empty()) return;
+  const ObjectVersion pinned = pins.pin(key, seen);
+  if (auto change = version_change(pinned, seen)) throw StorageError(url, std::move(*change));
+}
+
+}  // namespace tensorstream

@@ -1,0 +1,54 @@
+#pragma once
+// The identity of one version of a remote object, which a store pins at the object's first
+// access so that every later read can insist on the same version.
+
+#include <boost/beast/http/fields.hpp>
+#include <optional>
+#include <string>
+
+#include "storage/object_pins.hpp"
+
+namespace tensorstream {
+
+/// What identifies one version of an object on a server: the generation (GCS), else the ETag,
+/// else the Last-Modified date. Empty when the server told none of them.
+struct ObjectVersion {
+  std::string generation{};     ///< GCS's object generation, a decimal number.
+  std::string etag{};           ///< The ETag header as sent, quotes and any W/ included.
+  std::string last_modified{};  ///< The Last-Modified header as sent.
+
+  /// Whether nothing identifies the version.
+  bool empty() const { return generation.empty() && etag.empty() && last_modified.empty(); }
+
+  /// The strongest identity known, for messages: `generation 7`, `ETag "a"` or
+  /// `Last-Modified Tue, 01 Dec 2026 05:00:00 GMT`.
+  std::string describe() const;
+
+  bool operator==(const ObjectVersion&) const = default;
+};
+
+/// The version a response names in its x-goog-generation, ETag and Last-Modified headers. A
+/// generation, where given, is the whole identity: GCS's ETags are not usable in If-Match on the
+/// JSON API.
+ObjectVersion version_of(const boost::beast::http::fields& response);
+
+/// Header lines ("Name: value\r\n") that make a request fail with 412 unless the object is still
+/// `pinned`: If-Match with a strong ETag, else If-Unmodified-Since with the Last-Modified date;
+/// nothing for a generation (GCS asks for ifGenerationMatch in the query) or an empty version.
+/// A weak ETag never matches in If-Match, so it is only compared afterwards.
+std::string version_conditions(const ObjectVersion& pinned);
+
+/// Why `seen` is not the version `pinned`, e.g. `the object changed while it was being read
+/// (ETag "a" became "b"); restart the stream`; nullopt when they agree or share no identity to
+/// compare.
+std::optional<std::string> version_change(const ObjectVersion& pinned, const ObjectVersion& seen);
+
+/// Why a read made conditional on `pinned` was answered 412 Precondition Failed.
+std::string version_precondition_failed(const ObjectVersion& pinned);
+
+/// Pins `seen` as the version of `key` at its first access that names one; afterwards throws
+/// StorageError naming `url` when `seen` is another version than the one pinned.
+void pin_version(ObjectPins<ObjectVersion>& pins, const std::string& key, const std::string& url,
+                 const ObjectVersion& seen);
+
+}  // namespace tensorstream
