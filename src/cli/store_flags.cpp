@@ -1,6 +1,23 @@
 #include "cli/store_flags.hpp"
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <string>
+
 namespace tensorstream::cli {
+namespace {
+
+std::string seconds_text(std::chrono::milliseconds duration) {
+  return std::to_string(duration.count() / 1000);
+}
+
+// At least a millisecond, so that a tiny positive value does not turn into "no time at all".
+std::chrono::milliseconds milliseconds(double seconds) {
+  return std::chrono::milliseconds(std::max<long long>(std::llround(seconds * 1000.0), 1));
+}
+
+}  // namespace
 
 void add_store_flags(CLI::App& command, StoreFlags& flags) {
   command.add_flag("--no-sign-request", flags.no_sign_request,
@@ -13,6 +30,23 @@ void add_store_flags(CLI::App& command, StoreFlags& flags) {
   command.add_option("--ca-bundle", flags.ca_bundle,
                      "PEM file of CAs trusted for https; default: AWS_CA_BUNDLE for s3://, "
                      "else the system's (SSL_CERT_FILE)");
+  const HttpOptions defaults;
+  command
+      .add_option("--retries", flags.retries,
+                  "Attempts after the first for transient HTTP failures (default " +
+                      std::to_string(defaults.max_retries) + ")")
+      ->check(CLI::NonNegativeNumber);
+  command
+      .add_option("--connect-timeout", flags.connect_timeout,
+                  "Seconds to resolve, connect and handshake (default " +
+                      seconds_text(defaults.connect_timeout) + ")")
+      ->check(CLI::PositiveNumber);
+  command
+      .add_option("--timeout", flags.timeout,
+                  "Seconds a request may go without receiving a byte before it is retried "
+                  "(default " +
+                      seconds_text(defaults.read_timeout) + ")")
+      ->check(CLI::PositiveNumber);
 }
 
 StoreOptions apply_store_flags(const StoreFlags& flags, StoreOptions options) {
@@ -23,6 +57,9 @@ StoreOptions apply_store_flags(const StoreFlags& flags, StoreOptions options) {
   if (!flags.region.empty()) options.s3.region = flags.region;
   if (!flags.endpoint_url.empty()) options.s3.endpoint = flags.endpoint_url;
   if (!flags.ca_bundle.empty()) options.http.ca_file = flags.ca_bundle;
+  if (flags.retries) options.http.max_retries = *flags.retries;
+  if (flags.connect_timeout) options.http.connect_timeout = milliseconds(*flags.connect_timeout);
+  if (flags.timeout) options.http.read_timeout = milliseconds(*flags.timeout);
   return options;
 }
 

@@ -1,7 +1,9 @@
 #pragma once
-// The flags every command that reads object storage takes: credentials, region, endpoint, trust.
+// The flags every command that reads object storage takes: credentials, region, endpoint, trust,
+// and the HTTP client's retries and timeouts.
 
 #include <CLI/App.hpp>
+#include <optional>
 #include <string>
 
 #include "tensorstream/storage/store_options.hpp"
@@ -14,10 +16,13 @@ struct StoreFlags {
   std::string region;            ///< S3 region.
   std::string endpoint_url;      ///< S3-compatible endpoint.
   std::string ca_bundle;         ///< PEM file of trusted CAs for https.
+  std::optional<int> retries;    ///< Attempts after the first for transient failures.
+  std::optional<double> connect_timeout;  ///< Seconds to resolve, connect and handshake.
+  std::optional<double> timeout;  ///< Seconds without a byte before a request is retried.
 };
 
-/// Adds --no-sign-request, --region, --endpoint-url and --ca-bundle to `command`, storing into
-/// `flags` (which must outlive parsing).
+/// Adds --no-sign-request, --region, --endpoint-url, --ca-bundle, --retries, --connect-timeout
+/// and --timeout to `command`, storing into `flags` (which must outlive parsing).
 void add_store_flags(CLI::App& command, StoreFlags& flags);
 
 /// `options` with what `flags` set.

@@ -42,6 +42,7 @@ class GcsStoreTest : public gcs::testing::GcsEnvironmentTest {
   // A store of bucket "models" on the fixture, with quick retries.
   std::unique_ptr<GcsStore> store(GcsOptions options) {
     HttpOptions http;
+    http.max_retries = 4;
     http.retry_base_delay = std::chrono::milliseconds(1);
     http.retry_max_delay = std::chrono::milliseconds(2);
     return std::make_unique<GcsStore>(io_.get_executor(), Url::parse("gs://models/"), http,

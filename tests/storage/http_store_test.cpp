@@ -333,8 +333,7 @@ TEST(HttpStore, RefusedConnectionIsReported) {
   const std::string origin = "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
 
   asio::io_context io;
-  // Default options: the default backoff keeps this failure well under a second.
-  HttpStore store(io.get_executor(), Url::parse(origin));
+  HttpStore store(io.get_executor(), Url::parse(origin), quick_retries(4));
   const auto error = expect_throw<StorageError>([&] { read(io, store, "/object.bin", 0, 1); });
   ::close(fd);
   EXPECT_EQ(std::string(error.what()),

@@ -135,6 +135,7 @@ TEST(HttpStreamingFaults, TransientFailuresAreRetriedAndTheStreamIsExact) {
                      {.fail_first = 2, .truncate_first = 5, .truncate_after = 1000});
   StreamerOptions options = small_chunks();
   options.store.http.retry_base_delay = std::chrono::milliseconds(1);
+  options.store.http.throttle_base_delay = std::chrono::milliseconds(1);
   RawStreamer streamer(server.base_url() + "/model.safetensors", options);
   expect_whole_model(streamer);
   EXPECT_GE(streamer.stats().retries, 2u);

@@ -35,6 +35,7 @@ class S3Streaming : public s3::testing::S3rverTest {
   }
 
   static StreamerOptions quick_retries(StreamerOptions options = small_chunks()) {
+    options.store.http.max_retries = 4;
     options.store.http.retry_base_delay = std::chrono::milliseconds(1);
     options.store.http.retry_max_delay = std::chrono::milliseconds(5);
     return options;

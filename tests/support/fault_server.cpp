@@ -116,7 +116,8 @@ asio::awaitable<void> FaultServer::serve(tcp::socket socket) {
       body = "0\r\n\r\n";
     }
     const bool stall = behaviour_.stall && text_body.empty();
-    if (request.method() == http::verb::head || stall) body = {};
+    const bool head_body = behaviour_.body_on_head_error && !text_body.empty();
+    if ((request.method() == http::verb::head && !head_body) || stall) body = {};
     if (truncate || reset) body = body.substr(0, std::min(body.size(), behaviour_.truncate_after));
     ResponseEnding ending = ResponseEnding::keep_alive;
     if (truncate || behaviour_.close_after_response) ending = ResponseEnding::close;

@@ -43,6 +43,8 @@ class FaultServer {
     bool wrong_content_range = false;   ///< Announce a Content-Range one byte off.
     bool close_after_response = false;  ///< Close every connection after its response without
                                         ///< announcing it, like a short keep-alive timeout.
+    bool body_on_head_error = false;    ///< Send the body of a failed HEAD's error response,
+                                        ///< which HTTP forbids and some S3 clones do anyway.
   };
 
   /// Starts serving `object` at `path` (e.g. "/object.bin").

@@ -8,18 +8,30 @@
 
 namespace tensorstream {
 
-/// Options of the HTTP range client.
+/// Options of the HTTP range client. The retry defaults follow the AWS SDKs' standard mode
+/// (base 100 ms, throttling base 1 s, cap 20 s), with more attempts because a stream of many
+/// gigabytes is worth more patience than one API call.
 struct HttpOptions {
+  /// The most connections open to one host at a time; requests beyond it wait for one to be
+  /// free rather than open more sockets.
+  static constexpr std::size_t max_connections_limit = 256;
+
   /// Limit for resolving and connecting (TCP and TLS handshake together).
   std::chrono::milliseconds connect_timeout{10'000};
   /// A connection that delivers no byte for this long is abandoned and the request retried.
   std::chrono::milliseconds read_timeout{30'000};
   /// Attempts after the first for transient failures (resets, timeouts, 5xx, truncated bodies).
-  int max_retries = 4;
-  /// First backoff delay; each retry doubles the cap, with full jitter.
-  std::chrono::milliseconds retry_base_delay{50};
+  int max_retries = 9;
+  /// Cap of the first backoff delay; each retry doubles the cap, and the delay is drawn
+  /// uniformly below it ("full jitter").
+  std::chrono::milliseconds retry_base_delay{100};
+  /// Cap of the first backoff delay after a throttling answer (429, 503 such as S3's SlowDown):
+  /// the server asked for less load, so clients back off further.
+  std::chrono::milliseconds throttle_base_delay{1'000};
   /// Upper bound of one backoff delay.
-  std::chrono::milliseconds retry_max_delay{2'000};
+  std::chrono::milliseconds retry_max_delay{20'000};
+  /// Connections per host; at most max_connections_limit, and at least 1.
+  std::size_t max_connections = max_connections_limit;
   /// Idle keep-alive connections kept per host.
   std::size_t max_idle_connections = 64;
   /// PEM file of trusted CAs; empty means the system store (which honours SSL_CERT_FILE).

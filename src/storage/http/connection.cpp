@@ -3,8 +3,8 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <sys/resource.h>
 
-#include <boost/asio/dispatch.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -14,7 +14,10 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/http/read.hpp>
+#include <boost/system/errc.hpp>
 #include <memory>
+#include <string>
+#include <utility>
 
 namespace tensorstream {
 namespace {
@@ -27,7 +30,24 @@ std::string milliseconds_text(std::chrono::milliseconds timeout) {
   return std::to_string(timeout.count()) + " ms";
 }
 
+// The process or the system ran out of file descriptors. Retrying only makes it worse, and the
+// error must say so plainly: the cure is fewer connections or a higher limit.
+bool is_descriptor_exhaustion(const beast::error_code& ec) {
+  return ec == asio::error::no_descriptors ||
+         ec == boost::system::errc::too_many_files_open_in_system;
+}
+
+Failure descriptor_failure(const beast::error_code& ec) {
+  std::string cause = "cannot connect: " + ec.message();
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+    cause += "; the process may open " + std::to_string(limit.rlim_cur) + " files";
+  }
+  return permanent_failure(cause + "; lower the concurrency or raise the limit (ulimit -n)");
+}
+
 Failure connect_failure(const beast::error_code& ec, std::chrono::milliseconds timeout) {
+  if (is_descriptor_exhaustion(ec)) return descriptor_failure(ec);
   if (ec == beast::error::timeout) {
     return transient_failure("connect timed out after " + milliseconds_text(timeout));
   }
@@ -37,6 +57,7 @@ Failure connect_failure(const beast::error_code& ec, std::chrono::milliseconds t
 
 Failure resolve_failure(const beast::error_code& ec, const std::string& host,
                         std::chrono::milliseconds timeout) {
+  if (is_descriptor_exhaustion(ec)) return descriptor_failure(ec);
   if (ec == asio::error::operation_aborted) {
     return transient_failure("resolving host '" + host + "' timed out after " +
                              milliseconds_text(timeout));
@@ -48,20 +69,23 @@ Failure resolve_failure(const beast::error_code& ec, const std::string& host,
 }  // namespace
 
 Connection::Connection(const asio::any_io_executor& executor, const ServerAddress& server)
-    : server_(server), strand_(asio::make_strand(executor)) {
-  if (server_.tls != nullptr) {
-    tls_.emplace(strand_, *server_.tls);
+    : server_(&server), strand_(asio::make_strand(executor)) {
+  if (server_->tls != nullptr) {
+    tls_.emplace(strand_, *server_->tls);
   } else {
     plain_.emplace(strand_);
   }
 }
 
+Connection::Connection(Strand strand, MemoryStream stream)
+    : strand_(std::move(strand)), memory_(std::move(stream)), memory_open_(true) {}
+
 beast::tcp_stream& Connection::tcp() { return tls_ ? tls_->next_layer() : *plain_; }
 
 const beast::tcp_stream& Connection::tcp() const { return tls_ ? tls_->next_layer() : *plain_; }
 
-asio::awaitable<void> Connection::enter() {
-  co_await asio::dispatch(asio::bind_executor(strand_, asio::use_awaitable));
+void Connection::expire_after(std::chrono::milliseconds timeout) {
+  if (!memory_) tcp().expires_after(timeout);
 }
 
 asio::awaitable<std::optional<Failure>> Connection::open(std::chrono::milliseconds timeout) {
@@ -82,10 +106,10 @@ asio::awaitable<std::optional<Failure>> Connection::connect(
       deadline - std::chrono::steady_clock::now());
   tcp::resolver::results_type endpoints;
   beast::error_code ec;
-  const auto address = asio::ip::make_address(server_.host, ec);
+  const auto address = asio::ip::make_address(server_->host, ec);
   if (!ec) {
-    endpoints = tcp::resolver::results_type::create(tcp::endpoint(address, server_.port),
-                                                    server_.host, std::to_string(server_.port));
+    endpoints = tcp::resolver::results_type::create(tcp::endpoint(address, server_->port),
+                                                    server_->host, std::to_string(server_->port));
   } else {
     // getaddrinfo cannot be interrupted; the timer only abandons it. The timer's handler holds
     // the resolver weakly because it may run after this coroutine has finished with both.
@@ -97,12 +121,16 @@ asio::awaitable<std::optional<Failure>> Connection::connect(
           if (auto live = weak.lock()) live->cancel();
         }));
     auto [resolve_error, results] =
-        co_await resolver->async_resolve(server_.host, std::to_string(server_.port), token());
+        co_await resolver->async_resolve(server_->host, std::to_string(server_->port), token());
     timer.cancel();
-    if (resolve_error) co_return resolve_failure(resolve_error, server_.host, timeout);
+    if (resolve_error) co_return resolve_failure(resolve_error, server_->host, timeout);
     endpoints = std::move(results);
   }
 
+  // The connect operation reports a failure to create its socket only as its last error, which
+  // a timeout can replace; creating one here first names descriptor exhaustion reliably.
+  tcp().socket().open(endpoints.begin()->endpoint().protocol(), ec);
+  if (ec) co_return connect_failure(ec, timeout);
   tcp().expires_at(deadline);
   auto [connect_error, endpoint] = co_await tcp().async_connect(endpoints, token());
   if (connect_error) co_return connect_failure(connect_error, timeout);
@@ -115,15 +143,15 @@ asio::awaitable<std::optional<Failure>> Connection::handshake(
     std::chrono::steady_clock::time_point deadline) {
   SSL* ssl = tls_->native_handle();
   beast::error_code ec;
-  asio::ip::make_address(server_.host, ec);
+  asio::ip::make_address(server_->host, ec);
   // SNI carries host names only; an IP literal is not allowed there (RFC 6066).
-  if (ec && SSL_set_tlsext_host_name(ssl, server_.host.c_str()) != 1) {
-    co_return permanent_failure("TLS handshake failed: cannot set SNI host name '" + server_.host +
+  if (ec && SSL_set_tlsext_host_name(ssl, server_->host.c_str()) != 1) {
+    co_return permanent_failure("TLS handshake failed: cannot set SNI host name '" + server_->host +
                                 "'");
   }
-  if (server_.verify_host) {
+  if (server_->verify_host) {
     host_mismatch_ = false;
-    tls_->set_verify_callback([this, verify = asio::ssl::host_name_verification(server_.host)](
+    tls_->set_verify_callback([this, verify = asio::ssl::host_name_verification(server_->host)](
                                   bool preverified, asio::ssl::verify_context& context) {
       const bool ok = verify(preverified, context);
       // host_name_verification only rejects a pre-verified chain for its name.
@@ -147,7 +175,7 @@ asio::awaitable<std::optional<Failure>> Connection::handshake(
   cause += reason != nullptr ? reason : handshake_error.message();
   const long verify_result = SSL_get_verify_result(ssl);
   if (host_mismatch_) {
-    cause += " (certificate does not match host '" + server_.host + "')";
+    cause += " (certificate does not match host '" + server_->host + "')";
   } else if (verify_result != X509_V_OK) {
     cause += " (";
     cause += X509_verify_cert_error_string(verify_result);
@@ -158,51 +186,64 @@ asio::awaitable<std::optional<Failure>> Connection::handshake(
 
 asio::awaitable<Connection::ErrorCode> Connection::write_request(
     std::chrono::milliseconds timeout) {
-  tcp().expires_after(timeout);
+  expire_after(timeout);
   auto [ec, written] = co_await on_stream(
-      [&](auto& stream) { return asio::async_write(stream, asio::buffer(request_), token()); });
+      [&](auto& stream, auto completion) {
+        return asio::async_write(stream, asio::buffer(request_), completion);
+      });
   co_return ec;
 }
 
 asio::awaitable<Connection::ErrorCode> Connection::read_header(HeaderParser& parser,
                                                                std::chrono::milliseconds timeout) {
-  tcp().expires_after(timeout);
-  auto [ec, parsed] = co_await on_stream([&](auto& stream) {
-    return beast::http::async_read_header(stream, buffer_, parser, token());
+  expire_after(timeout);
+  auto [ec, parsed] = co_await on_stream([&](auto& stream, auto completion) {
+    return beast::http::async_read_header(stream, buffer_, parser, completion);
   });
   co_return ec;
 }
 
 asio::awaitable<Connection::ErrorCode> Connection::read_some(BufferParser& parser,
                                                              std::chrono::milliseconds timeout) {
-  tcp().expires_after(timeout);
+  expire_after(timeout);
   auto [ec, parsed] = co_await on_stream(
-      [&](auto& stream) { return beast::http::async_read_some(stream, buffer_, parser, token()); });
+      [&](auto& stream, auto completion) {
+        return beast::http::async_read_some(stream, buffer_, parser, completion);
+      });
   co_return ec;
 }
 
 asio::awaitable<Connection::ErrorCode> Connection::read(TextParser& parser,
                                                         std::chrono::milliseconds timeout) {
-  tcp().expires_after(timeout);
+  expire_after(timeout);
   auto [ec, parsed] = co_await on_stream(
-      [&](auto& stream) { return beast::http::async_read(stream, buffer_, parser, token()); });
+      [&](auto& stream, auto completion) {
+        return beast::http::async_read(stream, buffer_, parser, completion);
+      });
   co_return ec;
 }
 
 asio::awaitable<std::pair<Connection::ErrorCode, std::size_t>> Connection::read_some(
     asio::mutable_buffer destination, std::chrono::milliseconds timeout) {
-  tcp().expires_after(timeout);
+  expire_after(timeout);
   auto [ec, received] = co_await on_stream(
-      [&](auto& stream) { return stream.async_read_some(destination, token()); });
+      [&](auto& stream, auto completion) {
+        return stream.async_read_some(destination, completion);
+      });
   co_return std::pair{ec, received};
 }
 
 void Connection::close() {
   reusable_ = false;
+  buffer_.clear();
+  if (memory_) {
+    memory_->close();
+    memory_open_ = false;
+    return;
+  }
   beast::error_code ignored;
   tcp().socket().shutdown(tcp::socket::shutdown_both, ignored);
   tcp().close();
-  buffer_.clear();
 }
 
 }  // namespace tensorstream

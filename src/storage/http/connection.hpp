@@ -1,5 +1,5 @@
 #pragma once
-// One HTTP/1.1 connection, plain or TLS, used by one request at a time.
+// One HTTP/1.1 connection, plain, TLS or in memory, used by one request at a time.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/as_tuple.hpp>
@@ -10,6 +10,7 @@
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/_experimental/test/stream.hpp>
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
@@ -47,26 +48,36 @@ struct ServerAddress {
 ///
 /// Every handler of the connection runs on its own strand, across all the requests it serves, so
 /// the stream's timers stay serialized with its reads even when several threads run the
-/// io_context. A request calls enter() first and then only the members below.
+/// io_context. A request runs on strand() and calls only the members below.
+///
+/// Besides TCP and TLS a connection can run over Beast's in-memory test stream, so that tests
+/// drive the protocol with a fail counter and one byte per read, without sockets or sleeps. The
+/// stream is chosen per operation by one branch, which costs nothing next to a system call.
 class Connection {
  public:
   using Strand = boost::asio::strand<boost::asio::any_io_executor>;
   using ErrorCode = boost::beast::error_code;
+  /// The in-memory transport: the server's end is a peer stream the test holds.
+  using MemoryStream = boost::beast::test::basic_stream<boost::asio::any_io_executor>;
 
   /// An unopened connection to `server`, which must outlive it.
   Connection(const boost::asio::any_io_executor& executor, const ServerAddress& server);
 
+  /// An open connection over `stream`, used by requests running on `strand`. Timeouts are not
+  /// armed: the stream's fail counter stands in for them.
+  Connection(Strand strand, MemoryStream stream);
+
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
 
-  /// Resumes the calling coroutine on the connection's strand.
-  boost::asio::awaitable<void> enter();
+  /// Where every operation on the connection must run.
+  const Strand& strand() const { return strand_; }
 
   /// Resolves, connects and, for https, handshakes, all within `timeout`.
   boost::asio::awaitable<std::optional<Failure>> open(std::chrono::milliseconds timeout);
 
   /// Whether open() succeeded and nothing has closed the connection since.
-  bool is_open() const { return tcp().socket().is_open(); }
+  bool is_open() const { return memory_ ? memory_open_ : tcp().socket().is_open(); }
 
   /// Sends request() in full.
   boost::asio::awaitable<ErrorCode> write_request(std::chrono::milliseconds timeout);
@@ -105,21 +116,29 @@ class Connection {
   }
   boost::beast::tcp_stream& tcp();
   const boost::beast::tcp_stream& tcp() const;
+  // Bounds the next operation by `timeout`; the in-memory stream has no timer.
+  void expire_after(std::chrono::milliseconds timeout);
   boost::asio::awaitable<std::optional<Failure>> connect(
       std::chrono::steady_clock::time_point deadline);
   boost::asio::awaitable<std::optional<Failure>> handshake(
       std::chrono::steady_clock::time_point deadline);
 
-  // Runs `operation` on whichever stream this connection speaks: TLS or plain TCP.
+  // Runs `operation` on whichever stream this connection speaks: TLS, plain TCP or memory.
   template <class Operation>
   auto on_stream(Operation&& operation) {
-    return tls_ ? operation(*tls_) : operation(*plain_);
+    if (tls_) return operation(*tls_, token());
+    if (plain_) return operation(*plain_, token());
+    // Beast's test stream cannot count work on a strand executor. It needs no binding anyway:
+    // requests run on the strand, and nothing else touches an in-memory connection.
+    return operation(*memory_, boost::asio::as_tuple(boost::asio::use_awaitable));
   }
 
-  const ServerAddress& server_;
+  const ServerAddress* server_ = nullptr;
   Strand strand_;
   std::optional<boost::beast::tcp_stream> plain_;
   std::optional<boost::asio::ssl::stream<boost::beast::tcp_stream>> tls_;
+  std::optional<MemoryStream> memory_;
+  bool memory_open_ = false;
   boost::beast::flat_buffer buffer_;
   std::string request_;
   bool reusable_ = false;

@@ -1,8 +1,13 @@
 #pragma once
-// Keep-alive connections to one server, shared by all requests of a store.
+// Connections to one server, shared by all requests of a store: at most a fixed number in use at
+// a time, and the idle ones kept alive for the next request.
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/experimental/concurrent_channel.hpp>
+#include <boost/system/error_code.hpp>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -11,26 +16,37 @@
 
 namespace tensorstream {
 
-/// Hands out idle connections and takes them back. Thread-safe; a connection belongs to whoever
+/// Hands out connections and takes them back. Thread-safe; a connection belongs to whoever
 /// acquired it until release().
 class ConnectionPool {
  public:
-  /// A pool for `server`, which must outlive it, keeping at most `max_idle` idle connections.
-  ConnectionPool(boost::asio::any_io_executor executor, const ServerAddress& server,
+  /// Makes a new, unopened connection.
+  using Factory = std::function<std::unique_ptr<Connection>()>;
+
+  /// A pool whose new connections come from `make`, with at most `max_in_use` (at least 1)
+  /// acquired at a time and at most `max_idle` kept idle.
+  ConnectionPool(const boost::asio::any_io_executor& executor, Factory make, std::size_t max_in_use,
                  std::size_t max_idle);
 
   /// The most recently used idle connection (the one least likely to have been closed by the
-  /// server), or a new unopened one when none is idle or `fresh` is set.
-  std::unique_ptr<Connection> acquire(bool fresh);
+  /// server), or a new unopened one when none is idle or `fresh` is set. Waits while
+  /// `max_in_use` connections are acquired; cancelling the wait throws
+  /// boost::system::system_error(operation_aborted). Every acquired connection must be given
+  /// back with release(), whatever happened to it.
+  boost::asio::awaitable<std::unique_ptr<Connection>> acquire(bool fresh);
 
   /// Keeps `connection` for the next request if it is open, reusable and the pool has room;
-  /// closes it otherwise.
+  /// closes it otherwise. Wakes one request waiting in acquire().
   void release(std::unique_ptr<Connection> connection);
 
  private:
-  boost::asio::any_io_executor executor_;
-  const ServerAddress& server_;
+  std::unique_ptr<Connection> take(bool fresh);
+
+  Factory make_;
   std::size_t max_idle_;
+  // A counting semaphore: one buffered message per connection in use. Sending waits while all
+  // are taken; release() receives one, which lets a waiting sender in.
+  boost::asio::experimental::concurrent_channel<void(boost::system::error_code)> in_use_;
   std::mutex mutex_;
   std::vector<std::unique_ptr<Connection>> idle_;
 };

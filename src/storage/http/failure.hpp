@@ -17,6 +17,10 @@ struct Failure {
   /// The connection died before any byte of the response arrived; on a reused keep-alive
   /// connection this means the server had closed it while idle, so the request never ran.
   bool before_response = false;
+  /// The response header could not be parsed. On a reused keep-alive connection this usually
+  /// means an earlier response left bytes behind (a body sent after a HEAD, say), not that the
+  /// server answers this request with garbage.
+  bool malformed = false;
   /// The HTTP status of an error response; 0 when none arrived.
   unsigned status = 0;
   /// The error response's body when it was short enough to read (S3 and GCS explain errors

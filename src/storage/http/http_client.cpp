@@ -1,19 +1,19 @@
 #include "storage/http/http_client.hpp"
 
 #include <boost/asio/as_tuple.hpp>
-#include <boost/asio/bind_executor.hpp>
-#include <boost/asio/dispatch.hpp>
 #include <boost/asio/error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/system_error.hpp>
+#include <algorithm>
 #include <exception>
 #include <utility>
 
-#include "storage/http/backoff.hpp"
 #include "storage/http/head_request.hpp"
+#include "storage/http/open_file_limit.hpp"
 #include "storage/http/range_request.hpp"
+#include "storage/http/run_on_strand.hpp"
 #include "storage/http/text_request.hpp"
 #include "storage/http/tls_context.hpp"
 #include "tensorstream/error.hpp"
@@ -40,6 +40,18 @@ asio::awaitable<void> throw_if_cancelled() {
   }
 }
 
+std::size_t max_connections(const HttpOptions& options) {
+  if (options.max_connections == 0) {
+    throw InvalidArgument("HttpOptions::max_connections must be at least 1");
+  }
+  return std::min(options.max_connections, HttpOptions::max_connections_limit);
+}
+
+// 429 and 503 (S3's SlowDown, GCS's rate limits) ask clients to send less.
+bool is_throttling(const Failure& failure) {
+  return failure.status == 429 || failure.status == 503;
+}
+
 }  // namespace
 
 HttpClient::HttpClient(asio::any_io_executor executor, const Url& origin, HttpOptions options,
@@ -51,48 +63,66 @@ HttpClient::HttpClient(asio::any_io_executor executor, const Url& origin, HttpOp
                ? std::optional<asio::ssl::context>(make_tls_context(options_, origin.origin()))
                : std::nullopt),
       server_{origin.host, origin.port, tls_ ? &*tls_ : nullptr, options_.verify_peer},
-      pool_(std::move(executor), server_, options_.max_idle_connections) {}
+      jitter_(full_jitter),
+      pool_(executor,
+            [this, executor] { return std::make_unique<Connection>(executor, server_); },
+            max_connections(options_), options_.max_idle_connections) {
+  raise_open_file_limit();
+}
+
+HttpClient::HttpClient(const asio::any_io_executor& executor, std::string host_header,
+                       HttpOptions options, ConnectionPool::Factory connect, Jitter jitter)
+    : options_(std::move(options)),
+      host_header_(std::move(host_header)),
+      jitter_(std::move(jitter)),
+      pool_(executor, std::move(connect), max_connections(options_),
+            options_.max_idle_connections) {}
+
+template <class Request>
+asio::awaitable<std::optional<Failure>> HttpClient::attempt(Request& request,
+                                                            Connection& connection) {
+  if (!connection.is_open()) {
+    auto failure = co_await connection.open(options_.connect_timeout);
+    if (failure) co_return failure;
+    connections_.fetch_add(1, std::memory_order_relaxed);
+  }
+  requests_.fetch_add(1, std::memory_order_relaxed);
+  co_return co_await request.attempt(connection);
+}
 
 template <class Request>
 asio::awaitable<void> HttpClient::perform(Request& request, const std::string& url) {
   const int max_attempts = 1 + std::max(options_.max_retries, 0);
   int attempts = 0;
   bool fresh = false;
-  const auto home = co_await asio::this_coro::executor;
   for (;;) {
-    if (adapter_) request.set_credentials(co_await adapter_->authorize(request.head()));
-    auto connection = pool_.acquire(fresh);
+    if (adapter_) {
+      auto lines = co_await adapter_->authorize(request.head());
+      request.set_credentials(std::move(lines));
+    }
+    auto connection = co_await pool_.acquire(fresh);
     const bool reused = connection->is_open();
     std::optional<Failure> failure;
     std::exception_ptr error;
-    // The exchange runs on the connection's strand. The caller must get control back on its own
-    // executor, also when cancelled, so the hop back is made with cancellation exceptions off.
-    const bool throw_on_cancel = co_await asio::this_coro::throw_if_cancelled();
-    co_await asio::this_coro::throw_if_cancelled(false);
     try {
-      co_await connection->enter();
-      if (!reused) {
-        failure = co_await connection->open(options_.connect_timeout);
-        if (!failure) connections_.fetch_add(1, std::memory_order_relaxed);
-      }
-      if (!failure) {
-        requests_.fetch_add(1, std::memory_order_relaxed);
-        failure = co_await request.attempt(*connection);
-      }
+      auto strand = connection->strand();
+      auto work = attempt(request, *connection);
+      auto on_strand = run_on_strand(std::move(strand), std::move(work));
+      failure = co_await std::move(on_strand);
     } catch (...) {
       error = std::current_exception();
     }
     pool_.release(std::move(connection));
-    co_await asio::dispatch(asio::bind_executor(home, asio::use_awaitable));
-    co_await asio::this_coro::throw_if_cancelled(throw_on_cancel);
     if (error) std::rethrow_exception(error);
     if (!failure) co_return;
     co_await throw_if_cancelled();
     if (adapter_ && failure->status != 0) adapter_->interpret(*failure);
 
-    // The server closed an idle keep-alive connection just as it was reused: the request never
-    // reached it, so it is repeated at once on a new connection and does not count as an attempt.
-    if (reused && failure->before_response) {
+    // On a reused keep-alive connection two failures say nothing about this request: the server
+    // closed the idle connection just as it was reused (the request never reached it), or an
+    // earlier response left bytes behind that now read as garbage. The request is repeated at
+    // once on a new connection and does not count as an attempt; there the failure counts.
+    if (reused && (failure->before_response || failure->malformed)) {
       retries_.fetch_add(1, std::memory_order_relaxed);
       fresh = true;
       continue;
@@ -101,8 +131,11 @@ asio::awaitable<void> HttpClient::perform(Request& request, const std::string& u
     ++attempts;
     if (!failure->transient || attempts >= max_attempts) throw_failure(url, *failure, attempts);
     retries_.fetch_add(1, std::memory_order_relaxed);
-    log(LogLevel::debug, url + ": " + failure->cause + "; retrying");
-    asio::steady_timer timer(co_await asio::this_coro::executor, backoff_delay(options_, attempts));
+    if (log_level() <= LogLevel::debug) {
+      log(LogLevel::debug, url + ": " + failure->cause + "; retrying");
+    }
+    const auto delay = jitter_(backoff_cap(options_, attempts, is_throttling(*failure)));
+    asio::steady_timer timer(co_await asio::this_coro::executor, delay);
     if (auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable)); ec) {
       throw boost::system::system_error(ec);
     }

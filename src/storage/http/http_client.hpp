@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "storage/http/backoff.hpp"
 #include "storage/http/connection.hpp"
 #include "storage/http/connection_pool.hpp"
 #include "storage/http/service_adapter.hpp"
@@ -28,15 +29,25 @@ namespace tensorstream {
 ///
 /// Failures become exceptions naming `url`: NotFoundError for 404, StorageError otherwise, with
 /// "(after N attempts)" appended when retries ran out. Cancelling the calling coroutine throws
-/// boost::system::system_error(operation_aborted).
+/// boost::system::system_error(operation_aborted); the cancellation reaches the attempt on its
+/// connection's strand, so callers may cancel from any strand.
 ///
 /// A storage service's `adapter` adds credentials to every attempt and interprets its error
 /// bodies before the retry decision, so that e.g. S3's RequestTimeout (a 400) is retried.
+///
+/// At most options.max_connections requests run at a time (clamped to
+/// HttpOptions::max_connections_limit); more wait for a connection. Constructing a client raises
+/// the process's soft limit of open files to the hard limit.
 class HttpClient {
  public:
-  /// Throws InvalidArgument when https trust cannot be set up.
+  /// Throws InvalidArgument when https trust cannot be set up or max_connections is 0.
   HttpClient(boost::asio::any_io_executor executor, const Url& origin, HttpOptions options,
              std::shared_ptr<ServiceAdapter> adapter = nullptr);
+
+  /// A client whose connections come from `connect` (tests run them in memory) and whose
+  /// backoff delays come from `jitter`.
+  HttpClient(const boost::asio::any_io_executor& executor, std::string host_header,
+             HttpOptions options, ConnectionPool::Factory connect, Jitter jitter);
 
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
@@ -64,12 +75,16 @@ class HttpClient {
  private:
   template <class Request>
   boost::asio::awaitable<void> perform(Request& request, const std::string& url);
+  // Opens `connection` if needed and runs one attempt of `request` on it, on its strand.
+  template <class Request>
+  boost::asio::awaitable<std::optional<Failure>> attempt(Request& request, Connection& connection);
 
   HttpOptions options_;
   std::shared_ptr<ServiceAdapter> adapter_;
   std::string host_header_;
   std::optional<boost::asio::ssl::context> tls_;
   ServerAddress server_;
+  Jitter jitter_;
   ConnectionPool pool_;
   std::atomic<std::uint64_t> requests_{0};
   std::atomic<std::uint64_t> bytes_{0};

@@ -46,7 +46,11 @@ Failure exchange_failure(const beast::error_code& ec, std::chrono::milliseconds 
   if (ec == beast::http::error::header_limit) {
     return permanent_failure("response header larger than the 16 KiB limit");
   }
-  if (is_parse_error(ec)) return permanent_failure("malformed response: " + ec.message());
+  if (is_parse_error(ec)) {
+    Failure failure = permanent_failure("malformed response: " + ec.message());
+    failure.malformed = true;
+    return failure;
+  }
   return transient_failure(ec.message());
 }
 
