@@ -378,7 +378,8 @@ TEST(HttpClientRetries, BackoffCapsDoubleFromTheBaseWithoutSleeping) {
   asio::io_context io;
   MemoryClient memory(io, failing_first(object, 4, 500));
   std::string destination(range_size, '\0');
-  auto read = memory.client().read_range("/object", url, range_offset, bytes_of(destination));
+  ObjectVersion version;
+  auto read = memory.client().read_range("/object", url, range_offset, bytes_of(destination), version);
   memory.run(std::move(read));
   EXPECT_EQ(destination, object.substr(range_offset, range_size));
   EXPECT_EQ(memory.caps(), caps({100, 200, 400, 800}));
@@ -390,7 +391,8 @@ TEST(HttpClientRetries, ThrottlingBacksOffFromTheLargerBase) {
   for (const unsigned status : {429u, 503u}) {
     asio::io_context io;
     MemoryClient memory(io, failing_first(object, 3, status));
-    auto size = memory.client().content_length("/object", url);
+    ObjectVersion version;
+    auto size = memory.client().content_length("/object", url, version);
     EXPECT_EQ(memory.run(std::move(size)), object_size);
     EXPECT_EQ(memory.caps(), caps({1000, 2000, 4000})) << status;
   }
@@ -400,7 +402,8 @@ TEST(HttpClientRetries, GivesUpAfterTheConfiguredAttemptsWithCappedDelays) {
   const std::string object = pattern(object_size);
   asio::io_context io;
   MemoryClient memory(io, failing_first(object, 1000, 502));
-  auto size = memory.client().content_length("/object", url);
+  ObjectVersion version;
+  auto size = memory.client().content_length("/object", url, version);
   try {
     memory.run(std::move(size));
     FAIL() << "expected StorageError";
@@ -421,7 +424,8 @@ TEST(HttpClientRetries, RetriesAreAnOption) {
   options.retry_base_delay = milliseconds(30);
   options.retry_max_delay = milliseconds(50);
   MemoryClient memory(io, failing_first(object, 1000, 500), options);
-  auto size = memory.client().content_length("/object", url);
+  ObjectVersion version;
+  auto size = memory.client().content_length("/object", url, version);
   EXPECT_THROW(memory.run(std::move(size)), StorageError);
   EXPECT_EQ(memory.caps(), caps({30, 50}));
 }
@@ -430,7 +434,8 @@ TEST(HttpClientRetries, PermanentFailuresAreNotRetried) {
   const std::string object = pattern(object_size);
   asio::io_context io;
   MemoryClient memory(io, failing_first(object, 1000, 403));
-  auto size = memory.client().content_length("/object", url);
+  ObjectVersion version;
+  auto size = memory.client().content_length("/object", url, version);
   EXPECT_THROW(memory.run(std::move(size)), StorageError);
   EXPECT_TRUE(memory.caps().empty());
 }
