@@ -5,10 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -68,6 +71,36 @@ TEST_F(Log, SinkMayReplaceItself) {
   log(LogLevel::error, "first");
   log(LogLevel::error, "second");
   EXPECT_EQ(messages(), (std::vector<std::string>{"3: first", "replacement: second"}));
+}
+
+// The sink runs outside the logger's lock, yet a sink that set_log_sink() replaced must not run
+// any more once it returns (callers destroy what the old sink used). A call of an old sink that
+// sees itself replaced counts as a failure.
+TEST_F(Log, ReplacedSinkIsNotRunningOnceSetLogSinkReturns) {
+  std::atomic<bool> stop{false};
+  std::atomic<int> calls_after_replacement{0};
+  std::vector<std::thread> loggers;
+  for (int i = 0; i < 3; ++i) {
+    loggers.emplace_back([&] {
+      while (!stop) log(LogLevel::error, "busy");
+    });
+  }
+  for (int round = 0; round < 200; ++round) {
+    auto replaced = std::make_shared<std::atomic<bool>>(false);
+    auto entered = std::make_shared<std::atomic<bool>>(false);
+    set_log_sink([replaced, entered, &calls_after_replacement](LogLevel, std::string_view) {
+      *entered = true;
+      // Long enough for set_log_sink() to return meanwhile if it did not wait for this call.
+      for (int i = 0; i < 100; ++i) std::this_thread::yield();
+      if (*replaced) ++calls_after_replacement;
+    });
+    while (!*entered) std::this_thread::yield();
+    set_log_sink([](LogLevel, std::string_view) {});
+    *replaced = true;
+  }
+  stop = true;
+  for (auto& logger : loggers) logger.join();
+  EXPECT_EQ(calls_after_replacement, 0);
 }
 
 TEST_F(Log, LazyMessageIsFormattedOnlyWhenItsLevelIsEnabled) {
