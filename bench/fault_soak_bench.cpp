@@ -205,6 +205,14 @@ int main() {
           url = "s3://bench/model/";
         }
         results.push_back(stream_once(url, options, file, proxy));
+        const Run& run = results.back();
+        std::printf("  %s %.0f %% run %d: %s after %.1f s, %llu retries, %d faults\n",
+                    backend.c_str(), rate * 100, i + 1,
+                    run.end == Run::End::exact    ? "byte-exact"
+                    : run.end == Run::End::failed ? "failed"
+                                                  : "WRONG BYTES",
+                    run.seconds, static_cast<unsigned long long>(run.retries), run.injected);
+        std::fflush(stdout);
       }
       report(backend, rate, results);
     }

@@ -4,10 +4,10 @@
 
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <sstream>
 
 #include "storage/s3rver_test.hpp"
+#include "support/random_bytes.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/model/prefetch.hpp"
 
@@ -16,13 +16,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::TempDir;
-
-std::string random_bytes(std::size_t size, unsigned seed) {
-  std::mt19937 generator(seed);
-  std::string bytes(size, '\0');
-  for (auto& c : bytes) c = static_cast<char>(generator());
-  return bytes;
-}
+using testing::random_bytes;
 
 void write_file(const fs::path& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;

@@ -10,12 +10,12 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
 #include <memory>
-#include <random>
 #include <span>
 
 #include "gcs_test_environment.hpp"
 #include "storage/gcs/json_api.hpp"
 #include "support/gcs_fixture_server.hpp"
+#include "support/random_bytes.hpp"
 #include "support/run_task.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/open_store.hpp"
@@ -25,13 +25,7 @@ namespace {
 
 using gcs::testing::FixedToken;
 using testing::GcsFixtureServer;
-
-std::string random_bytes(std::size_t size, unsigned seed) {
-  std::mt19937 generator(seed);
-  std::string bytes(size, '\0');
-  for (auto& c : bytes) c = static_cast<char>(generator());
-  return bytes;
-}
+using testing::random_bytes;
 
 class GcsStoreTest : public gcs::testing::GcsEnvironmentTest {
  protected:

@@ -16,7 +16,6 @@
 #include <functional>
 #include <iterator>
 #include <memory>
-#include <random>
 
 #include "storage/object_version.hpp"
 #include "storage/s3rver_test.hpp"
@@ -24,6 +23,7 @@
 #include "support/gcs_fixture_server.hpp"
 #include "support/nginx_server.hpp"
 #include "support/run_task.hpp"
+#include "support/random_bytes.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
@@ -40,18 +40,12 @@ using testing::FaultProxy;
 using testing::GcsFixtureServer;
 using testing::NginxServer;
 using testing::TempDir;
+using testing::random_bytes;
 
 constexpr std::string_view restart = "; restart the stream";
 // 2020-01-01 00:00:00 UTC: files start out old, so that rewriting them changes their time even
 // on file systems with coarse timestamps.
 constexpr std::time_t old_time = 1577836800;
-
-std::string random_bytes(std::size_t size, unsigned seed) {
-  std::mt19937 generator(seed);
-  std::string bytes(size, '\0');
-  for (auto& c : bytes) c = static_cast<char>(generator());
-  return bytes;
-}
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

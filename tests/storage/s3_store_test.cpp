@@ -6,13 +6,13 @@
 
 #include <atomic>
 #include <fstream>
-#include <random>
 
 #include "s3_test_environment.hpp"
 #include "support/certificates.hpp"
 #include "support/run_task.hpp"
 #include "support/s3rver_server.hpp"
 #include "support/signature_verifier.hpp"
+#include "support/random_bytes.hpp"
 #include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
@@ -24,13 +24,7 @@ namespace {
 using testing::S3rverServer;
 using testing::SignatureVerifier;
 using testing::TempDir;
-
-std::string random_text(std::size_t size, unsigned seed) {
-  std::mt19937 generator(seed);
-  std::string text(size, '\0');
-  for (auto& c : text) c = static_cast<char>(generator());
-  return text;
-}
+using testing::random_bytes;
 
 class S3StoreTest : public s3::testing::AwsEnvironmentTest {
  protected:
@@ -93,7 +87,7 @@ class S3StoreTest : public s3::testing::AwsEnvironmentTest {
 };
 
 TEST_F(S3StoreTest, SignedRangeReadsGiveExactBytesOfKeysWithSpacesAndPlus) {
-  const std::string content = random_text(300'000, 1);
+  const std::string content = random_bytes(300'000, 1);
   put("dir/a b+c=d.bin", content);
   auto s3 = store();
   EXPECT_EQ(run(s3.size("/dir/a b+c=d.bin")), content.size());
@@ -229,7 +223,7 @@ class ExpiringProvider : public s3::CredentialsProvider {
 };
 
 TEST_F(S3StoreTest, ExpiringCredentialsAreRefreshedBetweenRequestsOfOneStream) {
-  const std::string content = random_text(50'000, 2);
+  const std::string content = random_bytes(50'000, 2);
   put("refresh.bin", content);
   const auto expiring = std::make_shared<ExpiringProvider>();
   // The cache refreshes credentials half way through a lifetime shorter than twice its margin,
