@@ -323,7 +323,7 @@ class MemoryClient {
       : io_(io),
         respond_(std::move(respond)),
         client_(
-            io.get_executor(), "host", options,
+            "host", options,
             [this] {
               links_.push_back(Link::start(io_, respond_));
               return links_.back()->connection();

@@ -1,41 +1,28 @@
 #include "storage/http/connection_pool.hpp"
 
 #include <algorithm>
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/error.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/system/system_error.hpp>
 #include <utility>
 
 namespace tensorstream {
 
 namespace asio = boost::asio;
 
-ConnectionPool::ConnectionPool(const asio::any_io_executor& executor, Factory make,
-                               std::size_t max_in_use, std::size_t max_idle)
-    : make_(std::move(make)),
-      max_idle_(max_idle),
-      in_use_(executor, std::max<std::size_t>(max_in_use, 1)) {}
+ConnectionPool::ConnectionPool(Factory make, std::size_t max_in_use, std::size_t max_idle)
+    : make_(std::move(make)), max_in_use_(std::max<std::size_t>(max_in_use, 1)), max_idle_(max_idle) {}
 
 asio::awaitable<std::unique_ptr<Connection>> ConnectionPool::acquire(bool fresh) {
-  if (!in_use_.try_send(boost::system::error_code{})) {
-    auto [ec] = co_await in_use_.async_send(boost::system::error_code{},
-                                            asio::as_tuple(asio::use_awaitable));
-    if (ec) throw boost::system::system_error(asio::error::operation_aborted);
-  }
-  co_return take(fresh);
-}
-
-std::unique_ptr<Connection> ConnectionPool::take(bool fresh) {
-  if (!fresh) {
-    std::lock_guard lock(mutex_);
-    if (!idle_.empty()) {
-      auto connection = std::move(idle_.back());
+  std::unique_ptr<Connection> connection;
+  {
+    std::unique_lock lock(mutex_);
+    co_await released_.wait(lock, [this] { return in_use_ < max_in_use_; });
+    ++in_use_;
+    if (!fresh && !idle_.empty()) {
+      connection = std::move(idle_.back());
       idle_.pop_back();
-      return connection;
     }
   }
-  return make_();
+  if (!connection) connection = make_();
+  co_return connection;
 }
 
 void ConnectionPool::release(std::unique_ptr<Connection> connection) {
@@ -45,7 +32,9 @@ void ConnectionPool::release(std::unique_ptr<Connection> connection) {
   }
   // Closes an unkept connection before a waiter may open its replacement.
   connection.reset();
-  in_use_.try_receive([](boost::system::error_code) {});
+  std::lock_guard lock(mutex_);
+  --in_use_;
+  released_.notify_one();
 }
 
 }  // namespace tensorstream

@@ -4,7 +4,6 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/experimental/concurrent_channel.hpp>
 #include <boost/system/error_code.hpp>
 #include <cstddef>
 #include <functional>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "storage/http/connection.hpp"
+#include "tensorstream/async/condition_variable.hpp"
 
 namespace tensorstream {
 
@@ -25,8 +25,7 @@ class ConnectionPool {
 
   /// A pool whose new connections come from `make`, with at most `max_in_use` (at least 1)
   /// acquired at a time and at most `max_idle` kept idle.
-  ConnectionPool(const boost::asio::any_io_executor& executor, Factory make, std::size_t max_in_use,
-                 std::size_t max_idle);
+  ConnectionPool(Factory make, std::size_t max_in_use, std::size_t max_idle);
 
   /// The most recently used idle connection (the one least likely to have been closed by the
   /// server), or a new unopened one when none is idle or `fresh` is set. Waits while
@@ -40,15 +39,13 @@ class ConnectionPool {
   void release(std::unique_ptr<Connection> connection);
 
  private:
-  std::unique_ptr<Connection> take(bool fresh);
-
   Factory make_;
+  std::size_t max_in_use_;
   std::size_t max_idle_;
-  // A counting semaphore: one buffered message per connection in use. Sending waits while all
-  // are taken; release() receives one, which lets a waiting sender in.
-  boost::asio::experimental::concurrent_channel<void(boost::system::error_code)> in_use_;
   std::mutex mutex_;
+  std::size_t in_use_ = 0;
   std::vector<std::unique_ptr<Connection>> idle_;
+  async::ConditionVariable released_;
 };
 
 }  // namespace tensorstream

@@ -64,19 +64,17 @@ HttpClient::HttpClient(asio::any_io_executor executor, const Url& origin, HttpOp
                : std::nullopt),
       server_{origin.host, origin.port, tls_ ? &*tls_ : nullptr, options_.verify_peer},
       jitter_(full_jitter),
-      pool_(executor,
-            [this, executor] { return std::make_unique<Connection>(executor, server_); },
+      pool_([this, executor] { return std::make_unique<Connection>(executor, server_); },
             max_connections(options_), options_.max_idle_connections) {
   raise_open_file_limit();
 }
 
-HttpClient::HttpClient(const asio::any_io_executor& executor, std::string host_header,
-                       HttpOptions options, ConnectionPool::Factory connect, Jitter jitter)
+HttpClient::HttpClient(std::string host_header, HttpOptions options,
+                       ConnectionPool::Factory connect, Jitter jitter)
     : options_(std::move(options)),
       host_header_(std::move(host_header)),
       jitter_(std::move(jitter)),
-      pool_(executor, std::move(connect), max_connections(options_),
-            options_.max_idle_connections) {}
+      pool_(std::move(connect), max_connections(options_), options_.max_idle_connections) {}
 
 template <class Request>
 asio::awaitable<std::optional<Failure>> HttpClient::attempt(Request& request,
@@ -132,7 +130,7 @@ asio::awaitable<void> HttpClient::perform(Request& request, const std::string& u
     if (!failure->transient || attempts >= max_attempts) throw_failure(url, *failure, attempts);
     retries_.fetch_add(1, std::memory_order_relaxed);
     if (log_level() <= LogLevel::debug) {
-      log(LogLevel::debug, url + ": " + failure->cause + "; retrying");
+      log(LogLevel::debug, [&] { return url + ": " + failure->cause + "; retrying"; });
     }
     const auto delay = jitter_(backoff_cap(options_, attempts, is_throttling(*failure)));
     asio::steady_timer timer(co_await asio::this_coro::executor, delay);

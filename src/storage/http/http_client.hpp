@@ -46,8 +46,8 @@ class HttpClient {
 
   /// A client whose connections come from `connect` (tests run them in memory) and whose
   /// backoff delays come from `jitter`.
-  HttpClient(const boost::asio::any_io_executor& executor, std::string host_header,
-             HttpOptions options, ConnectionPool::Factory connect, Jitter jitter);
+  HttpClient(std::string host_header, HttpOptions options, ConnectionPool::Factory connect,
+             Jitter jitter);
 
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
