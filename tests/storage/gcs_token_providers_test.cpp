@@ -271,6 +271,12 @@ TEST_F(GcsTokenProviders, MetadataServerAnswersThatAreNotTokensAreReported) {
   EXPECT_EQ(message(200, R"({"access_token":"t","expires_in":"3599"})"),
             "Google credentials from GCE metadata server: malformed token response from " + url +
                 ": expires_in: The JSON element does not have the requested type.");
+  EXPECT_EQ(message(200, R"({"access_token":"t","expires_in":9223372036854775807})"),
+            "Google credentials from GCE metadata server: malformed token response from " + url +
+                ": expires_in 9223372036854775807 is outside [0, 31536000] seconds");
+  EXPECT_EQ(message(200, R"({"access_token":"t","expires_in":-1})"),
+            "Google credentials from GCE metadata server: malformed token response from " + url +
+                ": expires_in -1 is outside [0, 31536000] seconds");
   EXPECT_EQ(message(404, "service account not found"),
             "Google credentials from GCE metadata server: GET " + url +
                 ": HTTP 404 Not Found: service account not found");

@@ -3,10 +3,17 @@
 #include <simdjson.h>
 
 #include <cstdint>
+#include <string>
 
 #include "tensorstream/storage/gcs/credentials_error.hpp"
 
 namespace tensorstream::gcs {
+namespace {
+
+// Google's tokens live an hour; a year is far beyond any real lifetime.
+constexpr std::int64_t max_expires_in = 365LL * 24 * 3600;
+
+}  // namespace
 
 AccessToken parse_token(std::string_view json, std::chrono::system_clock::time_point now,
                         const std::string& url, const std::string& provider, bool configured) {
@@ -30,6 +37,11 @@ AccessToken parse_token(std::string_view json, std::chrono::system_clock::time_p
   const auto error = document["expires_in"].get(expires_in);
   if (error == simdjson::NO_SUCH_FIELD) return token;
   if (error) throw fail(std::string("expires_in: ") + simdjson::error_message(error));
+  // Bounded before the arithmetic, which would overflow for values near the integer's limits.
+  if (expires_in < 0 || expires_in > max_expires_in) {
+    throw fail("expires_in " + std::to_string(expires_in) + " is outside [0, " +
+               std::to_string(max_expires_in) + "] seconds");
+  }
   token.expiration = now + std::chrono::seconds(expires_in);
   return token;
 }
