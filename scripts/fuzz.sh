@@ -16,6 +16,7 @@ generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_CXX_COMPILER="$cxx" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTENSORSTREAM_FUZZ=ON >/dev/null
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
 cmake --build "$build_dir" -j "${JOBS:-$(nproc)}"
 
 targets=("$@")

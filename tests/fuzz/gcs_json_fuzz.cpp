@@ -18,7 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto message = tensorstream::gcs::error_message(body);
   if (message && message->empty()) __builtin_trap();
   try {
-    tensorstream::gcs::parse_object_size(body, url);
+    tensorstream::gcs::parse_object_metadata(body, url);
   } catch (const tensorstream::FormatError&) {
   }
   try {
