@@ -164,6 +164,12 @@ TEST(HttpClientReliability, SoftOpenFileLimitIsRaisedToTheHardLimit) {
 }
 
 TEST(HttpClientReliability, RunningOutOfDescriptorsIsReportedAsSuchWithoutRetrying) {
+#if defined(__SANITIZE_ADDRESS__)
+  // UBSan's vptr check probes memory through a pipe: with every descriptor taken it reports valid
+  // objects as invalid ("object has invalid vptr ... memory cannot be printed"). The normal and
+  // TSan builds run this test.
+  GTEST_SKIP() << "UBSan cannot check object types while no file descriptor is free";
+#endif
   const std::string object = pattern(100'000);
   FaultServer server("/object.bin", object, {.stall = true});
   // In a child with a small hard limit, more concurrent reads than descriptors. The server runs
