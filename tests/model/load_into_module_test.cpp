@@ -28,7 +28,9 @@ std::shared_ptr<torch::nn::Module> module_of(const std::vector<TensorSpec>& spec
     std::string_view rest = spec.name;
     for (auto dot = rest.find('.'); dot != std::string_view::npos; dot = rest.find('.')) {
       const std::string child(rest.substr(0, dot));
-      auto* existing = module->named_children().find(child);
+      // named_children() returns a copy: the pointer find() gives must not outlive it.
+      const auto children = module->named_children();
+      const auto* existing = children.find(child);
       module = existing
                    ? existing->get()
                    : module->register_module(child, std::make_shared<torch::nn::Module>()).get();
