@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 build_dir="${BUILD_DIR:-build}"
 # ccache keys paths relative to the checkout, so a fresh clone elsewhere (CI) reuses the objects
 # of earlier builds instead of compiling everything again.
-export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
+# Debug builds (the sanitizer jobs) would otherwise key on the directory through the debug info.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}" CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" \
