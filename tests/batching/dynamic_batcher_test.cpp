@@ -221,7 +221,9 @@ TEST(DynamicBatcher, MaxBatchSizeCapsBatches) {
   asio::io_context context;
   Batches batches;
   Batcher batcher(context.get_executor(),
-                  {.process_fn = times_ten(batches), .max_batch_size = 3, .batch_timeout = 5ms});
+                  // Long enough that three submissions always land within one batch's timeout,
+                  // also in a slow sanitizer build; only the last batch waits it out.
+                  {.process_fn = times_ten(batches), .max_batch_size = 3, .batch_timeout = 500ms});
   batcher.start();
   run(context, [&]() -> asio::awaitable<void> {
     auto futures = co_await submit_each(batcher, iota(10));
