@@ -129,7 +129,8 @@ TEST(LoadIntoModule, AwaitableVersionLoadsFromACoroutine) {
       boost::asio::co_spawn(service, load_into_module(streamer, *module), boost::asio::use_future);
   service.run();
   EXPECT_EQ(report.get().tensors, specs.size());
-  const auto& norm = module->named_parameters()["model.norm.weight"];
+  // A handle, not a reference: named_parameters() returns a copy that dies with the statement.
+  const at::Tensor norm = module->named_parameters()["model.norm.weight"];
   const auto expected = synthetic_bytes("model.norm.weight", 0, norm.nbytes());
   EXPECT_EQ(std::memcmp(norm.data_ptr(), expected.data(), expected.size()), 0);
 }
