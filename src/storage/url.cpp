@@ -60,6 +60,8 @@ Url Url::parse(std::string_view text) {
   if (bracketed) {
     if (authority.size() < 3 || authority.back() != ']') throw fail("bad IPv6 address");
     authority = authority.substr(1, authority.size() - 2);
+    // Brackets inside would not survive printing the URL back (found by url_fuzz).
+    if (authority.find_first_of("[]") != std::string_view::npos) throw fail("bad IPv6 address");
   }
   if (authority.empty()) throw fail("missing host");
   url.host = std::string(authority);
