@@ -20,6 +20,11 @@ if(TENSORSTREAM_SANITIZE_ADDRESS)
   set(tensorstream_sanitizer_flags -fsanitize=address,undefined -fno-sanitize-recover=all)
 elseif(TENSORSTREAM_SANITIZE_THREAD)
   set(tensorstream_sanitizer_flags -fsanitize=thread)
+  # Asio's reference counts release with std::atomic_thread_fence, which ThreadSanitizer does not
+  # model (GCC says so with -Wtsan): the last owner's delete of an executor copied across threads
+  # is then reported as a race. Without std::atomic Asio counts with Boost's atomic_count, whose
+  # acquire-release decrements TSan does see.
+  add_compile_definitions(BOOST_ASIO_DISABLE_STD_ATOMIC)
 endif()
 if(tensorstream_sanitizer_flags)
   add_compile_options(${tensorstream_sanitizer_flags} -fno-omit-frame-pointer)
