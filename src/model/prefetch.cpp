@@ -5,11 +5,11 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <optional>
 #include <span>
 #include <system_error>
 
+#include "async/run_on_strand.hpp"
 #include "model/output_file.hpp"
 #include "storage/relative_key.hpp"
 #include "streaming/discovery.hpp"
@@ -118,7 +118,7 @@ asio::awaitable<PrefetchResult> prefetch(ObjectStore& store, std::string prefix,
   // several threads.
   const auto strand = asio::make_strand(co_await asio::this_coro::executor);
   auto work = copy_all(store, std::move(prefix), std::move(local_path), std::move(options));
-  co_return co_await asio::co_spawn(strand, std::move(work), asio::use_awaitable);
+  co_return co_await async::run_on_strand(strand, std::move(work));
 }
 
 asio::awaitable<PrefetchResult> prefetch(std::string remote_path, fs::path local_path,

@@ -22,6 +22,7 @@
 #include <memory>
 #include <mutex>
 
+#include "async/run_on_strand.hpp"
 #include "storage/http/tls_context.hpp"
 #include "tensorstream/async/condition_variable.hpp"
 #include "tensorstream/error.hpp"
@@ -165,11 +166,11 @@ asio::awaitable<EndpointResponse> endpoint_request(
 
   // The request and its deadline get a strand of their own, whatever executor the caller runs
   // on: the deadline cancels the request, and cancellation must come from the strand running
-  // the operation it cancels. co_spawn delivers the caller's cancellation on that strand too.
+  // the operation it cancels. run_on_strand delivers the caller's cancellation there too.
   const auto strand = asio::make_strand(co_await asio::this_coro::executor);
   auto bounded = send_within(std::move(parsed), std::move(request), std::move(resolve),
                              std::move(request_text), timeout);
-  co_return co_await asio::co_spawn(strand, std::move(bounded), asio::use_awaitable);
+  co_return co_await async::run_on_strand(strand, std::move(bounded));
 }
 
 asio::awaitable<EndpointResponse> endpoint_request(

@@ -13,7 +13,7 @@
 #include "storage/http/head_request.hpp"
 #include "storage/http/open_file_limit.hpp"
 #include "storage/http/range_request.hpp"
-#include "storage/http/run_on_strand.hpp"
+#include "async/run_on_strand.hpp"
 #include "storage/http/text_request.hpp"
 #include "storage/http/tls_context.hpp"
 #include "tensorstream/error.hpp"
@@ -105,7 +105,7 @@ asio::awaitable<void> HttpClient::perform(Request& request, const std::string& u
     try {
       auto strand = connection->strand();
       auto work = attempt(request, *connection);
-      auto on_strand = run_on_strand(std::move(strand), std::move(work));
+      auto on_strand = async::run_on_strand(std::move(strand), std::move(work));
       failure = co_await std::move(on_strand);
     } catch (...) {
       error = std::current_exception();

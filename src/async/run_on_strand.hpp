@@ -13,7 +13,7 @@
 #include <memory>
 #include <utility>
 
-namespace tensorstream {
+namespace tensorstream::async {
 
 /// Runs `work` on `strand`, resumes the caller on its own executor with the result (or the
 /// exception) of `work`, and relays the caller's cancellation to `work`.
@@ -22,7 +22,8 @@ namespace tensorstream {
 /// cancels runs. The caller's signal is emitted on the caller's executor, so each emission is
 /// posted to `strand` and emitted there; emissions that arrive after `work` finished are
 /// dropped. The relay is shared with the posted handlers, so it outlives all of them (Asio 1.81's
-/// own co_spawn relay does not, a bug fixed in 1.83).
+/// own co_spawn relay does not, a bug fixed in 1.83). Every place the library moves work onto
+/// another strand and awaits it goes through here.
 template <class T, class Executor>
 boost::asio::awaitable<T> run_on_strand(boost::asio::strand<Executor> strand,
                                         boost::asio::awaitable<T> work) {
@@ -61,4 +62,4 @@ boost::asio::awaitable<T> run_on_strand(boost::asio::strand<Executor> strand,
   co_return co_await asio::co_spawn(strand, std::move(spawned), std::move(token));
 }
 
-}  // namespace tensorstream
+}  // namespace tensorstream::async
