@@ -33,7 +33,7 @@ namespace {
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
-using testing::Gate;
+using testing::Latch;
 using testing::run;
 using testing::settle;
 using testing::sleep_for;
@@ -43,7 +43,7 @@ using Batches = testing::Batches;
 using testing::times_ten;
 
 // A process function held at `gate` that records every batch it is given.
-Batcher::ProcessFn gated_identity(Gate& gate, Batches& batches) {
+Batcher::ProcessFn gated_identity(Latch& gate, Batches& batches) {
   return [&gate, &batches](std::vector<int> batch) -> asio::awaitable<std::vector<int>> {
     batches.push_back(batch);
     co_await gate.wait();
@@ -247,7 +247,7 @@ TEST(BatcherFlowControl, SubmitRacingStopEitherFailsOrIsProcessed) {
 
 TEST(BatcherFlowControl, CancelRemovesQueuedRequestsBeforeDispatch) {
   asio::io_context context;
-  Gate gate(context.get_executor());
+  Latch gate(context.get_executor());
   Batches batches;
   Batcher batcher(context.get_executor(), {.process_fn = gated_identity(gate, batches),
                                            .max_batch_size = 1,
@@ -283,7 +283,7 @@ TEST(BatcherFlowControl, CancelRemovesQueuedRequestsBeforeDispatch) {
 TEST(BatcherFlowControl, CancellingTheWaitCancelsAQueuedRequest) {
   using namespace asio::experimental::awaitable_operators;
   asio::io_context context;
-  Gate gate(context.get_executor());
+  Latch gate(context.get_executor());
   Batches batches;
   Batcher batcher(context.get_executor(), {.process_fn = gated_identity(gate, batches),
                                            .max_batch_size = 1,
@@ -307,7 +307,7 @@ TEST(BatcherFlowControl, CancellingTheWaitCancelsAQueuedRequest) {
 
 TEST(BatcherFlowControl, ExpiredDeadlineFailsARequestWithoutDispatchingIt) {
   asio::io_context context;
-  Gate gate(context.get_executor());
+  Latch gate(context.get_executor());
   Batches batches;
   Batcher batcher(context.get_executor(), {.process_fn = gated_identity(gate, batches),
                                            .max_batch_size = 1,
@@ -352,7 +352,7 @@ TEST(BatcherFlowControl, PastDeadlineFailsAtOnce) {
 
 TEST(BatcherFlowControl, ConcurrentBatchesMatchResultsToRecords) {
   asio::io_context context;
-  Gate all_in_flight(context.get_executor());
+  Latch all_in_flight(context.get_executor());
   int in_flight = 0;
   int most_in_flight = 0;
   int batches_seen = 0;
@@ -502,7 +502,7 @@ bool is_operation_aborted(const std::exception_ptr& error) {
 
 TEST(BatcherFlowControl, CancellingASuspendedSubmitWithdrawsTheRecordsNotYetAdmitted) {
   asio::io_context context;
-  Gate gate(context.get_executor());
+  Latch gate(context.get_executor());
   Batches batches;
   Batcher batcher(context.get_executor(), {.process_fn = gated_identity(gate, batches),
                                            .max_batch_size = 1,
@@ -553,7 +553,7 @@ TEST(BatcherFlowControl, CancellingASuspendedSubmitWithdrawsTheRecordsNotYetAdmi
 
 TEST(BatcherFlowControl, ACancelledSuspendedSubmitDoesNotHoldUpStop) {
   asio::io_context context;
-  Gate gate(context.get_executor());
+  Latch gate(context.get_executor());
   Batches batches;
   Batcher batcher(context.get_executor(), {.process_fn = gated_identity(gate, batches),
                                            .max_batch_size = 1,
@@ -589,7 +589,7 @@ TEST(BatcherFlowControl, ACancelledSuspendedSubmitDoesNotHoldUpStop) {
 
 TEST(BatcherFlowControl, OnlyTerminalCancellationAbandonsTheWaitForADispatchedRequest) {
   asio::io_context context;
-  Gate gate(context.get_executor());
+  Latch gate(context.get_executor());
   Batches batches;
   Batcher batcher(context.get_executor(),
                   {.process_fn = gated_identity(gate, batches), .max_batch_size = 1});
@@ -636,7 +636,7 @@ TEST(BatcherFlowControl, OnlyTerminalCancellationAbandonsTheWaitForADispatchedRe
 
 TEST(BatcherFlowControl, TerminalCancellationOfADispatchedWaitLeavesTheRequestRunning) {
   asio::io_context context;
-  Gate gate(context.get_executor());
+  Latch gate(context.get_executor());
   Batches batches;
   Batcher batcher(context.get_executor(), {.process_fn = gated_identity(gate, batches)});
   batcher.start();
@@ -664,7 +664,7 @@ TEST(BatcherFlowControl, TerminalCancellationOfADispatchedWaitLeavesTheRequestRu
 
 TEST(BatcherFlowControl, AsyncWaitFollowsTheCancellationRulesOfItsSlot) {
   asio::io_context context;
-  Gate gate(context.get_executor());
+  Latch gate(context.get_executor());
   Batches batches;
   Batcher batcher(context.get_executor(),
                   {.process_fn = gated_identity(gate, batches), .max_batch_size = 1});
@@ -705,7 +705,7 @@ TEST(BatcherFlowControl, AsyncWaitFollowsTheCancellationRulesOfItsSlot) {
 
 TEST(BatcherFlowControl, EveryConcurrentStopReturns) {
   asio::io_context context;
-  Gate gate(context.get_executor());
+  Latch gate(context.get_executor());
   Batches batches;
   Batcher batcher(context.get_executor(), {.process_fn = gated_identity(gate, batches)});
   batcher.start();

@@ -82,10 +82,11 @@ inline asio::awaitable<void> sleep_for(std::chrono::steady_clock::duration durat
   co_await timer.async_wait(asio::use_awaitable);
 }
 
-// Holds coroutines in wait() until open(). Single-threaded use only.
-class Gate {
+// Holds coroutines in wait() until open(), once. Single-threaded use only; unlike async::Gate it
+// tracks no holders.
+class Latch {
  public:
-  explicit Gate(asio::any_io_executor executor)
+  explicit Latch(asio::any_io_executor executor)
       : timer_(std::move(executor), asio::steady_timer::time_point::max()) {}
 
   asio::awaitable<void> wait() {

@@ -20,7 +20,7 @@ namespace {
 
 namespace asio = boost::asio;
 using namespace std::chrono_literals;
-using testing::Gate;
+using testing::Latch;
 using testing::run;
 using testing::settle;
 
@@ -259,7 +259,7 @@ TEST(DynamicBatcher, LoneRecordIsDispatchedByTheTimeout) {
 
 TEST(DynamicBatcher, FullQueueSuspendsSubmitUntilProcessingResumes) {
   asio::io_context context;
-  Gate gate(context.get_executor());
+  Latch gate(context.get_executor());
   Batches batches;
   Batcher batcher(context.get_executor(),
                   {.process_fn = [&](std::vector<int> batch) -> asio::awaitable<std::vector<int>> {
