@@ -1,7 +1,8 @@
 // The HTTP exchange below the socket: requests run over Beast's in-memory test stream against a
 // small in-memory server, with a fail counter that fails the N-th stream operation for every N
 // and reads that deliver one byte at a time, the way Beast tests its own parser. Retries run
-// through HttpClient with a jitter that records the backoff caps and waits for nothing.
+// through HttpClient with a jitter that records the backoff caps and waits for nothing, and read
+// timeouts run on a clock the tests advance by hand.
 
 #include <gtest/gtest.h>
 
@@ -28,6 +29,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "storage/http/backoff.hpp"
@@ -111,9 +113,9 @@ class Link {
     return link;
   }
 
-  /// The connection over the client's end; call once.
-  std::unique_ptr<Connection> connection() {
-    auto connection = std::make_unique<Connection>(strand_, std::move(*client_));
+  /// The connection over the client's end, its timeouts on `stall_timer` if given; call once.
+  std::unique_ptr<Connection> connection(StallTimer* stall_timer = nullptr) {
+    auto connection = std::make_unique<Connection>(strand_, std::move(*client_), stall_timer);
     client_.reset();
     return connection;
   }
@@ -232,6 +234,112 @@ TEST(HttpExchange, StalledBodyIsATransientFailureNamingTheProgress) {
   EXPECT_NE(failure->cause.find("no data for 1234 ms"), std::string::npos) << failure->cause;
 }
 
+/// A stall timer on a clock that moves only when the test moves it.
+class ManualStallTimer final : public StallTimer {
+ public:
+  void arm(milliseconds timeout, std::function<void()> expired) override {
+    deadline_ = now_ + timeout;
+    armed_for_ = timeout;
+    ++arms_;
+    expired_ = std::move(expired);
+  }
+  void disarm() override { expired_ = nullptr; }
+
+  /// Moves the clock on by `elapsed`, and fires the deadline if it is reached.
+  void advance(milliseconds elapsed) {
+    now_ += elapsed;
+    if (expired_ && now_ >= deadline_) std::exchange(expired_, nullptr)();
+  }
+  bool armed() const { return expired_ != nullptr; }
+  /// The timeout of the deadline armed last.
+  milliseconds armed_for() const { return armed_for_; }
+  /// How many deadlines were armed: one per stream operation.
+  std::size_t arms() const { return arms_; }
+
+ private:
+  milliseconds now_{0};
+  milliseconds deadline_{0};
+  milliseconds armed_for_{0};
+  std::size_t arms_ = 0;
+  std::function<void()> expired_;
+};
+
+/// Runs every handler that is ready, and returns once none is.
+void run_ready(asio::io_context& io) {
+  io.restart();
+  while (io.poll() > 0) {
+  }
+}
+
+/// Sends the header and the first `sent` bytes of the requested range, then nothing more,
+/// keeping the connection open.
+Reply stop_sending_after(const std::string& object, const http::request<http::empty_body>& request,
+                         std::size_t sent) {
+  Reply reply = serve_object(object, request);
+  reply.text.resize(reply.text.find("\r\n\r\n") + 4 + sent);
+  return reply;
+}
+
+TEST(HttpExchange, ABodyThatStopsArrivingIsCutOffAtTheReadTimeout) {
+  const std::string object = pattern(object_size);
+  asio::io_context io;
+  ManualStallTimer clock;
+  std::string destination(range_size, '\0');
+  RangeRequest request("/object", "host", range_offset, bytes_of(destination), milliseconds(1234));
+  auto link = Link::start(io, [&](const auto& r) { return stop_sending_after(object, r, 100); });
+  auto connection = link->connection(&clock);
+  auto attempt = asio::co_spawn(connection->strand(), request.attempt(*connection), asio::use_future);
+  run_ready(io);
+  ASSERT_NE(attempt.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  EXPECT_EQ(request.delivered(), 100u);
+  ASSERT_TRUE(clock.armed());
+  EXPECT_EQ(clock.armed_for(), milliseconds(1234));
+
+  clock.advance(milliseconds(1233));
+  run_ready(io);
+  ASSERT_NE(attempt.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+
+  clock.advance(milliseconds(1));
+  run_ready(io);
+  ASSERT_EQ(attempt.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  const auto failure = attempt.get();
+  ASSERT_TRUE(failure);
+  EXPECT_TRUE(failure->transient);
+  EXPECT_NE(failure->cause.find("body stalled after 100 of 456 bytes"), std::string::npos)
+      << failure->cause;
+  EXPECT_NE(failure->cause.find("no data for 1234 ms"), std::string::npos) << failure->cause;
+  EXPECT_FALSE(connection->is_open());
+  EXPECT_FALSE(connection->reusable());
+}
+
+TEST(HttpExchange, EveryByteThatArrivesRestartsTheReadTimeout) {
+  const std::string object = pattern(object_size);
+  asio::io_context io;
+  ManualStallTimer clock;
+  std::string destination(range_size, '\0');
+  RangeRequest request("/object", "host", range_offset, bytes_of(destination), milliseconds(1000));
+  auto link = Link::start(io, [&](const auto& r) { return serve_object(object, r); }, never, 1);
+  auto connection = link->connection(&clock);
+  auto attempt = asio::co_spawn(connection->strand(), request.attempt(*connection), asio::use_future);
+  // One byte per read, and 999 ms pass in each read: far beyond 1000 ms in all, never 1000 ms
+  // without a byte.
+  std::size_t reads = 0;
+  for (int step = 0; attempt.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
+       ++step) {
+    ASSERT_LT(step, 100'000);
+    const std::size_t arms = clock.arms();
+    io.restart();
+    io.run_one();
+    if (clock.arms() != arms) {
+      ++reads;
+      clock.advance(milliseconds(999));
+    }
+  }
+  EXPECT_FALSE(attempt.get());
+  EXPECT_EQ(destination, object.substr(range_offset, range_size));
+  EXPECT_GT(reads, range_size);
+}
+
 struct StatusCase {
   std::string reply;
   std::string cause;
@@ -319,14 +427,15 @@ TEST(HttpExchange, HeadAndTextRequestsFailCleanlyAtEveryOperation) {
 /// backoff records its caps and waits for nothing.
 class MemoryClient {
  public:
-  MemoryClient(asio::io_context& io, Responder respond, HttpOptions options = {})
+  MemoryClient(asio::io_context& io, Responder respond, HttpOptions options = {},
+               StallTimer* stall_timer = nullptr)
       : io_(io),
         respond_(std::move(respond)),
         client_(
             "host", options,
-            [this] {
+            [this, stall_timer] {
               links_.push_back(Link::start(io_, respond_));
-              return links_.back()->connection();
+              return links_.back()->connection(stall_timer);
             },
             [this](milliseconds cap) {
               caps_.push_back(cap);
@@ -438,6 +547,34 @@ TEST(HttpClientRetries, PermanentFailuresAreNotRetried) {
   auto size = memory.client().content_length("/object", url, version);
   EXPECT_THROW(memory.run(std::move(size)), StorageError);
   EXPECT_TRUE(memory.caps().empty());
+}
+
+TEST(HttpClientRetries, AStalledReadIsRetriedOnAFreshConnectionFromWhereItStopped) {
+  const std::string object = pattern(object_size);
+  asio::io_context io;
+  ManualStallTimer clock;
+  auto first = std::make_shared<bool>(true);
+  const Responder respond = [&object, first](const auto& request) {
+    if (std::exchange(*first, false)) return stop_sending_after(object, request, 100);
+    return serve_object(object, request);
+  };
+  HttpOptions options;
+  options.read_timeout = milliseconds(5000);
+  MemoryClient memory(io, respond, options, &clock);
+  std::string destination(range_size, '\0');
+  ObjectVersion version;
+  auto read = memory.client().read_range("/object", url, range_offset, bytes_of(destination), version);
+  auto done = asio::co_spawn(io, std::move(read), asio::use_future);
+  run_ready(io);
+  ASSERT_NE(done.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  clock.advance(milliseconds(5000));
+  run_ready(io);
+  ASSERT_EQ(done.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  done.get();
+  EXPECT_EQ(destination, object.substr(range_offset, range_size));
+  EXPECT_EQ(memory.connections(), 2u);
+  EXPECT_EQ(memory.caps(), caps({100}));
+  EXPECT_EQ(memory.client().stats().retries, 1u);
 }
 
 TEST(Backoff, FullJitterStaysWithinTheCap) {

@@ -77,15 +77,35 @@ Connection::Connection(const asio::any_io_executor& executor, const ServerAddres
   }
 }
 
-Connection::Connection(Strand strand, MemoryStream stream)
-    : strand_(std::move(strand)), memory_(std::move(stream)), memory_open_(true) {}
+Connection::Connection(Strand strand, MemoryStream stream, StallTimer* stall_timer)
+    : strand_(std::move(strand)),
+      memory_(std::move(stream)),
+      memory_open_(true),
+      stall_timer_(stall_timer) {}
 
 beast::tcp_stream& Connection::tcp() { return tls_ ? tls_->next_layer() : *plain_; }
 
 const beast::tcp_stream& Connection::tcp() const { return tls_ ? tls_->next_layer() : *plain_; }
 
 void Connection::expire_after(std::chrono::milliseconds timeout) {
-  if (!memory_) tcp().expires_after(timeout);
+  if (!memory_) {
+    tcp().expires_after(timeout);
+  } else if (stall_timer_ != nullptr) {
+    // As beast::tcp_stream does on its timeout: close the stream, which aborts the operation.
+    stall_timer_->arm(timeout, [this] {
+      stalled_ = true;
+      memory_->close();
+    });
+  }
+}
+
+Connection::ErrorCode Connection::settle(ErrorCode ec) {
+  if (!memory_ || stall_timer_ == nullptr) return ec;
+  stall_timer_->disarm();
+  if (!stalled_) return ec;
+  stalled_ = false;
+  memory_open_ = false;
+  return beast::error::timeout;
 }
 
 asio::awaitable<std::optional<Failure>> Connection::open(std::chrono::milliseconds timeout) {
@@ -191,7 +211,7 @@ asio::awaitable<Connection::ErrorCode> Connection::write_request(
       [&](auto& stream, auto completion) {
         return asio::async_write(stream, asio::buffer(request_), completion);
       });
-  co_return ec;
+  co_return settle(ec);
 }
 
 asio::awaitable<Connection::ErrorCode> Connection::read_header(HeaderParser& parser,
@@ -200,7 +220,7 @@ asio::awaitable<Connection::ErrorCode> Connection::read_header(HeaderParser& par
   auto [ec, parsed] = co_await on_stream([&](auto& stream, auto completion) {
     return beast::http::async_read_header(stream, buffer_, parser, completion);
   });
-  co_return ec;
+  co_return settle(ec);
 }
 
 asio::awaitable<Connection::ErrorCode> Connection::read_some(BufferParser& parser,
@@ -210,7 +230,7 @@ asio::awaitable<Connection::ErrorCode> Connection::read_some(BufferParser& parse
       [&](auto& stream, auto completion) {
         return beast::http::async_read_some(stream, buffer_, parser, completion);
       });
-  co_return ec;
+  co_return settle(ec);
 }
 
 asio::awaitable<Connection::ErrorCode> Connection::read(TextParser& parser,
@@ -220,7 +240,7 @@ asio::awaitable<Connection::ErrorCode> Connection::read(TextParser& parser,
       [&](auto& stream, auto completion) {
         return beast::http::async_read(stream, buffer_, parser, completion);
       });
-  co_return ec;
+  co_return settle(ec);
 }
 
 asio::awaitable<std::pair<Connection::ErrorCode, std::size_t>> Connection::read_some(
@@ -230,7 +250,7 @@ asio::awaitable<std::pair<Connection::ErrorCode, std::size_t>> Connection::read_
       [&](auto& stream, auto completion) {
         return stream.async_read_some(destination, completion);
       });
-  co_return std::pair{ec, received};
+  co_return std::pair{settle(ec), received};
 }
 
 void Connection::close() {

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -44,6 +45,18 @@ struct ServerAddress {
   bool verify_host = true;                   ///< Check that the certificate names `host`.
 };
 
+/// The read and write deadline of an in-memory connection. Tests implement it with a clock they
+/// advance by hand, so that stall detection is tested without waiting for it.
+class StallTimer {
+ public:
+  virtual ~StallTimer() = default;
+  /// Replaces any armed deadline with one `timeout` from now; on reaching it, calls `expired`
+  /// on the connection's strand, once.
+  virtual void arm(std::chrono::milliseconds timeout, std::function<void()> expired) = 0;
+  /// Forgets the armed deadline, if any.
+  virtual void disarm() = 0;
+};
+
 /// A connection to one server.
 ///
 /// Every handler of the connection runs on its own strand, across all the requests it serves, so
@@ -63,9 +76,10 @@ class Connection {
   /// An unopened connection to `server`, which must outlive it.
   Connection(const boost::asio::any_io_executor& executor, const ServerAddress& server);
 
-  /// An open connection over `stream`, used by requests running on `strand`. Timeouts are not
-  /// armed: the stream's fail counter stands in for them.
-  Connection(Strand strand, MemoryStream stream);
+  /// An open connection over `stream`, used by requests running on `strand`. Each operation's
+  /// timeout runs on `stall_timer`, which must outlive the connection; without one no timeout
+  /// is armed, and the stream's fail counter can stand in for them.
+  Connection(Strand strand, MemoryStream stream, StallTimer* stall_timer = nullptr);
 
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -116,8 +130,11 @@ class Connection {
   }
   boost::beast::tcp_stream& tcp();
   const boost::beast::tcp_stream& tcp() const;
-  // Bounds the next operation by `timeout`; the in-memory stream has no timer.
+  // Bounds the next operation by `timeout`.
   void expire_after(std::chrono::milliseconds timeout);
+  // What an operation that ended with `ec` reports: an in-memory stream cut off by its stall
+  // timer reports a timeout, as a TCP stream does.
+  ErrorCode settle(ErrorCode ec);
   boost::asio::awaitable<std::optional<Failure>> connect(
       std::chrono::steady_clock::time_point deadline);
   boost::asio::awaitable<std::optional<Failure>> handshake(
@@ -139,6 +156,8 @@ class Connection {
   std::optional<boost::asio::ssl::stream<boost::beast::tcp_stream>> tls_;
   std::optional<MemoryStream> memory_;
   bool memory_open_ = false;
+  StallTimer* stall_timer_ = nullptr;
+  bool stalled_ = false;
   boost::beast::flat_buffer buffer_;
   std::string request_;
   bool reusable_ = false;
