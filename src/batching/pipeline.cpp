@@ -225,7 +225,21 @@ asio::awaitable<void> Pipeline::aggregate(std::shared_ptr<Pipeline> self) {
     auto wake_at = Clock::time_point::max();
     bool done = false;
     const auto now = Clock::now();
-    p.advance_locked(now, expired);
+    p.expire_locked(now, expired);
+    for (;;) {
+      if (!p.cut_.empty()) {
+        if (p.ready_.size() >= p.limits_.prefetch_batches) {
+          break;
+        }
+        p.ready_.push_back(std::exchange(p.cut_, {}));
+        p.batch_ready_.notify_one();
+      }
+      p.accept_locked(now);
+      if (!p.should_cut_locked(now)) {
+        break;
+      }
+      p.cut_locked();
+    }
     if (p.state_ == State::stopping && p.cut_.empty() && p.queue_.empty() && p.parked_.empty()) {
       done = true;
       p.aggregator_done_ = true;
@@ -248,7 +262,14 @@ asio::awaitable<void> Pipeline::aggregate(std::shared_ptr<Pipeline> self) {
       p.aggregator_wakes_at_ = wake_at;
     }
     lock.unlock();
-    p.fail_expired(expired);
+    if (!expired.empty()) {
+      const auto error = std::make_exception_ptr(
+          DeadlineExceeded(p.name_ + ": request deadline passed before dispatch"));
+      for (auto& request : expired) {
+        request->fail(error);
+      }
+      expired.clear();
+    }
     if (done) {
       break;
     }
@@ -261,7 +282,8 @@ asio::awaitable<void> Pipeline::aggregate(std::shared_ptr<Pipeline> self) {
       p.timer_.expires_at(wake_at);
       p.timer_.async_wait([self](boost::system::error_code ec) {
         if (!ec) {
-          self->on_deadline();
+          std::lock_guard timer_lock(self->mutex_);
+          self->wake_aggregator_locked(AggregatorWait::none);
         }
       });
     }
@@ -273,30 +295,6 @@ asio::awaitable<void> Pipeline::aggregate(std::shared_ptr<Pipeline> self) {
   p.timer_.cancel();  // a far-off deadline must not keep the io_context running
   p.timer_deadline_ = Clock::time_point::max();
   p.worker_finished();
-}
-
-void Pipeline::on_deadline() {
-  std::vector<RequestPtr> expired;
-  {
-    std::lock_guard lock(mutex_);
-    if (aggregator_done_) {
-      return;
-    }
-    // The batch that came due is handed to a processor from here rather than by the aggregator:
-    // waking the aggregator first would put one more executor hand-off (a reactor poll) between
-    // the deadline and the batch's dispatch.
-    advance_locked(Clock::now(), expired);
-    // Left parked when it would only park again, waiting for records without a timer; woken, it
-    // would run before the batch's results reach their callers.
-    const bool nothing_to_time = state_ == State::running && cut_.empty() && queue_.empty() &&
-                                 parked_.empty() && deadlines_.empty();
-    if (nothing_to_time && aggregator_wait_ == AggregatorWait::records) {
-      aggregator_wakes_at_ = Clock::time_point::max();
-    } else {
-      wake_aggregator_locked(AggregatorWait::none);
-    }
-  }
-  fail_expired(expired);
 }
 
 asio::awaitable<void> Pipeline::run_processor(std::shared_ptr<Pipeline> self) {
@@ -398,36 +396,6 @@ void Pipeline::withdraw_locked(const ParkedSubmit& parked, std::vector<RequestPt
   cancelled_.fetch_add(withdrawn.size(), std::memory_order_relaxed);
   // A stopping aggregator waits for parked_ to empty.
   wake_aggregator_locked(AggregatorWait::none);
-}
-
-void Pipeline::advance_locked(Clock::time_point now, std::vector<RequestPtr>& expired) {
-  expire_locked(now, expired);
-  for (;;) {
-    if (!cut_.empty()) {
-      if (ready_.size() >= limits_.prefetch_batches) {
-        return;
-      }
-      ready_.push_back(std::exchange(cut_, {}));
-      batch_ready_.notify_one();
-    }
-    accept_locked(now);
-    if (!should_cut_locked(now)) {
-      return;
-    }
-    cut_locked();
-  }
-}
-
-void Pipeline::fail_expired(std::vector<RequestPtr>& expired) {
-  if (expired.empty()) {
-    return;
-  }
-  const auto error =
-      std::make_exception_ptr(DeadlineExceeded(name_ + ": request deadline passed before dispatch"));
-  for (auto& request : expired) {
-    request->fail(error);
-  }
-  expired.clear();
 }
 
 void Pipeline::expire_locked(Clock::time_point now, std::vector<RequestPtr>& expired) {

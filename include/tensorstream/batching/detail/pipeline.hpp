@@ -113,16 +113,9 @@ class Pipeline : public std::enable_shared_from_this<Pipeline> {
   static boost::asio::awaitable<void> run_processor(std::shared_ptr<Pipeline> self);
   boost::asio::awaitable<std::vector<RequestPtr>> next_batch();
   void worker_finished();
-  // Runs when the timer fires: dispatches what came due and wakes the aggregator.
-  void on_deadline();
-  // Fails (and clears) the requests `advance_locked` took out as expired.
-  void fail_expired(std::vector<RequestPtr>& expired);
 
   // Helpers that need mutex_ held.
   void withdraw_locked(const ParkedSubmit& parked, std::vector<RequestPtr>& withdrawn);
-  // Takes out the requests expired at `now`, then cuts every batch due and hands it to the
-  // processors as far as prefetch_batches allows.
-  void advance_locked(Clock::time_point now, std::vector<RequestPtr>& expired);
   void expire_locked(Clock::time_point now, std::vector<RequestPtr>& expired);
   void admit_locked();
   void accept_locked(Clock::time_point now);
