@@ -47,9 +47,9 @@ std::size_t header_concurrency(const StreamerOptions& options) {
   return options.max_concurrency.value_or(ModelLoaderConfig{}.max_concurrency);
 }
 
-asio::awaitable<SafetensorsFile> read_header(ObjectStore& store, HeaderSource source) {
+asio::awaitable<SourceFile> read_header(ObjectStore& store, HeaderSource source) {
   std::string& key = source.key;
-  SafetensorsFile file;
+  SourceFile file;
   file.url = store.url(key);
   if (source.size) {
     file.size = *source.size;
@@ -99,7 +99,7 @@ asio::awaitable<std::optional<std::string>> read_index_if_present(ObjectStore& s
 }
 
 // Keeps in `file` only the tensors `listed` (sorted) names, every one of which it must hold.
-void keep_listed(SafetensorsFile& file, const std::vector<std::string>& listed,
+void keep_listed(SourceFile& file, const std::vector<std::string>& listed,
                  const std::string& index_url) {
   std::unordered_set<std::string_view> present;
   for (const auto& info : file.header.tensors) present.insert(info.name);
@@ -124,7 +124,7 @@ void keep_listed(SafetensorsFile& file, const std::vector<std::string>& listed,
   });
 }
 
-asio::awaitable<std::vector<SafetensorsFile>> indexed_files(ObjectStore& store,
+asio::awaitable<std::vector<SourceFile>> indexed_files(ObjectStore& store,
                                                             const std::string& index_key,
                                                             const WeightIndex& index,
                                                             std::size_t max_concurrency) {
@@ -139,7 +139,7 @@ asio::awaitable<std::vector<SafetensorsFile>> indexed_files(ObjectStore& store,
 }
 
 // Keeps each name in the first file holding it, as the Python original does.
-void drop_repeated_names(std::vector<SafetensorsFile>& files) {
+void drop_repeated_names(std::vector<SourceFile>& files) {
   std::unordered_set<std::string> seen;
   for (auto& file : files) {
     std::erase_if(file.header.tensors, [&](const TensorInfo& info) {
@@ -152,7 +152,7 @@ void drop_repeated_names(std::vector<SafetensorsFile>& files) {
 }
 
 // The files directly under the prefix `url` named `name_prefix*.safetensors`, sorted, headers read.
-asio::awaitable<std::vector<SafetensorsFile>> matching_files(ObjectStore& store, const Url& url,
+asio::awaitable<std::vector<SourceFile>> matching_files(ObjectStore& store, const Url& url,
                                                              const std::string& name_prefix,
                                                              std::size_t max_concurrency) {
   std::vector<HeaderSource> sources;
@@ -174,7 +174,7 @@ asio::awaitable<std::vector<SafetensorsFile>> matching_files(ObjectStore& store,
   co_return files;
 }
 
-asio::awaitable<std::vector<SafetensorsFile>> rank_files(ObjectStore& store, const Url& url,
+asio::awaitable<std::vector<SourceFile>> rank_files(ObjectStore& store, const Url& url,
                                                          const StreamerOptions& options) {
   if (!url.is_prefix()) {
     throw InvalidArgument(url.str() +
@@ -189,7 +189,7 @@ asio::awaitable<std::vector<SafetensorsFile>> rank_files(ObjectStore& store, con
 }
 
 // A prefix without tensor parallelism: its index, else its files.
-asio::awaitable<std::vector<SafetensorsFile>> prefix_files(ObjectStore& store, const Url& url,
+asio::awaitable<std::vector<SourceFile>> prefix_files(ObjectStore& store, const Url& url,
                                                            std::size_t max_concurrency) {
   const std::string index_key = url.path + std::string(weight_index_name);
   const auto text = co_await read_index_if_present(store, index_key);
@@ -237,7 +237,7 @@ Url resolve_url(const std::string& remote_path) {
   return url;
 }
 
-asio::awaitable<std::vector<SafetensorsFile>> discover(ObjectStore& store, const Url& url,
+asio::awaitable<std::vector<SourceFile>> discover(ObjectStore& store, const Url& url,
                                                        const StreamerOptions& options) {
   if (options.tensor_parallel_size > 1) co_return co_await rank_files(store, url, options);
   const std::size_t max_concurrency = header_concurrency(options);
@@ -251,10 +251,10 @@ asio::awaitable<std::vector<SafetensorsFile>> discover(ObjectStore& store, const
   co_return co_await read_headers(store, std::move(sources), max_concurrency);
 }
 
-asio::awaitable<std::vector<SafetensorsFile>> read_headers(ObjectStore& store,
+asio::awaitable<std::vector<SourceFile>> read_headers(ObjectStore& store,
                                                            std::vector<HeaderSource> sources,
                                                            std::size_t max_concurrency) {
-  std::vector<SafetensorsFile> files(sources.size());
+  std::vector<SourceFile> files(sources.size());
   std::size_t next = 0;
   // Workers, not one coroutine per file: each read may open a connection (and a TLS handshake).
   const std::size_t workers = std::min(sources.size(), std::max<std::size_t>(max_concurrency, 1));

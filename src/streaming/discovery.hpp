@@ -13,8 +13,9 @@
 
 namespace tensorstream::detail {
 
-/// One safetensors object and its validated header.
-struct SafetensorsFile {
+/// One object a stream reads and its validated header: a safetensors file, or a TRAW object
+/// described as a header with one tensor whose data starts after the TRAW header.
+struct SourceFile {
   std::string key;
   std::string url;
   std::uint64_t size = 0;
@@ -41,7 +42,7 @@ Url resolve_url(const std::string& remote_path);
 ///   cannot list falls back to `model.safetensors` instead.
 ///
 /// Errors other than an absent index (permission, network) are not swallowed.
-boost::asio::awaitable<std::vector<SafetensorsFile>> discover(ObjectStore& store, const Url& url,
+boost::asio::awaitable<std::vector<SourceFile>> discover(ObjectStore& store, const Url& url,
                                                               const StreamerOptions& options);
 
 /// An object whose header to read, with its size when a listing already gave it.
@@ -52,7 +53,7 @@ struct HeaderSource {
 
 /// Fetches and validates the header of every file, at most `max_concurrency` at a time, asking
 /// the store for the sizes no listing gave; results keep the order of `sources`.
-boost::asio::awaitable<std::vector<SafetensorsFile>> read_headers(
+boost::asio::awaitable<std::vector<SourceFile>> read_headers(
     ObjectStore& store, std::vector<HeaderSource> sources, std::size_t max_concurrency);
 
 }  // namespace tensorstream::detail

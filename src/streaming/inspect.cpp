@@ -16,7 +16,7 @@ std::vector<FileHeader> inspect(const std::string& remote_path, StreamerOptions 
   const Url url = detail::resolve_url(remote_path);
   asio::io_context io;
   auto store = open_store(url, io.get_executor(), options.store);
-  std::vector<detail::SafetensorsFile> files;
+  std::vector<detail::SourceFile> files;
   std::exception_ptr error;
   // The store may keep work of its own pending (a completion watcher), so the run ends when the
   // headers are in rather than when the context runs out of work.

@@ -325,7 +325,7 @@ class RawStreamer::Engine {
       Job& job = *task.job;
       const std::span<std::byte> destination(job.data.get() + task.chunk.offset,
                                              task.chunk.length);
-      const detail::SafetensorsFile& file = *job.read.file;
+      const detail::SourceFile& file = *job.read.file;
       co_await store_->read_range(file.key,
                                   file.header.data_start + job.read.begin + task.chunk.offset,
                                   destination);
@@ -412,7 +412,7 @@ class RawStreamer::Engine {
   // Touched only on the strand.
   async::ConditionVariable work_available_;
   async::ConditionVariable memory_released_;
-  std::vector<detail::SafetensorsFile> files_;
+  std::vector<detail::SourceFile> files_;
   std::vector<detail::PlannedRead> reads_;
   std::deque<ChunkTask> chunks_;
   bool planning_done_ = false;

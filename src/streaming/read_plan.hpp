@@ -19,7 +19,7 @@ constexpr std::uint64_t max_coalesced_gap = 64 * 1024;
 /// that land in its own memory, or a run of small tensors of one file read with one range read
 /// into scratch memory that each tensor is copied out of.
 struct PlannedRead {
-  const SafetensorsFile* file = nullptr;
+  const SourceFile* file = nullptr;
   std::vector<const TensorInfo*> tensors;  ///< One tensor, or a run in file order.
   std::uint64_t begin = 0;                 ///< First byte read, from the file's data start.
   std::uint64_t length = 0;                ///< Bytes read; a run's include the gaps.
@@ -38,7 +38,7 @@ struct PlannedRead {
 /// `chunk_size` bytes form runs while a run spans at most min(chunk_size, memory_limit / 4) bytes
 /// (so scratch and copies stay within half the limit) and no gap exceeds max_coalesced_gap. A
 /// larger tensor in between ends a run; zero-byte tensors are reads of their own and end nothing.
-std::vector<PlannedRead> plan_reads(const std::vector<SafetensorsFile>& files,
+std::vector<PlannedRead> plan_reads(const std::vector<SourceFile>& files,
                                     std::uint64_t chunk_size, std::uint64_t memory_limit);
 
 }  // namespace tensorstream::detail

@@ -34,8 +34,8 @@ void write_model(const std::filesystem::path& path, const Sizes& tensors) {
 }
 
 // A header of tensors back to back, in the given order.
-detail::SafetensorsFile file_of(const Sizes& tensors) {
-  detail::SafetensorsFile file;
+detail::SourceFile file_of(const Sizes& tensors) {
+  detail::SourceFile file;
   std::uint64_t offset = 0;
   for (const auto& [name, bytes] : tensors) {
     file.header.tensors.push_back({name, Dtype::U8, {static_cast<std::int64_t>(bytes)}, offset,
@@ -58,7 +58,7 @@ std::vector<std::vector<std::string>> names_of(const std::vector<detail::Planned
 constexpr std::uint64_t mib = 1 << 20;
 
 TEST(ReadPlan, SmallNeighboursShareAReadThatALargeTensorEnds) {
-  std::vector<detail::SafetensorsFile> files{
+  std::vector<detail::SourceFile> files{
       file_of({{"a", 10}, {"b", 20}, {"empty", 0}, {"c", 30}, {"big", 2 * mib}, {"d", 5}})};
   const auto reads = detail::plan_reads(files, 16 * mib, 512 * mib);
   EXPECT_EQ(names_of(reads), (std::vector<std::vector<std::string>>{
@@ -74,14 +74,14 @@ TEST(ReadPlan, GapsUpToTheLimitAreReadAlongAndLargerOnesSplitTheRun) {
                        {"skipped.too", detail::max_coalesced_gap + 1}, {"c", 8}});
   // Discovery drops what an index leaves out; the offsets of the rest stay.
   std::erase_if(file.header.tensors, [](const TensorInfo& t) { return t.name.starts_with("skipped"); });
-  std::vector<detail::SafetensorsFile> files{std::move(file)};
+  std::vector<detail::SourceFile> files{std::move(file)};
   const auto reads = detail::plan_reads(files, 16 * mib, 512 * mib);
   EXPECT_EQ(names_of(reads), (std::vector<std::vector<std::string>>{{"c"}, {"a", "b"}}));
   EXPECT_EQ(reads[1].length, 16 + detail::max_coalesced_gap);
 }
 
 TEST(ReadPlan, RunsStayWithinTheChunkSizeAQuarterOfTheMemoryLimitAndTheirFile) {
-  std::vector<detail::SafetensorsFile> files{file_of({{"a", 40}, {"b", 40}, {"c", 40}}),
+  std::vector<detail::SourceFile> files{file_of({{"a", 40}, {"b", 40}, {"c", 40}}),
                                              file_of({{"d", 40}, {"e", 40}})};
   EXPECT_EQ(names_of(detail::plan_reads(files, 100, 512 * mib)),
             (std::vector<std::vector<std::string>>{{"c"}, {"a", "b"}, {"d", "e"}}));
@@ -92,7 +92,7 @@ TEST(ReadPlan, RunsStayWithinTheChunkSizeAQuarterOfTheMemoryLimitAndTheirFile) {
 }
 
 TEST(ReadPlan, TensorsOfAMebibyteOrMoreAreNeverCoalesced) {
-  std::vector<detail::SafetensorsFile> files{
+  std::vector<detail::SourceFile> files{
       file_of({{"a", detail::coalesce_below - 1}, {"b", detail::coalesce_below}, {"c", 1}})};
   EXPECT_EQ(names_of(detail::plan_reads(files, 64 * mib, 512 * mib)),
             (std::vector<std::vector<std::string>>{{"c"}, {"a"}, {"b"}}));
