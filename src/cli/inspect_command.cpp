@@ -1,5 +1,6 @@
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "byte_size.hpp"
@@ -15,7 +16,7 @@ struct InspectArguments {
   std::string url;
   bool json = false;
   int rank = 0;
-  int tensor_parallel_size = 1;
+  std::optional<int> tensor_parallel_size;
   StoreFlags store;
 };
 
@@ -110,8 +111,9 @@ void register_inspect_command(CLI::App& app) {
   command->add_option("url", arguments->url, "File, directory or prefix")->required();
   command->add_flag("--json", arguments->json, "One JSON document instead of a table");
   command->add_option("--rank", arguments->rank, "Tensor-parallel rank")->capture_default_str();
-  command->add_option("--tp", arguments->tensor_parallel_size, "Tensor-parallel size")
-      ->capture_default_str();
+  command->add_option("--tp", arguments->tensor_parallel_size,
+                      "Tensor-parallel size: selects TP{N}/shard{RANK}/ under a TRAW model "
+                      "prefix; above 1, the rank files model-rank-{RANK}-part-*.safetensors");
   add_store_flags(*command, arguments->store);
   command->callback([arguments] {
     StreamerOptions options;

@@ -27,7 +27,7 @@ struct StreamArguments {
   std::string memory_limit = "512MiB";
   std::size_t io_threads = StreamerOptions{}.io_threads;
   int rank = 0;
-  int tensor_parallel_size = 1;
+  std::optional<int> tensor_parallel_size;
   bool json = false;
   std::string checksum;
   StoreFlags store;
@@ -135,8 +135,9 @@ void register_stream_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   command->add_option("--rank", arguments->rank, "Tensor-parallel rank")->capture_default_str();
-  command->add_option("--tp", arguments->tensor_parallel_size, "Tensor-parallel size")
-      ->capture_default_str();
+  command->add_option("--tp", arguments->tensor_parallel_size,
+                      "Tensor-parallel size: selects TP{N}/shard{RANK}/ under a TRAW model "
+                      "prefix; above 1, the rank files model-rank-{RANK}-part-*.safetensors");
   command->add_flag("--json", arguments->json, "One JSON object per tensor, then a summary");
   add_store_flags(*command, arguments->store);
   command->add_option("--checksum", arguments->checksum, "Hash each tensor's bytes: sha256");

@@ -7,11 +7,14 @@
 #include <unordered_set>
 
 #include "byte_size.hpp"
+#include "streaming/partition_layout.hpp"
 #include "streaming/run_concurrently.hpp"
+#include "streaming/traw_source.hpp"
 #include "streaming/weight_index.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
 #include "tensorstream/model/model_loader_config.hpp"
+#include "tensorstream/traw/format.hpp"
 
 namespace tensorstream::detail {
 namespace {
@@ -27,6 +30,9 @@ constexpr std::uint64_t max_index_size = 64ull << 20;
 
 // Naming every tensor of a wrong file would fill pages; the first few identify the problem.
 constexpr std::size_t missing_names_shown = 10;
+
+// Files named in a message about a prefix's layouts.
+constexpr std::size_t listed_names_shown = 3;
 
 constexpr std::string_view safetensors_suffix = ".safetensors";
 constexpr std::string_view index_suffix = ".safetensors.index.json";
@@ -47,15 +53,11 @@ std::size_t header_concurrency(const StreamerOptions& options) {
   return options.max_concurrency.value_or(ModelLoaderConfig{}.max_concurrency);
 }
 
-asio::awaitable<SourceFile> read_header(ObjectStore& store, HeaderSource source) {
-  std::string& key = source.key;
+asio::awaitable<SourceFile> read_safetensors_header(ObjectStore& store, std::string key,
+                                                    std::uint64_t size) {
   SourceFile file;
   file.url = store.url(key);
-  if (source.size) {
-    file.size = *source.size;
-  } else {
-    file.size = co_await store.size(key);
-  }
+  file.size = size;
   if (file.size < 8) {
     throw FormatError(file.url + ": " + std::to_string(file.size) +
                       " bytes is too small for a safetensors file (the header length alone is 8)");
@@ -74,6 +76,29 @@ asio::awaitable<SourceFile> read_header(ObjectStore& store, HeaderSource source)
       file.url);
   file.key = std::move(key);
   co_return file;
+}
+
+// A TRAW header is at most traw::max_header_size bytes: one read always holds it.
+asio::awaitable<SourceFile> read_traw_header(ObjectStore& store, std::string key,
+                                             std::uint64_t size) {
+  std::vector<std::byte> prefix(std::min<std::uint64_t>(size, traw::max_header_size));
+  co_await store.read_range(key, 0, prefix);
+  std::string url = store.url(key);
+  co_return traw_source_file(std::move(key), std::move(url), size, prefix);
+}
+
+// The object's format follows from its name, as it does when a listing is searched.
+asio::awaitable<SourceFile> read_header(ObjectStore& store, HeaderSource source) {
+  std::uint64_t size = 0;
+  if (source.size) {
+    size = *source.size;
+  } else {
+    size = co_await store.size(source.key);
+  }
+  if (ends_with(source.key, traw_suffix)) {
+    co_return co_await read_traw_header(store, std::move(source.key), size);
+  }
+  co_return co_await read_safetensors_header(store, std::move(source.key), size);
 }
 
 asio::awaitable<std::string> read_index(ObjectStore& store, const std::string& key) {
@@ -125,9 +150,9 @@ void keep_listed(SourceFile& file, const std::vector<std::string>& listed,
 }
 
 asio::awaitable<std::vector<SourceFile>> indexed_files(ObjectStore& store,
-                                                            const std::string& index_key,
-                                                            const WeightIndex& index,
-                                                            std::size_t max_concurrency) {
+                                                       const std::string& index_key,
+                                                       const WeightIndex& index,
+                                                       std::size_t max_concurrency) {
   const std::string directory = directory_of(index_key);
   std::vector<HeaderSource> sources;
   for (const auto& [file, tensors] : index) sources.push_back({directory + file, std::nullopt});
@@ -151,46 +176,96 @@ void drop_repeated_names(std::vector<SourceFile>& files) {
   }
 }
 
-// The files directly under the prefix `url` named `name_prefix*.safetensors`, sorted, headers read.
+// The files of `listed` (the objects directly under the prefix `url`, sorted) named
+// `name_prefix*.safetensors`, headers read.
 asio::awaitable<std::vector<SourceFile>> matching_files(ObjectStore& store, const Url& url,
-                                                             const std::string& name_prefix,
-                                                             std::size_t max_concurrency) {
+                                                        const std::vector<ObjectInfo>& listed,
+                                                        const std::string& name_prefix,
+                                                        std::size_t max_concurrency) {
   std::vector<HeaderSource> sources;
   // The listing's sizes spare each file a size request before its header is read.
-  for (auto& object : co_await store.list(url.path, ListDepth::one_level)) {
+  for (const auto& object : listed) {
     const auto name = file_name(object.key);
     if (name.starts_with(name_prefix) && ends_with(name, safetensors_suffix)) {
-      sources.push_back({std::move(object.key), object.size});
+      sources.push_back({object.key, object.size});
     }
   }
   if (sources.empty()) {
-    throw NotFoundError(url.str(),
-                        "no files found matching pattern: " + name_prefix + "*.safetensors");
+    throw NotFoundError(url.str(), "no files found matching pattern: " + name_prefix +
+                                       "*.safetensors, nor TRAW objects (*.bin) or partitions "
+                                       "(TP{n}/shard{r}/*.bin)");
   }
-  std::sort(sources.begin(), sources.end(),
-            [](const HeaderSource& a, const HeaderSource& b) { return a.key < b.key; });
   auto files = co_await read_headers(store, std::move(sources), max_concurrency);
   drop_repeated_names(files);
   co_return files;
 }
 
+// `layout` is the prefix's, when the store can list.
 asio::awaitable<std::vector<SourceFile>> rank_files(ObjectStore& store, const Url& url,
-                                                         const StreamerOptions& options) {
+                                                    const StreamerOptions& options,
+                                                    const std::optional<PrefixLayout>& layout) {
   if (!url.is_prefix()) {
     throw InvalidArgument(url.str() +
                           ": tensor_parallel_size > 1 needs a prefix holding rank files, "
                           "not a single file");
   }
-  if (!store.can_list()) {
+  if (!layout) {
     throw InvalidArgument(url.str() + ": rank files cannot be found without listing");
   }
   const std::string name_prefix = "model-rank-" + std::to_string(options.rank) + "-part-";
-  co_return co_await matching_files(store, url, name_prefix, header_concurrency(options));
+  co_return co_await matching_files(store, url, layout->safetensors, name_prefix,
+                                    header_concurrency(options));
 }
 
-// A prefix without tensor parallelism: its index, else its files.
+// "a, b, c and 2 more": the names of the first few `objects`, enough to recognise a checkpoint.
+std::string some_names(const std::vector<ObjectInfo>& objects) {
+  std::string text;
+  for (std::size_t i = 0; i < std::min(objects.size(), listed_names_shown); ++i) {
+    if (i != 0) text += ", ";
+    text += file_name(objects[i].key);
+  }
+  if (objects.size() > listed_names_shown) {
+    text += " and " + std::to_string(objects.size() - listed_names_shown) + " more";
+  }
+  return text;
+}
+
+// The TRAW objects the `layout` of the prefix `url` selects: a shard's prefix, or a model's prefix
+// with a partition chosen by the options. Nullopt for a prefix without TRAW objects, or a
+// safetensors checkpoint beside some *.bin files (Hugging Face repositories keep pickles so named).
+std::optional<std::vector<HeaderSource>> traw_sources(PrefixLayout& layout, const Url& url,
+                                                      const StreamerOptions& options) {
+  std::vector<ObjectInfo> objects;
+  if (!layout.partitions.empty()) {
+    if (!layout.safetensors.empty()) {
+      throw InvalidArgument(url.str() + ": holds both a safetensors checkpoint (" +
+                            some_names(layout.safetensors) +
+                            ") and TRAW partitions (TP sizes present: " + partition_sizes(layout) +
+                            "); name the file, the index or a shard's prefix TP{n}/shard{r}/");
+    }
+    objects = select_partition(layout, url.str(), options.tensor_parallel_size, options.rank);
+  } else if (!layout.traw_objects.empty() && layout.safetensors.empty()) {
+    const auto size = options.tensor_parallel_size;
+    if (size && !names_partition(url.path, *size, options.rank)) {
+      throw InvalidArgument(url.str() + ": holds the TRAW objects of one shard, not TP" +
+                            std::to_string(*size) + "/shard" + std::to_string(options.rank) +
+                            "/; leave tensor_parallel_size and rank unset, or name the model's "
+                            "prefix");
+    }
+    objects = std::move(layout.traw_objects);
+  } else {
+    return std::nullopt;
+  }
+  std::vector<HeaderSource> sources;
+  for (auto& object : objects) sources.push_back({std::move(object.key), object.size});
+  return sources;
+}
+
+// A prefix without tensor parallelism: its index, else its files (`layout`, the prefix's when
+// the store can list), else model.safetensors.
 asio::awaitable<std::vector<SourceFile>> prefix_files(ObjectStore& store, const Url& url,
-                                                           std::size_t max_concurrency) {
+                                                      std::size_t max_concurrency,
+                                                      const std::optional<PrefixLayout>& layout) {
   const std::string index_key = url.path + std::string(weight_index_name);
   const auto text = co_await read_index_if_present(store, index_key);
   std::optional<WeightIndex> index;
@@ -200,13 +275,14 @@ asio::awaitable<std::vector<SourceFile>> prefix_files(ObjectStore& store, const 
     } catch (const UnusableIndex& error) {
       log(LogLevel::warning,
           std::string(error.what()) + "; streaming " +
-              (store.can_list() ? "every *.safetensors file under " + url.str()
-                                : "model.safetensors") +
+              (layout ? "every *.safetensors file under " + url.str() : "model.safetensors") +
               " instead");
     }
   }
   if (index) co_return co_await indexed_files(store, index_key, *index, max_concurrency);
-  if (store.can_list()) co_return co_await matching_files(store, url, "", max_concurrency);
+  if (layout) {
+    co_return co_await matching_files(store, url, layout->safetensors, "", max_concurrency);
+  }
 
   // Without a listing, the one name a single-file checkpoint conventionally has is all there is.
   std::vector<HeaderSource> sources{{url.path + "model.safetensors", std::nullopt}};
@@ -231,17 +307,28 @@ Url resolve_url(const std::string& remote_path) {
     url.path = std::filesystem::absolute(url.path, ec).string();
     if (!url.is_prefix() && std::filesystem::is_directory(url.path, ec)) url.path.push_back('/');
   } else if ((url.scheme == "s3" || url.scheme == "gs") && !url.is_prefix() &&
-             !ends_with(url.path, safetensors_suffix) && !ends_with(url.path, index_suffix)) {
+             !ends_with(url.path, safetensors_suffix) && !ends_with(url.path, index_suffix) &&
+             !ends_with(url.path, traw_suffix)) {
     url.path.push_back('/');
   }
   return url;
 }
 
 asio::awaitable<std::vector<SourceFile>> discover(ObjectStore& store, const Url& url,
-                                                       const StreamerOptions& options) {
-  if (options.tensor_parallel_size > 1) co_return co_await rank_files(store, url, options);
+                                                  const StreamerOptions& options) {
   const std::size_t max_concurrency = header_concurrency(options);
-  if (url.is_prefix()) co_return co_await prefix_files(store, url, max_concurrency);
+  std::optional<PrefixLayout> layout;
+  if (url.is_prefix() && store.can_list()) {
+    // Recursive: partitions are directories, which a one-level listing does not show.
+    std::vector<ObjectInfo> listing = co_await store.list(url.path, ListDepth::recursive);
+    layout = classify_listing(std::move(listing), url.path);
+    auto traw = traw_sources(*layout, url, options);
+    if (traw) co_return co_await read_headers(store, std::move(*traw), max_concurrency);
+  }
+  if (options.tensor_parallel_size.value_or(1) > 1) {
+    co_return co_await rank_files(store, url, options, layout);
+  }
+  if (url.is_prefix()) co_return co_await prefix_files(store, url, max_concurrency, layout);
   if (ends_with(url.path, index_suffix)) {
     const std::string text = co_await read_index(store, url.path);
     const WeightIndex index = parse_weight_index(text, url.str());
@@ -252,8 +339,8 @@ asio::awaitable<std::vector<SourceFile>> discover(ObjectStore& store, const Url&
 }
 
 asio::awaitable<std::vector<SourceFile>> read_headers(ObjectStore& store,
-                                                           std::vector<HeaderSource> sources,
-                                                           std::size_t max_concurrency) {
+                                                      std::vector<HeaderSource> sources,
+                                                      std::size_t max_concurrency) {
   std::vector<SourceFile> files(sources.size());
   std::size_t next = 0;
   // Workers, not one coroutine per file: each read may open a connection (and a TLS handshake).

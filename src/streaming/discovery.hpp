@@ -24,15 +24,21 @@ struct SourceFile {
 
 /// Parses a stream's path: local paths become absolute, a local directory named without its
 /// trailing '/' is a prefix, and so is an s3:// or gs:// path whose last segment does not end in
-/// ".safetensors" or ".safetensors.index.json" (buckets have no directories to check, and the
-/// Python original takes such paths as prefixes).
+/// ".safetensors", ".safetensors.index.json" or ".bin" (buckets have no directories to check, and
+/// the Python original takes such paths as prefixes).
 Url resolve_url(const std::string& remote_path);
 
 /// Finds the files a stream of `url` reads, fetches their headers concurrently (at most
 /// `options.max_concurrency` at a time, the default when unset), and keeps in each
 /// header only the tensors the stream takes, each name in one file only:
 ///
-/// - a URL naming a file: that file; one naming an index: the files and tensors it lists;
+/// - a URL naming a file: that file (a TRAW object when it ends in ".bin"); one naming an index:
+///   the files and tensors it lists;
+/// - a prefix, on a store that can list, with `TP{n}/shard{r}/*.bin` below it: the partition that
+///   tensor_parallel_size and rank select (see select_partition()); with safetensors files or an
+///   index directly under it as well, an InvalidArgument naming both;
+/// - a prefix with `*.bin` and no `*.safetensors` directly under it: those TRAW objects, sorted
+///   (a shard's prefix; tensor_parallel_size and rank, when set, must be the ones it names);
 /// - tensor_parallel_size > 1: `model-rank-{rank}-part-*.safetensors` under the prefix;
 /// - otherwise `model.safetensors.index.json` under the prefix, whose "weight_map" says which
 ///   tensors to take from which file (a listed tensor absent from its file is a FormatError
@@ -41,9 +47,10 @@ Url resolve_url(const std::string& remote_path);
 ///   first file holding a name winning (a warning is logged for every later one). A store that
 ///   cannot list falls back to `model.safetensors` instead.
 ///
+/// Each TRAW header takes one range read of the first min(size, traw::max_header_size) bytes.
 /// Errors other than an absent index (permission, network) are not swallowed.
 boost::asio::awaitable<std::vector<SourceFile>> discover(ObjectStore& store, const Url& url,
-                                                              const StreamerOptions& options);
+                                                         const StreamerOptions& options);
 
 /// An object whose header to read, with its size when a listing already gave it.
 struct HeaderSource {
@@ -53,7 +60,8 @@ struct HeaderSource {
 
 /// Fetches and validates the header of every file, at most `max_concurrency` at a time, asking
 /// the store for the sizes no listing gave; results keep the order of `sources`.
-boost::asio::awaitable<std::vector<SourceFile>> read_headers(
-    ObjectStore& store, std::vector<HeaderSource> sources, std::size_t max_concurrency);
+boost::asio::awaitable<std::vector<SourceFile>> read_headers(ObjectStore& store,
+                                                             std::vector<HeaderSource> sources,
+                                                             std::size_t max_concurrency);
 
 }  // namespace tensorstream::detail

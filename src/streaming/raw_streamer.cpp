@@ -45,13 +45,14 @@ void validate(const StreamerOptions& options) {
   if (*options.max_concurrency == 0) throw InvalidArgument("max_concurrency must be at least 1");
   if (options.io_threads == 0) throw InvalidArgument("io_threads must be at least 1");
   if (options.memory_limit == 0) throw InvalidArgument("memory_limit must be at least 1 byte");
-  if (options.tensor_parallel_size < 1) {
+  const int tensor_parallel_size = options.tensor_parallel_size.value_or(1);
+  if (tensor_parallel_size < 1) {
     throw InvalidArgument("tensor_parallel_size must be at least 1, not " +
-                          std::to_string(options.tensor_parallel_size));
+                          std::to_string(tensor_parallel_size));
   }
-  if (options.rank < 0 || options.rank >= options.tensor_parallel_size) {
+  if (options.rank < 0 || options.rank >= tensor_parallel_size) {
     throw InvalidArgument("rank " + std::to_string(options.rank) + " is outside [0, " +
-                          std::to_string(options.tensor_parallel_size) + ")");
+                          std::to_string(tensor_parallel_size) + ")");
   }
 }
 

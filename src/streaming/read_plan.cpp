@@ -10,8 +10,8 @@ std::uint64_t PlannedRead::memory() const {
   return bytes;
 }
 
-std::vector<PlannedRead> plan_reads(const std::vector<SourceFile>& files,
-                                    std::uint64_t chunk_size, std::uint64_t memory_limit) {
+std::vector<PlannedRead> plan_reads(const std::vector<SourceFile>& files, std::uint64_t chunk_size,
+                                    std::uint64_t memory_limit) {
   const std::uint64_t max_span = std::min(chunk_size, memory_limit / 4);
   const auto small = [&](const TensorInfo& tensor) {
     const std::uint64_t bytes = tensor.byte_size();

@@ -38,7 +38,7 @@ struct PlannedRead {
 /// `chunk_size` bytes form runs while a run spans at most min(chunk_size, memory_limit / 4) bytes
 /// (so scratch and copies stay within half the limit) and no gap exceeds max_coalesced_gap. A
 /// larger tensor in between ends a run; zero-byte tensors are reads of their own and end nothing.
-std::vector<PlannedRead> plan_reads(const std::vector<SourceFile>& files,
-                                    std::uint64_t chunk_size, std::uint64_t memory_limit);
+std::vector<PlannedRead> plan_reads(const std::vector<SourceFile>& files, std::uint64_t chunk_size,
+                                    std::uint64_t memory_limit);
 
 }  // namespace tensorstream::detail

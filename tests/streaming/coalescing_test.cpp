@@ -82,7 +82,7 @@ TEST(ReadPlan, GapsUpToTheLimitAreReadAlongAndLargerOnesSplitTheRun) {
 
 TEST(ReadPlan, RunsStayWithinTheChunkSizeAQuarterOfTheMemoryLimitAndTheirFile) {
   std::vector<detail::SourceFile> files{file_of({{"a", 40}, {"b", 40}, {"c", 40}}),
-                                             file_of({{"d", 40}, {"e", 40}})};
+                                        file_of({{"d", 40}, {"e", 40}})};
   EXPECT_EQ(names_of(detail::plan_reads(files, 100, 512 * mib)),
             (std::vector<std::vector<std::string>>{{"c"}, {"a", "b"}, {"d", "e"}}));
   EXPECT_EQ(names_of(detail::plan_reads(files, 16 * mib, 400)),

@@ -338,7 +338,9 @@ TEST_F(Discovery, HeaderReadsStayWithinMaxConcurrency) {
 TEST_F(Discovery, APrefixWithoutSafetensorsFilesNamesThePattern) {
   write_text(path("config.json"), "{}");
   EXPECT_EQ(stream_error<NotFoundError>(prefix()),
-            prefix() + ": no files found matching pattern: *.safetensors");
+            prefix() +
+                ": no files found matching pattern: *.safetensors, nor TRAW objects (*.bin) or "
+                "partitions (TP{n}/shard{r}/*.bin)");
 }
 
 TEST_F(Discovery, RankFilesAreStreamedAndTheIndexIgnored) {
@@ -363,7 +365,9 @@ TEST_F(Discovery, MissingRankFilesNameThePattern) {
   options.tensor_parallel_size = 4;
   options.rank = 3;
   EXPECT_EQ(stream_error<NotFoundError>(prefix(), options),
-            prefix() + ": no files found matching pattern: model-rank-3-part-*.safetensors");
+            prefix() +
+                ": no files found matching pattern: model-rank-3-part-*.safetensors, nor TRAW "
+                "objects (*.bin) or partitions (TP{n}/shard{r}/*.bin)");
 }
 
 TEST_F(Discovery, ARankOutsideTheWorldIsRejectedAtConstruction) {

@@ -36,6 +36,12 @@ using StoreFactory =
 /// tensor_parallel_size > 1 the index is ignored and the rank's files
 /// `model-rank-{rank}-part-*.safetensors` are streamed.
 ///
+/// TRAW objects (one tensor each, named by the object's name without ".bin") stream the same way:
+/// a single `.../name.bin`, a shard's prefix holding `*.bin` (sorted by key), or a model's prefix
+/// holding `TP{n}/shard{r}/*.bin` with tensor_parallel_size and rank selecting
+/// `TP{tensor_parallel_size}/shard{rank}/`. A model prefix holding both layouts, or a partition
+/// that was not written, is an error listing what the prefix holds.
+///
 /// Work starts at construction on the stream's own I/O threads: headers of all files are fetched
 /// concurrently (at most `max_concurrency` at a time), then every tensor is split into
 /// `chunk_size` range reads, at most `max_concurrency` in flight, landing directly in the tensor's

@@ -9,7 +9,7 @@ namespace tensorstream {
 
 /// A snapshot of a stream's counters.
 struct StreamStats {
-  std::uint64_t files = 0;            ///< safetensors files streamed.
+  std::uint64_t files = 0;            ///< Objects streamed: safetensors files, TRAW objects.
   std::uint64_t tensors = 0;          ///< Tensors yielded so far.
   std::uint64_t total_tensors = 0;    ///< Tensors the stream will yield (0 until headers are read).
   std::uint64_t bytes = 0;            ///< Tensor bytes landed so far.

@@ -24,8 +24,10 @@ struct StreamerOptions {
   std::optional<std::size_t> max_concurrency;
   /// This process's tensor-parallel rank, in [0, tensor_parallel_size).
   int rank = 0;
-  /// With more than one, the rank's files `model-rank-{rank}-part-*.safetensors` are streamed.
-  int tensor_parallel_size = 1;
+  /// With more than one, the rank's files `model-rank-{rank}-part-*.safetensors` are streamed. A
+  /// prefix holding TRAW partitions `TP{n}/shard{r}/` needs it set: it selects
+  /// `TP{tensor_parallel_size}/shard{rank}/`. Unset streams as 1 otherwise.
+  std::optional<int> tensor_parallel_size;
   /// Bytes of tensor memory allocated and not yet released, in flight or yielded and still alive.
   /// A slow consumer stalls the downloads instead of growing memory. A tensor larger than the
   /// limit is loaded alone, when nothing else is held. Memory of released tensors is reused for
