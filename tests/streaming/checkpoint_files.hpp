@@ -57,12 +57,25 @@ inline std::map<std::string, StreamedTensor> stream_by_name(RawStreamer& streame
   return tensors;
 }
 
+/// The message of the exception of type E that streaming `url` throws (a test failure if none).
+template <class E>
+std::string stream_error(const std::string& url, StreamerOptions options = {}) {
+  try {
+    RawStreamer streamer(url, options);
+    while (streamer.next_blocking()) {
+    }
+  } catch (const E& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "streaming " << url << " did not throw the expected error";
+  return "";
+}
+
 /// The names of `tensors`.
 inline std::vector<std::string> names_of(const std::map<std::string, StreamedTensor>& tensors) {
   std::vector<std::string> names;
   for (const auto& [name, tensor] : tensors) names.push_back(name);
   return names;
 }
-
 
 }  // namespace tensorstream::testing

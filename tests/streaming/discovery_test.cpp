@@ -3,15 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <filesystem>
 #include <set>
 
 #include "streaming/checkpoint_files.hpp"
 #include "streaming/discovery.hpp"
-#include "streaming/forwarding_store.hpp"
+#include "streaming/recording_store.hpp"
 #include "support/model_loader_environment.hpp"
 #include "support/run_task.hpp"
 #include "support/temp_dir.hpp"
@@ -26,77 +23,13 @@ namespace {
 using testing::LoggedWarnings;
 using testing::names_of;
 using testing::stream_by_name;
+using testing::stream_error;
 using testing::TempDir;
 using testing::write_checkpoint;
 using testing::write_raw_checkpoint;
 using testing::write_text;
 
 using Names = std::vector<std::string>;
-
-// The message of the exception of type E that streaming `url` throws (a test failure if none).
-template <class E>
-std::string stream_error(const std::string& url, StreamerOptions options = {}) {
-  try {
-    RawStreamer streamer(url, options);
-    while (streamer.next_blocking()) {
-    }
-  } catch (const E& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "streaming " << url << " did not throw the expected error";
-  return "";
-}
-
-// A FileStore that records the keys whose size it is asked for.
-class SizeRecordingStore final : public testing::ForwardingStore {
- public:
-  using ForwardingStore::ForwardingStore;
-
-  const Names& sized() const { return sized_; }
-
-  boost::asio::awaitable<std::uint64_t> size(std::string key) override {
-    sized_.push_back(key);
-    return inner_.size(std::move(key));
-  }
-
- private:
-  Names sized_;
-};
-
-// A FileStore that records the most size and read_range calls it ever had in progress at once.
-// Each call yields to the executor before its work, so that calls started together overlap.
-class ConcurrencyCountingStore final : public testing::ForwardingStore {
- public:
-  using ForwardingStore::ForwardingStore;
-
-  int peak() const { return peak_; }
-
-  boost::asio::awaitable<std::uint64_t> size(std::string key) override {
-    InProgress counted(*this);
-    co_await boost::asio::post(co_await boost::asio::this_coro::executor,
-                               boost::asio::use_awaitable);
-    co_return co_await inner_.size(std::move(key));
-  }
-  boost::asio::awaitable<void> read_range(std::string key, std::uint64_t offset,
-                                          std::span<std::byte> destination) override {
-    InProgress counted(*this);
-    co_await boost::asio::post(co_await boost::asio::this_coro::executor,
-                               boost::asio::use_awaitable);
-    co_await inner_.read_range(std::move(key), offset, destination);
-  }
-
- private:
-  struct InProgress {
-    explicit InProgress(ConcurrencyCountingStore& store) : store(store) {
-      store.peak_ = std::max(store.peak_, ++store.now_);
-    }
-    ~InProgress() { --store.now_; }
-    ConcurrencyCountingStore& store;
-  };
-
-  int now_ = 0;
-  int peak_ = 0;
-};
 
 class Discovery : public ::testing::Test {
  protected:
@@ -286,7 +219,7 @@ TEST_F(Discovery, FilesInSubdirectoriesAreNotStreamed) {
 TEST_F(Discovery, ListedFilesAreNotAskedForTheSizesTheListingGave) {
   generate_synthetic_model(dir_.path(), {.preset = "tiny", .shards = 3});
   boost::asio::io_context io;
-  SizeRecordingStore store(io.get_executor());
+  testing::RecordingStore store(io.get_executor());
   const auto files = testing::run_task(
       io, detail::discover(store, detail::resolve_url(prefix()), StreamerOptions{}));
   ASSERT_EQ(files.size(), 3u);
@@ -297,7 +230,7 @@ TEST_F(Discovery, ListedFilesAreNotAskedForTheSizesTheListingGave) {
 TEST_F(Discovery, FilesNamedByTheIndexAreAskedForTheirSizes) {
   generate_synthetic_model(dir_.path(), {.preset = "tiny", .shards = 2, .index = true});
   boost::asio::io_context io;
-  SizeRecordingStore store(io.get_executor());
+  testing::RecordingStore store(io.get_executor());
   testing::run_task(io,
                     detail::discover(store, detail::resolve_url(prefix()), StreamerOptions{}));
   auto sized = store.sized();
@@ -326,7 +259,7 @@ TEST_F(Discovery, HeaderReadsStayWithinMaxConcurrency) {
       write_index(json + "}}");
     }
     boost::asio::io_context io;
-    ConcurrencyCountingStore store(io.get_executor());
+    testing::RecordingStore store(io.get_executor());
     const auto files =
         testing::run_task(io, detail::discover(store, detail::resolve_url(url), options));
     EXPECT_EQ(files.size(), static_cast<std::size_t>(shards)) << url;

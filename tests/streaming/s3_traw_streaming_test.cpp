@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "storage/s3rver_test.hpp"
+#include "streaming/checkpoint_files.hpp"
 #include "streaming/traw_files.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
@@ -15,7 +16,9 @@ namespace tensorstream {
 namespace {
 
 using testing::expect_traw_shard;
+using testing::partition_options;
 using testing::shard_offset;
+using testing::stream_error;
 using testing::TempDir;
 
 const std::string model = "s3://models/raw/base/tiny/";
@@ -29,29 +32,6 @@ class S3TrawStreaming : public s3::testing::S3rverTest {
     testing::write_traw_tree(dir.path(), {1, 2});
     s3rver_->put_directory("models", "raw/base/tiny/", dir.path());
   }
-
-  static StreamerOptions partition(int size, int rank) {
-    StreamerOptions options;
-    options.chunk_size = 64 * 1024;
-    options.max_concurrency = 8;
-    options.tensor_parallel_size = size;
-    options.rank = rank;
-    return options;
-  }
-
-  // The message of the exception of type E that streaming `url` throws.
-  template <class E>
-  static std::string stream_error(const std::string& url, StreamerOptions options) {
-    try {
-      RawStreamer streamer(url, options);
-      while (streamer.next_blocking()) {
-      }
-    } catch (const E& error) {
-      return error.what();
-    }
-    ADD_FAILURE() << "streaming " << url << " did not throw the expected error";
-    return "";
-  }
 };
 
 TEST_F(S3TrawStreaming, AModelPrefixStreamsTheSelectedShardByteExact) {
@@ -59,7 +39,7 @@ TEST_F(S3TrawStreaming, AModelPrefixStreamsTheSelectedShardByteExact) {
   s3rver_->put_placeholder("models", "raw/base/tiny/TP2/");
   for (const auto& [size, rank] : std::vector<std::pair<int, int>>{{1, 0}, {2, 0}, {2, 1}}) {
     SCOPED_TRACE("TP" + std::to_string(size) + " rank " + std::to_string(rank));
-    RawStreamer streamer(model, partition(size, rank));
+    RawStreamer streamer(model, partition_options(size, rank));
     expect_traw_shard(streamer, shard_offset(size, rank));
     EXPECT_EQ(streamer.stats().io_mode, "http");
   }
@@ -68,7 +48,7 @@ TEST_F(S3TrawStreaming, AModelPrefixStreamsTheSelectedShardByteExact) {
 TEST_F(S3TrawStreaming, AShardPrefixStreamsWithOrWithoutItsSlash) {
   for (const auto& url : {model + "TP2/shard1/", model + "TP2/shard1"}) {
     SCOPED_TRACE(url);
-    RawStreamer streamer(url, partition(2, 1));
+    RawStreamer streamer(url, partition_options(2, 1));
     expect_traw_shard(streamer, shard_offset(2, 1));
   }
   StreamerOptions options;
@@ -78,23 +58,12 @@ TEST_F(S3TrawStreaming, AShardPrefixStreamsWithOrWithoutItsSlash) {
 }
 
 TEST_F(S3TrawStreaming, ASingleObjectStreamsByteExact) {
-  const std::string url = model + "TP2/shard1/model.layers.1.mlp.down_proj.weight.bin";
-  StreamerOptions options;
-  options.chunk_size = 64 * 1024;
-  RawStreamer streamer(url, options);
-  const auto tensor = streamer.next_blocking();
-  ASSERT_TRUE(tensor);
-  EXPECT_EQ(tensor->info.name, "model.layers.1.mlp.down_proj.weight");
-  EXPECT_EQ(tensor->info.dtype, Dtype::BF16);
-  EXPECT_EQ(tensor->info.shape, (std::vector<std::int64_t>{256, 688}));
-  EXPECT_EQ(tensor->object, url);
-  const auto expected = synthetic_bytes(tensor->info.name, shard_offset(2, 1), 256 * 688 * 2);
-  EXPECT_EQ(std::vector<std::byte>(tensor->bytes().begin(), tensor->bytes().end()), expected);
-  EXPECT_FALSE(streamer.next_blocking());
+  testing::expect_traw_object(model + "TP2/shard1/model.layers.1.mlp.down_proj.weight.bin",
+                              "model.layers.1.mlp.down_proj.weight", shard_offset(2, 1));
 }
 
 TEST_F(S3TrawStreaming, MemoryStaysWithinASmallLimit) {
-  StreamerOptions options = partition(2, 1);
+  StreamerOptions options = partition_options(2, 1);
   options.memory_limit = 1 << 20;
   RawStreamer streamer(model, options);
   expect_traw_shard(streamer, shard_offset(2, 1));
@@ -103,7 +72,7 @@ TEST_F(S3TrawStreaming, MemoryStaysWithinASmallLimit) {
 }
 
 TEST_F(S3TrawStreaming, InspectListsThePartitionsObjects) {
-  const auto files = inspect(model, partition(2, 0));
+  const auto files = inspect(model, partition_options(2, 0));
   ASSERT_EQ(files.size(), llama_tensors(synthetic_preset("tiny")).size());
   for (const auto& file : files) {
     ASSERT_EQ(file.header.tensors.size(), 1u);
@@ -112,7 +81,7 @@ TEST_F(S3TrawStreaming, InspectListsThePartitionsObjects) {
 }
 
 TEST_F(S3TrawStreaming, PartitionsNotWrittenAreErrorsListingWhatExists) {
-  EXPECT_EQ(stream_error<NotFoundError>(model, partition(8, 0)),
+  EXPECT_EQ(stream_error<NotFoundError>(model, partition_options(8, 0)),
             model + ": no TP8 partition; TP sizes present: 1, 2");
   EXPECT_EQ(stream_error<InvalidArgument>(model, {}),
             model +
@@ -124,13 +93,13 @@ TEST_F(S3TrawStreaming, APrefixHoldingBothLayoutsIsAnError) {
   TempDir dir;
   generate_synthetic_model(dir.path(), {.preset = "tiny"});
   s3rver_->put_directory("models", "raw/base/tiny/", dir.path());
-  EXPECT_EQ(stream_error<InvalidArgument>(model, partition(2, 0)),
+  EXPECT_EQ(stream_error<InvalidArgument>(model, partition_options(2, 0)),
             model +
                 ": holds both a safetensors checkpoint (model.safetensors) and TRAW partitions "
                 "(TP sizes present: 1, 2); name the file, the index or a shard's prefix "
                 "TP{n}/shard{r}/");
   // Named directly, each layout still streams.
-  RawStreamer shard(model + "TP1/shard0/", partition(1, 0));
+  RawStreamer shard(model + "TP1/shard0/", partition_options(1, 0));
   expect_traw_shard(shard, shard_offset(1, 0));
 }
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -65,6 +66,17 @@ inline void write_traw_tree(const std::filesystem::path& root, const std::vector
   }
 }
 
+/// Options selecting shard `rank` of partition `size`, in chunks small enough that the tiny
+/// preset's tensors take several reads.
+inline StreamerOptions partition_options(int size, int rank) {
+  StreamerOptions options;
+  options.chunk_size = 64 * 1024;
+  options.max_concurrency = 8;
+  options.tensor_parallel_size = size;
+  options.rank = rank;
+  return options;
+}
+
 /// Streams everything `streamer` yields and checks it is the shard write_traw_shard() wrote with
 /// `offset`: every tensor of `preset` once, with its name, dtype, shape and exact bytes.
 inline void expect_traw_shard(RawStreamer& streamer, std::uint64_t offset,
@@ -84,6 +96,29 @@ inline void expect_traw_shard(RawStreamer& streamer, std::uint64_t offset,
     EXPECT_TRUE(names.insert(tensor->info.name).second) << "yielded twice: " << tensor->info.name;
   }
   EXPECT_EQ(names.size(), specs.size());
+}
+
+/// Streams the single TRAW object `url` that write_traw_shard() wrote with `offset` and checks it
+/// is tensor `name` of `preset`, from `url`, with its dtype, shape and exact bytes.
+inline void expect_traw_object(const std::string& url, const std::string& name,
+                               std::uint64_t offset, const std::string& preset = "tiny") {
+  const auto specs = llama_tensors(synthetic_preset(preset));
+  const auto spec = std::find_if(specs.begin(), specs.end(), [&](const TensorSpec& candidate) {
+    return candidate.name == name;
+  });
+  ASSERT_NE(spec, specs.end()) << name;
+  StreamerOptions options;
+  options.chunk_size = 64 * 1024;
+  RawStreamer streamer(url, options);
+  const auto tensor = streamer.next_blocking();
+  ASSERT_TRUE(tensor) << url;
+  EXPECT_EQ(tensor->info.name, name);
+  EXPECT_EQ(tensor->info.dtype, spec->dtype);
+  EXPECT_EQ(tensor->info.shape, spec->shape);
+  EXPECT_EQ(tensor->object, url);
+  const auto expected = synthetic_bytes(name, offset, byte_size_of(*spec));
+  EXPECT_EQ(std::vector<std::byte>(tensor->bytes().begin(), tensor->bytes().end()), expected);
+  EXPECT_FALSE(streamer.next_blocking());
 }
 
 }  // namespace tensorstream::testing

@@ -4,9 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <chrono>
 #include <filesystem>
 #include <limits>
@@ -15,7 +12,7 @@
 
 #include "streaming/checkpoint_files.hpp"
 #include "streaming/discovery.hpp"
-#include "streaming/forwarding_store.hpp"
+#include "streaming/recording_store.hpp"
 #include "streaming/traw_files.hpp"
 #include "streaming/traw_source.hpp"
 #include "support/model_loader_environment.hpp"
@@ -32,72 +29,15 @@ namespace tensorstream {
 namespace {
 
 using testing::expect_traw_shard;
+using testing::partition_options;
 using testing::shard_offset;
+using testing::stream_error;
 using testing::TempDir;
 using testing::write_checkpoint;
 using testing::write_text;
 using testing::write_traw;
 using testing::write_traw_shard;
 using testing::write_traw_tree;
-
-// The message of the exception of type E that streaming `url` throws (a test failure if none).
-template <class E>
-std::string stream_error(const std::string& url, StreamerOptions options = {}) {
-  try {
-    RawStreamer streamer(url, options);
-    while (streamer.next_blocking()) {
-    }
-  } catch (const E& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "streaming " << url << " did not throw the expected error";
-  return "";
-}
-
-StreamerOptions partition(int size, int rank) {
-  StreamerOptions options;
-  options.chunk_size = 64 * 1024;
-  options.tensor_parallel_size = size;
-  options.rank = rank;
-  return options;
-}
-
-// A FileStore that records every size and read_range call, and the most calls in progress at
-// once. Each call yields to the executor first, so that calls started together overlap.
-class RecordingStore final : public testing::ForwardingStore {
- public:
-  using ForwardingStore::ForwardingStore;
-
-  struct Read {
-    std::string key;
-    std::uint64_t offset;
-    std::uint64_t length;
-  };
-
-  const std::vector<std::string>& sized() const { return sized_; }
-  const std::vector<Read>& reads() const { return reads_; }
-  int peak() const { return peak_; }
-
-  boost::asio::awaitable<std::uint64_t> size(std::string key) override {
-    sized_.push_back(key);
-    co_return co_await inner_.size(std::move(key));
-  }
-  boost::asio::awaitable<void> read_range(std::string key, std::uint64_t offset,
-                                          std::span<std::byte> destination) override {
-    reads_.push_back({key, offset, destination.size()});
-    peak_ = std::max(peak_, ++in_progress_);
-    co_await boost::asio::post(co_await boost::asio::this_coro::executor,
-                               boost::asio::use_awaitable);
-    co_await inner_.read_range(std::move(key), offset, destination);
-    --in_progress_;
-  }
-
- private:
-  std::vector<std::string> sized_;
-  std::vector<Read> reads_;
-  int in_progress_ = 0;
-  int peak_ = 0;
-};
 
 class TrawStreaming : public ::testing::Test {
  protected:
@@ -153,14 +93,16 @@ TEST_F(TrawStreaming, AShardPrefixStreamsEveryObjectDirectlyUnderIt) {
   // Neither another kind of file nor a deeper object belongs to the shard.
   write_text(path("TP4/shard1/README.md"), "notes");
   write_traw_shard(dir_.path() / "TP4" / "shard1" / "old", 7);
-  RawStreamer streamer(path("TP4/shard1/"), {.chunk_size = 64 * 1024});
+  StreamerOptions options;
+  options.chunk_size = 64 * 1024;
+  RawStreamer streamer(path("TP4/shard1/"), options);
   expect_traw_shard(streamer, shard_offset(4, 1));
   EXPECT_EQ(streamer.stats().files, llama_tensors(synthetic_preset("tiny")).size());
 }
 
 TEST_F(TrawStreaming, AShardPrefixGivenWithItsOwnPartitionStreams) {
   write_traw_shard(dir_.path() / "TP2" / "shard1", shard_offset(2, 1));
-  RawStreamer streamer(path("TP2/shard1"), partition(2, 1));
+  RawStreamer streamer(path("TP2/shard1"), partition_options(2, 1));
   expect_traw_shard(streamer, shard_offset(2, 1));
 }
 
@@ -170,7 +112,7 @@ TEST_F(TrawStreaming, AModelPrefixStreamsThePartitionTheOptionsSelect) {
   for (const auto& [size, rank] :
        std::vector<std::pair<int, int>>{{1, 0}, {2, 1}, {4, 0}, {4, 3}}) {
     SCOPED_TRACE("TP" + std::to_string(size) + " rank " + std::to_string(rank));
-    RawStreamer streamer(prefix(), partition(size, rank));
+    RawStreamer streamer(prefix(), partition_options(size, rank));
     expect_traw_shard(streamer, shard_offset(size, rank));
   }
 }
@@ -203,7 +145,7 @@ TEST_F(TrawStreaming, TheSameBytesStreamIdenticallyAsTrawAndAsSafetensors) {
 
 TEST_F(TrawStreaming, MemoryStaysWithinTheLimitWithASlowConsumer) {
   write_traw_tree(dir_.path(), {2});
-  StreamerOptions options = partition(2, 0);
+  StreamerOptions options = partition_options(2, 0);
   options.memory_limit = 1 << 20;
   options.max_concurrency = 8;
   RawStreamer streamer(prefix(), options);
@@ -223,8 +165,8 @@ TEST_F(TrawStreaming, EachHeaderIsOneSmallReadWithTheListingsSize) {
   const std::vector<std::byte> four{std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4}};
   write_traw(path("TP2/shard1/small.bin"), {4}, Dtype::U8, four);
   boost::asio::io_context io;
-  RecordingStore store(io.get_executor());
-  StreamerOptions options = partition(2, 1);
+  testing::RecordingStore store(io.get_executor());
+  StreamerOptions options = partition_options(2, 1);
   options.max_concurrency = 4;
   const auto files =
       testing::run_task(io, detail::discover(store, detail::resolve_url(prefix()), options));
@@ -250,7 +192,7 @@ TEST_F(TrawStreaming, EachHeaderIsOneSmallReadWithTheListingsSize) {
 
 TEST_F(TrawStreaming, InspectListsTheTensorsOfAPartition) {
   write_traw_tree(dir_.path(), {2});
-  const auto files = inspect(prefix(), partition(2, 0));
+  const auto files = inspect(prefix(), partition_options(2, 0));
   const auto specs = llama_tensors(synthetic_preset("tiny"));
   ASSERT_EQ(files.size(), specs.size());
   for (const auto& file : files) {
@@ -274,23 +216,24 @@ TEST_F(TrawStreaming, AModelPrefixWithoutTpListsTheSizesPresent) {
 
 TEST_F(TrawStreaming, ATpThatWasNotWrittenListsTheSizesPresent) {
   write_traw_tree(dir_.path(), {1, 2, 4});
-  EXPECT_EQ(stream_error<NotFoundError>(prefix(), partition(8, 0)),
+  EXPECT_EQ(stream_error<NotFoundError>(prefix(), partition_options(8, 0)),
             prefix() + ": no TP8 partition; TP sizes present: 1, 2, 4");
 }
 
 TEST_F(TrawStreaming, AMissingShardListsTheShardsPresent) {
   write_traw_tree(dir_.path(), {4});
   std::filesystem::remove_all(dir_.path() / "TP4" / "shard2");
-  EXPECT_EQ(stream_error<NotFoundError>(prefix(), partition(4, 2)),
+  EXPECT_EQ(stream_error<NotFoundError>(prefix(), partition_options(4, 2)),
             prefix() + ": no shard2 in TP4; shards present: 0, 1, 3");
 }
 
 TEST_F(TrawStreaming, ARankOutsideThePartitionIsAnError) {
   write_traw_tree(dir_.path(), {4});
-  EXPECT_EQ(stream_error<InvalidArgument>(prefix(), partition(4, 4)), "rank 4 is outside [0, 4)");
+  EXPECT_EQ(stream_error<InvalidArgument>(prefix(), partition_options(4, 4)),
+            "rank 4 is outside [0, 4)");
   // inspect() reads headers without a streamer's checks: the listing tells what exists.
   try {
-    inspect(prefix(), partition(4, 4));
+    inspect(prefix(), partition_options(4, 4));
     FAIL() << "expected NotFoundError";
   } catch (const NotFoundError& error) {
     EXPECT_EQ(std::string(error.what()),
@@ -308,7 +251,7 @@ TEST_F(TrawStreaming, APrefixHoldingBothLayoutsNamesBoth) {
       "partitions (TP sizes present: 1, 2); name the file, the index or a shard's prefix "
       "TP{n}/shard{r}/";
   EXPECT_EQ(stream_error<InvalidArgument>(prefix()), expected);
-  EXPECT_EQ(stream_error<InvalidArgument>(prefix(), partition(2, 0)), expected);
+  EXPECT_EQ(stream_error<InvalidArgument>(prefix(), partition_options(2, 0)), expected);
 }
 
 TEST_F(TrawStreaming, APrefixHoldingNeitherLayoutSaysWhatIsMissing) {
@@ -333,7 +276,7 @@ TEST_F(TrawStreaming, ASafetensorsCheckpointBesidePickledBinFilesStreamsTheSafet
 
 TEST_F(TrawStreaming, AShardPrefixWithAnotherPartitionAskedForIsAnError) {
   write_traw_shard(dir_.path() / "TP4" / "shard1", shard_offset(4, 1));
-  EXPECT_EQ(stream_error<InvalidArgument>(path("TP4/shard1/"), partition(4, 2)),
+  EXPECT_EQ(stream_error<InvalidArgument>(path("TP4/shard1/"), partition_options(4, 2)),
             path("TP4/shard1/") +
                 ": holds the TRAW objects of one shard, not TP4/shard2/; leave "
                 "tensor_parallel_size and rank unset, or name the model's prefix");
@@ -399,20 +342,7 @@ TEST(TrawStreamingHttp, ASingleObjectStreamsByteExactFromNginx) {
   write_traw_shard(dir.path() / "TP2" / "shard1", shard_offset(2, 1));
   testing::NginxServer nginx({.root = dir.path()});
   const std::string url = nginx.base_url() + "/TP2/shard1/model.embed_tokens.weight.bin";
-  StreamerOptions options;
-  options.chunk_size = 64 * 1024;
-  RawStreamer streamer(url, options);
-  const auto tensor = streamer.next_blocking();
-  ASSERT_TRUE(tensor);
-  EXPECT_EQ(tensor->info.name, "model.embed_tokens.weight");
-  EXPECT_EQ(tensor->info.dtype, Dtype::BF16);
-  EXPECT_EQ(tensor->info.shape, (std::vector<std::int64_t>{1024, 256}));
-  const auto expected =
-      synthetic_bytes("model.embed_tokens.weight", shard_offset(2, 1), 1024 * 256 * 2);
-  EXPECT_EQ(std::vector<std::byte>(tensor->bytes().begin(), tensor->bytes().end()), expected);
-  EXPECT_EQ(tensor->object, url);
-  EXPECT_FALSE(streamer.next_blocking());
-  EXPECT_EQ(streamer.stats().io_mode, "http");
+  testing::expect_traw_object(url, "model.embed_tokens.weight", shard_offset(2, 1));
 }
 
 }  // namespace
