@@ -58,8 +58,9 @@ struct HeaderSource {
   std::optional<std::uint64_t> size;
 };
 
-/// Fetches and validates the header of every file, at most `max_concurrency` at a time, asking
-/// the store for the sizes no listing gave; results keep the order of `sources`.
+/// Fetches and validates the header of every file (a TRAW header for a key ending in ".bin", else
+/// a safetensors header), at most `max_concurrency` at a time, asking the store for the sizes no
+/// listing gave; results keep the order of `sources`.
 boost::asio::awaitable<std::vector<SourceFile>> read_headers(ObjectStore& store,
                                                              std::vector<HeaderSource> sources,
                                                              std::size_t max_concurrency);

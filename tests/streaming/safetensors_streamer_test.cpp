@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 
+#include "streaming/traw_files.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
@@ -68,6 +69,25 @@ TEST(SafeTensorsStreamer, EveryDtypeBecomesTheMatchingTorchTensorWithoutCopying)
     EXPECT_EQ(std::memcmp(tensor.data_ptr(), expected.data(), expected.size()), 0)
         << dtype_name(c.dtype);
   }
+}
+
+TEST(SafeTensorsStreamer, ATrawPartitionBecomesTorchTensorsOfItsShapes) {
+  TempDir dir;
+  testing::write_traw_tree(dir.path(), {2});
+  SafeTensorsStreamer streamer(dir.path().string(), "/srv/model",
+                               testing::partition_options(2, 1));
+  std::map<std::string, TensorSpec> specs;
+  for (auto& spec : llama_tensors(synthetic_preset("tiny"))) specs.emplace(spec.name, spec);
+  std::size_t count = 0;
+  for (auto& [name, tensor] : streamer.get_tensors()) {
+    const auto& spec = specs.at(name);
+    EXPECT_EQ(tensor.scalar_type(), c10::ScalarType::BFloat16) << name;
+    EXPECT_EQ(tensor.sizes().vec(), spec.shape) << name;
+    const auto expected = synthetic_bytes(name, testing::shard_offset(2, 1), tensor.nbytes());
+    EXPECT_EQ(std::memcmp(tensor.data_ptr(), expected.data(), expected.size()), 0) << name;
+    ++count;
+  }
+  EXPECT_EQ(count, specs.size());
 }
 
 TEST(SafeTensorsStreamer, ZeroByteTensorIsYieldedWithItsShape) {
