@@ -10,7 +10,7 @@
 #include <system_error>
 
 #include "async/run_on_strand.hpp"
-#include "model/output_file.hpp"
+#include "storage/output_file.hpp"
 #include "storage/relative_key.hpp"
 #include "streaming/discovery.hpp"
 #include "streaming/run_concurrently.hpp"
