@@ -5,6 +5,7 @@
 
 #include "byte_size.hpp"
 #include "cli/commands.hpp"
+#include "cli/local_destination.hpp"
 #include "cli/store_flags.hpp"
 #include "tensorstream/model/model_loader_config.hpp"
 #include "tensorstream/model/prefetch.hpp"
@@ -34,7 +35,9 @@ void run_prefetch(const PrefetchArguments& arguments) {
   if (!arguments.url || !arguments.directory) config = ModelLoaderConfig::from_environment();
   const std::string url = arguments.url ? *arguments.url : config->required_remote_model_path();
   const std::string directory =
-      arguments.directory ? *arguments.directory : config->local_model_path;
+      local_destination(arguments.directory ? *arguments.directory : config->local_model_path,
+                        "prefetch")
+          .string();
 
   const PrefetchResult result = prefetch_blocking(url, directory, options);
   std::printf("prefetched %zu files (%s) from %s to %s\n", result.files.size(),
