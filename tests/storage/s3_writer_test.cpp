@@ -4,6 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_future.hpp>
+#include <boost/system/system_error.hpp>
 #include <memory>
 #include <regex>
 
@@ -75,6 +81,13 @@ class S3WriterTest : public s3::testing::AwsEnvironmentTest {
       co_await writer.write(bytes.subspan(at, std::min(piece, bytes.size() - at)));
     }
     co_await writer.commit();
+  }
+
+  // Creates a writer of `key` and writes `content` with it, in pieces of 1 MiB.
+  static boost::asio::awaitable<void> upload_new(S3Store& s3, std::string key,
+                                                 const std::string& content, WriteOptions options) {
+    auto writer = s3.create_writer(key, options);
+    co_await write_all(*writer, content, 1 * MiB);
   }
 
   // The object `key` as s3rver serves it now, read with a store of its own.
@@ -213,9 +226,7 @@ TEST_F(S3WriterTest, AbortRemovesTheUploadedParts) {
   auto s3 = store(proxy.endpoint());
   const std::string content = random_bytes(17 * MiB, 7);
   auto writer = s3.create_writer("/aborted.bin", small_parts());
-  testing::run_task(io_, [&]() -> boost::asio::awaitable<void> {
-    co_await writer->write(std::as_bytes(std::span(content)));
-  }());
+  testing::run_task(io_, writer->write(std::as_bytes(std::span(content))));
   EXPECT_EQ(s3rver_->unfinished_uploads("models").size(), 1u);
   testing::run_task(io_, writer->abort());
   EXPECT_EQ(aborts_, 1);
@@ -229,9 +240,7 @@ TEST_F(S3WriterTest, AWriterDestroyedBeforeCommitAbortsItsUpload) {
   auto s3 = store(proxy.endpoint());
   const std::string content = random_bytes(12 * MiB, 8);
   auto writer = s3.create_writer("/dropped.bin", small_parts());
-  testing::run_task(io_, [&]() -> boost::asio::awaitable<void> {
-    co_await writer->write(std::as_bytes(std::span(content)));
-  }());
+  testing::run_task(io_, writer->write(std::as_bytes(std::span(content))));
   writer.reset();
   io_.restart();
   io_.run();
@@ -240,14 +249,34 @@ TEST_F(S3WriterTest, AWriterDestroyedBeforeCommitAbortsItsUpload) {
   EXPECT_FALSE(exists("/dropped.bin"));
 }
 
+TEST_F(S3WriterTest, ACancelledUploadIsAbortedAndLeavesNothing) {
+  FaultProxy proxy(s3rver_->port(), {.answer = abort_emulation()});
+  auto s3 = store(proxy.endpoint());
+  const std::string content = random_bytes(64 * MiB, 11);
+  boost::asio::cancellation_signal cancel;
+  boost::asio::steady_timer timer(io_, std::chrono::milliseconds(300));
+  timer.async_wait([&](auto) { cancel.emit(boost::asio::cancellation_type::terminal); });
+  auto done = boost::asio::co_spawn(
+      io_, upload_new(s3, "/cancelled.bin", content, small_parts(1)),
+      boost::asio::bind_cancellation_slot(cancel.slot(), boost::asio::use_future));
+  // Runs until the upload is cancelled and aborted: by the writer, or, where the cancellation
+  // struck between two writes, in the background once the writer is gone.
+  io_.restart();
+  io_.run();
+  EXPECT_THROW(done.get(), boost::system::system_error);
+  EXPECT_GE(proxy.uploads(), 1);
+  EXPECT_LT(proxy.uploads(), 13) << "the upload finished before it was cancelled";
+  EXPECT_EQ(aborts_, 1);
+  EXPECT_TRUE(s3rver_->unfinished_uploads("models").empty());
+  EXPECT_FALSE(exists("/cancelled.bin"));
+}
+
 TEST_F(S3WriterTest, AnAbortTheServerRefusesSaysWhichUploadStaysBehind) {
   // s3rver answers AbortMultipartUpload with 405 MethodNotAllowed.
   auto s3 = store(s3rver_->endpoint());
   const std::string content = random_bytes(9 * MiB, 9);
   auto writer = s3.create_writer("/kept.bin", small_parts());
-  testing::run_task(io_, [&]() -> boost::asio::awaitable<void> {
-    co_await writer->write(std::as_bytes(std::span(content)));
-  }());
+  testing::run_task(io_, writer->write(std::as_bytes(std::span(content))));
   const auto uploads = s3rver_->unfinished_uploads("models");
   ASSERT_EQ(uploads.size(), 1u);
   try {
