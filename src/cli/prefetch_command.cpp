@@ -5,7 +5,6 @@
 
 #include "byte_size.hpp"
 #include "cli/commands.hpp"
-#include "cli/local_destination.hpp"
 #include "cli/store_flags.hpp"
 #include "tensorstream/model/model_loader_config.hpp"
 #include "tensorstream/model/prefetch.hpp"
@@ -35,9 +34,7 @@ void run_prefetch(const PrefetchArguments& arguments) {
   if (!arguments.url || !arguments.directory) config = ModelLoaderConfig::from_environment();
   const std::string url = arguments.url ? *arguments.url : config->required_remote_model_path();
   const std::string directory =
-      local_destination(arguments.directory ? *arguments.directory : config->local_model_path,
-                        "prefetch")
-          .string();
+      arguments.directory ? *arguments.directory : config->local_model_path;
 
   const PrefetchResult result = prefetch_blocking(url, directory, options);
   std::printf("prefetched %zu files (%s) from %s to %s\n", result.files.size(),
@@ -50,13 +47,15 @@ void run_prefetch(const PrefetchArguments& arguments) {
 void register_prefetch_command(CLI::App& app) {
   auto arguments = std::make_shared<PrefetchArguments>();
   auto* command = app.add_subcommand(
-      "prefetch", "Copy a model's other artifacts (config, tokenizer, ...) to a local directory");
+      "prefetch", "Copy a model's other artifacts (config, tokenizer, ...) to a local directory "
+      "or a bucket");
   command->add_option("url", arguments->url,
                       "Prefix to copy from: /path, file:///path, s3://bucket/path, gs://...; "
                       "default: the configured remote model path");
   command->add_option("dir", arguments->directory,
-                      "Directory to copy into (created if missing); default: the configured "
-                      "local model path, /srv/model unless set");
+                      "Directory to copy into (created if missing), or a file:// or s3:// URL "
+                      "to upload to; default: the configured local model path, /srv/model "
+                      "unless set");
   command->add_flag("--include-safetensors", arguments->include_safetensors,
                     "Copy *.safetensors files too");
   command->add_option("--concurrency", arguments->concurrency, "Files copied at once")

@@ -54,7 +54,7 @@ TEST_F(WriteDestination, ShardToABucketIsAnErrorAndWritesNothingLocally) {
   }
 }
 
-TEST_F(WriteDestination, GenModelAndPrefetchToABucketAreErrors) {
+TEST_F(WriteDestination, GenModelToABucketAndPrefetchToGcsAreErrors) {
   const auto gen = run_cli_in(cwd_.path(), {"gen-model", "s3://b/x", "--preset", "tiny"});
   EXPECT_EQ(gen.exit_code, 2);
   EXPECT_EQ(gen.err,
@@ -63,8 +63,7 @@ TEST_F(WriteDestination, GenModelAndPrefetchToABucketAreErrors) {
   const auto prefetch = run_cli_in(cwd_.path(), {"prefetch", source_.path().string(), "gs://b/x"});
   EXPECT_EQ(prefetch.exit_code, 2);
   EXPECT_EQ(prefetch.err,
-            "tensorstream: error: gs://b/x: prefetch writes to local directories only; writing "
-            "to gs:// is not supported yet\n");
+            "tensorstream: error: gs://b/x/config.json: writing to gs:// is not supported yet\n");
   EXPECT_FALSE(wrote_locally());
 }
 
