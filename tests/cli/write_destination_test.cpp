@@ -43,7 +43,8 @@ class WriteDestination : public ::testing::Test {
 TEST_F(WriteDestination, ShardToABucketIsAnErrorAndWritesNothingLocally) {
   for (const std::string url : {"s3://b/x", "gs://b/x", "http://127.0.0.1:1/x"}) {
     SCOPED_TRACE(url);
-    const auto result = run_cli_in(cwd_.path(), {"shard", source_.path().string(), url, "--tp", "2"});
+    const auto result =
+        run_cli_in(cwd_.path(), {"shard", source_.path().string(), url, "--tp", "2"});
     EXPECT_EQ(result.exit_code, 2);
     const std::string scheme = url.substr(0, url.find(':'));
     EXPECT_EQ(result.err, "tensorstream: error: " + url +

@@ -22,7 +22,8 @@ struct ObjectVersion;
 template <class Version>
 class ObjectPins;
 
-/// Reads objects of one S3 bucket with signed `Range` GETs over pooled keep-alive connections.
+/// Reads objects of one S3 bucket with signed `Range` GETs over pooled keep-alive connections,
+/// and writes them with signed PUTs and multipart uploads (create_writer).
 ///
 /// Keys are the URL paths of s3:// URLs: "/prefix/model.safetensors" names the object key
 /// "prefix/model.safetensors" of the bucket, and url(key) gives "s3://bucket/prefix/...". Every

@@ -20,7 +20,9 @@ TextRequest::TextRequest(std::string_view target, std::string_view host, std::si
 boost::asio::awaitable<std::optional<Failure>> TextRequest::attempt(Connection& connection) {
   std::string& text = connection.request();
   begin_request(text, body_.method, target_, host_);
-  if (body_.method != "GET") text += "Content-Length: " + std::to_string(body_.bytes.size()) + "\r\n";
+  if (body_.method != "GET") {
+    text += "Content-Length: " + std::to_string(body_.bytes.size()) + "\r\n";
+  }
   text += credentials_;
   text += "\r\n";
 

@@ -225,6 +225,9 @@ asio::awaitable<void> Writer::write_or_fail(std::span<const std::byte> bytes) {
 }
 
 asio::awaitable<void> Writer::start_multipart() {
+  // Retried like every request: should an answer be lost and the retry succeed, the first
+  // upload stays unknown to us, as with the AWS SDKs; a bucket lifecycle rule
+  // (AbortIncompleteMultipartUpload) removes such uploads.
   const std::string target = target_ + "?uploads";
   const RequestBody body{"POST"};
   const TextResponse answer = co_await client_->send(target, url_, max_answer, body);
