@@ -4,6 +4,7 @@
 
 #include "byte_size.hpp"
 #include "cli/commands.hpp"
+#include "cli/local_destination.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
 
 namespace tensorstream::cli {
@@ -20,7 +21,8 @@ void register_gen_model_command(CLI::App& app) {
       ->capture_default_str();
   command->add_flag("--index", options->index, "Also write model.safetensors.index.json");
   command->callback([directory, options] {
-    const SyntheticModel model = generate_synthetic_model(*directory, *options);
+    const auto destination = local_destination(*directory, "gen-model");
+    const SyntheticModel model = generate_synthetic_model(destination, *options);
     std::printf("wrote %zu tensors (%s) in %zu shard(s) to %s\n", model.tensors,
                 format_byte_size(model.tensor_bytes).c_str(), model.shards.size(),
                 directory->c_str());

@@ -47,13 +47,15 @@ void run_prefetch(const PrefetchArguments& arguments) {
 void register_prefetch_command(CLI::App& app) {
   auto arguments = std::make_shared<PrefetchArguments>();
   auto* command = app.add_subcommand(
-      "prefetch", "Copy a model's other artifacts (config, tokenizer, ...) to a local directory");
+      "prefetch", "Copy a model's other artifacts (config, tokenizer, ...) to a local directory "
+      "or a bucket");
   command->add_option("url", arguments->url,
                       "Prefix to copy from: /path, file:///path, s3://bucket/path, gs://...; "
                       "default: the configured remote model path");
   command->add_option("dir", arguments->directory,
-                      "Directory to copy into (created if missing); default: the configured "
-                      "local model path, /srv/model unless set");
+                      "Directory to copy into (created if missing), or a file:// or s3:// URL "
+                      "to upload to; default: the configured local model path, /srv/model "
+                      "unless set");
   command->add_flag("--include-safetensors", arguments->include_safetensors,
                     "Copy *.safetensors files too");
   command->add_option("--concurrency", arguments->concurrency, "Files copied at once")

@@ -6,6 +6,7 @@
 
 #include "byte_size.hpp"
 #include "cli/commands.hpp"
+#include "cli/local_destination.hpp"
 #include "cli/store_flags.hpp"
 #include "tensorstream/model/shard_checkpoint.hpp"
 
@@ -25,6 +26,7 @@ struct ShardArguments {
 };
 
 void run_shard(const ShardArguments& arguments) {
+  const auto destination = local_destination(arguments.destination, "shard");
   ShardOptions options;
   options.tensor_parallel_size = arguments.tensor_parallel_size;
   options.num_key_value_heads = arguments.kv_heads;
@@ -35,7 +37,7 @@ void run_shard(const ShardArguments& arguments) {
   options.stream.store = apply_store_flags(arguments.store);
 
   const auto start = std::chrono::steady_clock::now();
-  const ShardReport report = shard_checkpoint(arguments.source, arguments.destination, options);
+  const ShardReport report = shard_checkpoint(arguments.source, destination, options);
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   std::printf(
       "sharded %zu tensors (%s) from %s over %d ranks into %zu files (%s) in %s "

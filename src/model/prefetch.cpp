@@ -10,11 +10,11 @@
 #include <system_error>
 
 #include "async/run_on_strand.hpp"
-#include "model/output_file.hpp"
 #include "storage/relative_key.hpp"
 #include "streaming/discovery.hpp"
 #include "streaming/run_concurrently.hpp"
 #include "tensorstream/error.hpp"
+#include "tensorstream/storage/file_store.hpp"
 #include "tensorstream/storage/open_store.hpp"
 
 namespace tensorstream {
@@ -30,8 +30,7 @@ struct Copy {
   std::uint64_t size = 0;
 };
 
-void validate(const PrefetchOptions& options, const fs::path& local_path) {
-  if (local_path.empty()) throw InvalidArgument("prefetch needs a local directory, not ''");
+void validate(const PrefetchOptions& options) {
   if (options.max_concurrency == 0) {
     throw InvalidArgument("prefetch: max_concurrency must be at least 1");
   }
@@ -48,7 +47,7 @@ void make_directories(const fs::path& directory) {
 
 // The objects to copy, in key order.
 std::vector<Copy> select(ObjectStore& store, const std::string& prefix,
-                         std::vector<ObjectInfo> objects, const fs::path& local_path,
+                         std::vector<ObjectInfo> objects, const std::string& destination,
                          const PrefetchOptions& options) {
   std::vector<Copy> copies;
   for (auto& object : objects) {
@@ -59,7 +58,7 @@ std::vector<Copy> select(ObjectStore& store, const std::string& prefix,
     if (options.exclude_safetensors && relative.ends_with(".safetensors")) continue;
     if (!detail::is_relative_key_inside(relative)) {
       throw StorageError(store.url(object.key),
-                         "cannot be copied into " + local_path.string() +
+                         "cannot be copied into " + destination +
                              ": its key is not a plain relative path below " + store.url(prefix));
     }
     copies.push_back({std::move(object.key), std::string(relative), object.size});
@@ -67,33 +66,45 @@ std::vector<Copy> select(ObjectStore& store, const std::string& prefix,
   return copies;
 }
 
-// Copies one object through a buffer of at most `chunk_size` bytes.
-asio::awaitable<void> copy_file(ObjectStore& store, const Copy& copy, const fs::path& local_path,
-                                std::uint64_t chunk_size) {
-  const fs::path path = local_path / copy.relative;
-  make_directories(path.parent_path());
-  detail::OutputFile output(path);
-  std::vector<std::byte> buffer(std::min(chunk_size, copy.size));
-  for (std::uint64_t offset = 0; offset < copy.size; offset += buffer.size()) {
-    const auto length = std::min<std::uint64_t>(buffer.size(), copy.size - offset);
-    const auto piece = std::span(buffer).first(length);
-    co_await store.read_range(copy.key, offset, piece);
-    output.write_at(offset, piece);
+// Copies one object through a buffer of at most `chunk_size` bytes into a writer of
+// `destination_prefix` + its relative path, which is aborted (nothing stored) when the copy fails.
+asio::awaitable<void> copy_object(ObjectStore& source, const Copy& copy, ObjectStore& destination,
+                                  const std::string& destination_prefix,
+                                  std::uint64_t chunk_size) {
+  auto writer = destination.create_writer(destination_prefix + copy.relative);
+  std::exception_ptr error;
+  try {
+    std::vector<std::byte> buffer(std::min(chunk_size, copy.size));
+    for (std::uint64_t offset = 0; offset < copy.size; offset += buffer.size()) {
+      const auto length = std::min<std::uint64_t>(buffer.size(), copy.size - offset);
+      const auto piece = std::span(buffer).first(length);
+      co_await source.read_range(copy.key, offset, piece);
+      co_await writer->write(piece);
+    }
+    co_await writer->commit();
+  } catch (...) {
+    error = std::current_exception();
   }
-  output.commit();
+  if (error) {
+    co_await writer->abort();
+    std::rethrow_exception(error);
+  }
 }
 
-asio::awaitable<PrefetchResult> copy_all(ObjectStore& store, std::string prefix,
-                                         fs::path local_path, PrefetchOptions options) {
-  auto objects = co_await store.list(prefix, ListDepth::recursive);
-  const auto copies = select(store, prefix, std::move(objects), local_path, options);
-  make_directories(local_path);
+asio::awaitable<PrefetchResult> copy_all(ObjectStore& source, std::string prefix,
+                                         ObjectStore& destination, std::string destination_prefix,
+                                         PrefetchOptions options) {
+  auto objects = co_await source.list(prefix, ListDepth::recursive);
+  std::string name = destination.url(destination_prefix);
+  name.pop_back();  // The directory or prefix without its '/', as users name it.
+  const auto copies = select(source, prefix, std::move(objects), name, options);
   std::size_t next = 0;
   co_await detail::run_concurrently(
       std::min(options.max_concurrency, copies.size()),
       [&](std::size_t) -> asio::awaitable<void> {
         while (next < copies.size()) {
-          co_await copy_file(store, copies[next++], local_path, options.chunk_size);
+          co_await copy_object(source, copies[next++], destination, destination_prefix,
+                               options.chunk_size);
         }
       });
   PrefetchResult result;
@@ -104,29 +115,64 @@ asio::awaitable<PrefetchResult> copy_all(ObjectStore& store, std::string prefix,
   co_return result;
 }
 
+// "dir/" for the directory `local_path`: the key prefix of its files in a FileStore.
+std::string directory_prefix(const fs::path& local_path) {
+  std::string prefix = local_path.string();
+  if (!prefix.ends_with('/')) prefix += '/';
+  return prefix;
+}
+
 }  // namespace
 
-asio::awaitable<PrefetchResult> prefetch(ObjectStore& store, std::string prefix,
-                                         fs::path local_path, PrefetchOptions options) {
-  validate(options, local_path);
-  if (!store.can_list()) {
-    throw InvalidArgument(store.url(prefix) +
+asio::awaitable<PrefetchResult> prefetch(ObjectStore& source, std::string prefix,
+                                         ObjectStore& destination,
+                                         std::string destination_prefix,
+                                         PrefetchOptions options) {
+  validate(options);
+  if (!source.can_list()) {
+    throw InvalidArgument(source.url(prefix) +
                           ": prefetch needs a store that can list a prefix (file://, s3://, "
                           "gs://); HTTP servers cannot");
+  }
+  if (!destination_prefix.ends_with('/')) destination_prefix += '/';
+  if (!destination.can_write()) {
+    // The store's own refusal says why.
+    destination.create_writer(destination_prefix + "config.json");
   }
   // The copies share state, so they run on one strand even when the caller's executor has
   // several threads.
   const auto strand = asio::make_strand(co_await asio::this_coro::executor);
-  auto work = copy_all(store, std::move(prefix), std::move(local_path), std::move(options));
+  auto work = copy_all(source, std::move(prefix), destination, std::move(destination_prefix),
+                       std::move(options));
   co_return co_await async::run_on_strand(strand, std::move(work));
 }
 
-asio::awaitable<PrefetchResult> prefetch(std::string remote_path, fs::path local_path,
+asio::awaitable<PrefetchResult> prefetch(ObjectStore& store, std::string prefix,
+                                         fs::path local_path, PrefetchOptions options) {
+  if (local_path.empty()) throw InvalidArgument("prefetch needs a local directory, not ''");
+  FileStore files(co_await asio::this_coro::executor, options.store.file);
+  auto result = co_await prefetch(store, std::move(prefix), files, directory_prefix(local_path),
+                                  std::move(options));
+  // Created even when there was nothing to copy.
+  make_directories(local_path);
+  co_return result;
+}
+
+asio::awaitable<PrefetchResult> prefetch(std::string remote_path, fs::path destination,
                                          PrefetchOptions options) {
   Url url = detail::resolve_url(remote_path);
   if (!url.is_prefix()) url.path.push_back('/');
-  const auto store = open_store(url, co_await asio::this_coro::executor, options.store);
-  co_return co_await prefetch(*store, url.path, std::move(local_path), std::move(options));
+  const auto executor = co_await asio::this_coro::executor;
+  const auto source = open_store(url, executor, options.store);
+  const std::string target = destination.string();
+  if (target.find("://") == std::string::npos || target.starts_with("file://")) {
+    const fs::path local_path = target.starts_with("file://") ? Url::parse(target).path : target;
+    co_return co_await prefetch(*source, url.path, local_path, std::move(options));
+  }
+  const Url destination_url = Url::parse(target);
+  const auto store = open_store(destination_url, executor, options.store);
+  co_return co_await prefetch(*source, url.path, *store, destination_url.path,
+                              std::move(options));
 }
 
 PrefetchResult prefetch_blocking(std::string remote_path, fs::path local_path,

@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "model/output_file.hpp"
+#include "storage/output_file.hpp"
 #include "safetensors/json_string.hpp"
 #include "streaming/discovery.hpp"
 #include "tensorstream/error.hpp"

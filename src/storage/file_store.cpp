@@ -17,6 +17,7 @@
 #include <optional>
 #include <string_view>
 
+#include "storage/file_writer.hpp"
 #include "storage/io_uring_reader.hpp"
 #include "storage/object_pins.hpp"
 #include "storage/open_file_cache.hpp"
@@ -248,6 +249,13 @@ FileStore::~FileStore() = default;
 std::string FileStore::url(const std::string& key) const { return key; }
 
 bool FileStore::can_list() const { return true; }
+
+std::unique_ptr<ObjectWriter> FileStore::create_writer(std::string key, WriteOptions) {
+  if (key.empty() || key.back() == '/') {
+    throw InvalidArgument(key + ": a file to write needs a name, not a directory");
+  }
+  return std::make_unique<FileWriter>(std::move(key));
+}
 
 boost::asio::awaitable<std::uint64_t> FileStore::size(std::string key) {
   impl_->counters->requests.fetch_add(1, std::memory_order_relaxed);

@@ -130,4 +130,8 @@ boost::asio::awaitable<void> GcsStore::read_range(std::string key, std::uint64_t
 
 StoreStats GcsStore::stats() const { return client_->stats(); }
 
+std::unique_ptr<ObjectWriter> GcsStore::create_writer(std::string key, WriteOptions) {
+  throw InvalidArgument(url(key) + ": writing to gs:// is not supported yet");
+}
+
 }  // namespace tensorstream

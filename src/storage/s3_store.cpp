@@ -11,6 +11,7 @@
 #include "storage/s3/adapter.hpp"
 #include "storage/s3/bucket_endpoint.hpp"
 #include "storage/s3/list_objects.hpp"
+#include "storage/s3/writer.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/s3/default_credentials.hpp"
 #include "tensorstream/storage/s3/sigv4.hpp"
@@ -42,11 +43,13 @@ std::shared_ptr<s3::CredentialsProvider> signing_credentials(const S3Options& op
 
 S3Store::S3Store(boost::asio::any_io_executor executor, const Url& bucket, HttpOptions http,
                  S3Options options)
-    : bucket_(checked_bucket(bucket).host), pins_(std::make_unique<ObjectPins<ObjectVersion>>()) {
+    : bucket_(checked_bucket(bucket).host),
+      executor_(executor),
+      pins_(std::make_unique<ObjectPins<ObjectVersion>>()) {
   const s3::BucketEndpoint endpoint = s3::resolve_bucket_endpoint(bucket_, options);
   path_prefix_ = endpoint.path_prefix;
   description_ = endpoint.describe();
-  client_ = std::make_unique<HttpClient>(
+  client_ = std::make_shared<HttpClient>(
       std::move(executor), endpoint.origin, with_ca_bundle(std::move(http)),
       std::make_shared<s3::Adapter>(endpoint.region, signing_credentials(options)));
 }
@@ -92,6 +95,15 @@ boost::asio::awaitable<void> S3Store::read_range(std::string key, std::uint64_t 
   ObjectVersion version = pins_->find(key).value_or(ObjectVersion{});
   co_await client_->read_range(target(key), object, offset, destination, version);
   pin_version(*pins_, key, object, version);
+}
+
+std::unique_ptr<ObjectWriter> S3Store::create_writer(std::string key, WriteOptions options) {
+  const std::string object = url(key);
+  check_bucket_key(object, key, "S3");
+  if (key.back() == '/') {
+    throw InvalidArgument(object + ": an object to write needs a name, not a prefix");
+  }
+  return std::make_unique<s3::Writer>(client_, executor_, target(key), object, options);
 }
 
 StoreStats S3Store::stats() const { return client_->stats(); }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -129,6 +130,31 @@ TEST_F(S3Cli, PrefetchAndShardReadFromTheEndpointTheyAreGiven) {
                                 "--endpoint-url", s3rver_->endpoint()});
   ASSERT_EQ(sharded.exit_code, 0) << sharded.err;
   EXPECT_TRUE(std::filesystem::exists(ranks.path() / "model-rank-1-part-0.safetensors"));
+}
+
+TEST_F(S3Cli, PrefetchUploadsToABucketPrefix) {
+  const auto uploaded = run_cli({"prefetch", model_.path().string(), "s3://models/copy",
+                                 "--include-safetensors", "--endpoint-url", s3rver_->endpoint()});
+  ASSERT_EQ(uploaded.exit_code, 0) << uploaded.err;
+  EXPECT_NE(uploaded.out.find(" to s3://models/copy\n"), std::string::npos) << uploaded.out;
+  const auto listed = run_cli({"ls", "s3://models/copy/", "--recursive", "--endpoint-url",
+                               s3rver_->endpoint()});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("s3://models/copy/tokenizer/vocab.txt"), std::string::npos)
+      << listed.out;
+  // The uploaded checkpoint streams with the same checksums as the original.
+  const auto original = run_cli({"stream", model_.path().string() + "/", "--json", "--checksum",
+                                 "sha256"});
+  const auto copy = run_cli({"stream", "s3://models/copy/", "--json", "--checksum", "sha256",
+                             "--endpoint-url", s3rver_->endpoint()});
+  ASSERT_EQ(copy.exit_code, 0) << copy.err;
+  const auto tensors = [](const std::string& out) {
+    auto lines = lines_of(out);
+    lines.pop_back();  // The summary, with its timings.
+    std::sort(lines.begin(), lines.end());
+    return lines;
+  };
+  EXPECT_EQ(tensors(copy.out), tensors(original.out));
 }
 
 }  // namespace

@@ -416,7 +416,7 @@ TEST(HttpExchange, HeadAndTextRequestsFailCleanlyAtEveryOperation) {
         EXPECT_TRUE(failure->transient) << failure->cause;
       } else {
         text_done = true;
-        EXPECT_EQ(text.body(), object);
+        EXPECT_EQ(text.response().body, object);
       }
     }
     EXPECT_TRUE(head_done && text_done);

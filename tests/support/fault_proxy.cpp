@@ -89,8 +89,52 @@ asio::awaitable<void> FaultProxy::serve(tcp::socket socket) {
   const int counted =
       faults_.fail_first + faults_.stall_first + faults_.reset_first + faults_.truncate_first;
   for (;;) {
-    http::request<http::string_body> request;
-    if (auto [ec, n] = co_await http::async_read(socket, buffer, request, token); ec) co_return;
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(boost::none);
+    if (auto [ec, n] = co_await http::async_read_header(socket, buffer, parser, token); ec) {
+      co_return;
+    }
+    const bool upload = parser.get().method() == http::verb::put;
+    // Leaves the count of uploads in flight when the answer went out or the connection ended.
+    struct InFlight {
+      std::atomic<int>* count = nullptr;
+      ~InFlight() {
+        if (count) --*count;
+      }
+    } in_flight;
+    const int upload_number = upload ? uploads_++ : -1;
+    if (upload) {
+      const int number = upload_number;
+      in_flight.count = &uploads_in_flight_;
+      const int now = ++uploads_in_flight_;
+      int seen = max_uploads_in_flight_.load();
+      while (now > seen && !max_uploads_in_flight_.compare_exchange_weak(seen, now)) {
+      }
+      const int reset_from = faults_.upload_fail_first;
+      if (number >= reset_from && number < reset_from + faults_.upload_reset_first) {
+        while (!parser.is_done() && parser.get().body().size() < faults_.upload_cut_after) {
+          if (auto [ec, n] = co_await http::async_read_some(socket, buffer, parser, token); ec) {
+            co_return;
+          }
+        }
+        ++injected_;
+        co_await write_response(socket, {}, {}, ResponseEnding::reset);
+        co_return;
+      }
+    }
+    if (auto [ec, n] = co_await http::async_read(socket, buffer, parser, token); ec) co_return;
+    http::request<http::string_body> request = parser.release();
+    if (faults_.answer) {
+      const std::string answer = faults_.answer(std::string(request.method_string()),
+                                                std::string(request.target()));
+      if (!answer.empty()) {
+        if (auto [ec, n] = co_await asio::async_write(socket, asio::buffer(answer), token); ec) {
+          co_return;
+        }
+        continue;
+      }
+    }
+    const bool failed_upload = upload && upload_number < faults_.upload_fail_first;
     const bool head = request.method() == http::verb::head;
     const bool read = request.method() == http::verb::get && request.count(http::field::range);
     const int number = read ? reads_++ : -1;
@@ -103,7 +147,7 @@ asio::awaitable<void> FaultProxy::serve(tcp::socket socket) {
     }
 
     const bool mixed_status = mixed == MixFault::status_503 || mixed == MixFault::status_500;
-    if ((fault >= 0 && fault < faults_.fail_first) || mixed_status) {
+    if ((fault >= 0 && fault < faults_.fail_first) || mixed_status || failed_upload) {
       if (!mixed_status) ++injected_;
       const unsigned status = mixed == MixFault::status_500   ? 500
                               : mixed == MixFault::status_503 ? 503

@@ -25,6 +25,11 @@ namespace tensorstream::testing {
 /// `fail_first = 2, reset_first = 4` reads 0 and 1 get the failure status, 2 and 3 a reset mid
 /// body, and later ones pass. With a `mix_rate`, the reads after those each get a fault drawn at
 /// that rate from a mix of all kinds, for soak runs.
+///
+/// Uploads (PUTs) are counted apart: the first `upload_fail_first` get the failure status, the
+/// next `upload_reset_first` a TCP reset after `upload_cut_after` bytes of their body arrived.
+/// The proxy also records how many uploads it held at once, and `answer` can reply to requests
+/// in place of the upstream (e.g. one the upstream does not implement).
 class FaultProxy {
  public:
   /// The faults of the mix, drawn with equal odds.
@@ -49,6 +54,13 @@ class FaultProxy {
     /// Called with each object read's number, on the proxy's thread, before it is forwarded:
     /// lets a test change the object between the attempts of one read.
     std::function<void(int read)> before_read{};
+    int upload_fail_first = 0;  ///< Answer the first K uploads with `fail_status`.
+    int upload_reset_first = 0;  ///< Then reset the next K uploads mid-body ...
+    std::size_t upload_cut_after = 0;  ///< ... once this many body bytes arrived.
+    /// Called with each request's method and target on the proxy's thread: a non-empty
+    /// return value is sent as the whole response (status line, header, body) instead of
+    /// forwarding the request.
+    std::function<std::string(const std::string& method, const std::string& target)> answer{};
   };
 
   /// Starts forwarding to 127.0.0.1:`upstream_port`.
@@ -62,6 +74,12 @@ class FaultProxy {
 
   /// Object reads received so far.
   int reads() const { return reads_.load(); }
+
+  /// Uploads (PUTs) received so far.
+  int uploads() const { return uploads_.load(); }
+
+  /// The most uploads the proxy held at once, from their header's arrival to the answer.
+  int max_uploads_in_flight() const { return max_uploads_in_flight_.load(); }
 
   /// Faults injected so far.
   int injected() const { return injected_.load(); }
@@ -78,6 +96,9 @@ class FaultProxy {
   const Faults faults_;
   std::atomic<int> reads_{0};
   std::atomic<int> injected_{0};
+  std::atomic<int> uploads_{0};
+  std::atomic<int> uploads_in_flight_{0};
+  std::atomic<int> max_uploads_in_flight_{0};
   std::array<std::atomic<int>, static_cast<std::size_t>(MixFault::count)> mixed_{};
   std::mutex random_mutex_;
   std::mt19937_64 random_;

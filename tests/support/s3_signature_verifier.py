@@ -11,6 +11,7 @@ Usage: s3_signature_verifier.py UPSTREAM_PORT ACCESS_KEY_ID:SECRET [...]
 Prints "listening on PORT" once it accepts connections.
 """
 
+import hashlib
 import http.client
 import http.server
 import json
@@ -39,7 +40,7 @@ class Verifier:
         with self.lock:
             self.counts[outcome] += 1
 
-    def check(self, method, target, headers):
+    def check(self, method, target, headers, body=b""):
         """None when the signature is right (or absent), else why it is wrong."""
         authorization = headers.get("Authorization")
         if authorization is None:
@@ -59,6 +60,12 @@ class Verifier:
             if headers.get(name) is None:
                 return "signed header %s is missing" % name
             request.headers[name] = headers[name]
+        claimed = headers.get("x-amz-content-sha256")
+        if claimed is None:
+            return "x-amz-content-sha256 is missing"
+        if body and claimed != hashlib.sha256(body).hexdigest():
+            return "x-amz-content-sha256 %s is not the body's SHA-256 %s" % (
+                claimed, hashlib.sha256(body).hexdigest())
         request.context["timestamp"] = headers["x-amz-date"]
         token = headers.get("x-amz-security-token")
         auth = S3SigV4Auth(Credentials(match["key"], secret, token), match["service"],
@@ -84,12 +91,22 @@ def make_handler(verifier, upstream_port):
         def do_HEAD(self):
             self.relay()
 
+        def do_PUT(self):
+            self.relay()
+
+        def do_POST(self):
+            self.relay()
+
+        def do_DELETE(self):
+            self.relay()
+
         def relay(self):
             if self.path == "/__verifier__/stats":
                 with verifier.lock:
                     self.answer(200, json.dumps(verifier.counts).encode(), "application/json")
                 return
-            problem = verifier.check(self.command, self.path, self.headers)
+            sent = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            problem = verifier.check(self.command, self.path, self.headers, sent)
             if problem is not None:
                 verifier.count("rejected")
                 sys.stderr.write("rejected %s %s: %s\n" % (self.command, self.path, problem))
@@ -103,7 +120,8 @@ def make_handler(verifier, upstream_port):
                 verifier.count("verified")
             upstream = http.client.HTTPConnection("127.0.0.1", upstream_port)
             headers = {name: value for name, value in self.headers.items()}
-            upstream.request(self.command, self.path, headers=headers)
+            upstream.request(self.command, self.path, body=sent if sent else None,
+                             headers=headers)
             response = upstream.getresponse()
             self.send_response(response.status, response.reason)
             for name, value in response.getheaders():

@@ -113,4 +113,23 @@ void S3rverServer::upload(
               directory_.path() / "upload.log");
 }
 
+std::filesystem::path S3rverServer::uploads_directory(const std::string& bucket) const {
+  // lib/stores/filesystem.js: getResourcePath(bucket, undefined, 'uploads').
+  return directory_.path() / "data" / bucket / "._S3rver_uploads";
+}
+
+std::vector<std::string> S3rverServer::unfinished_uploads(const std::string& bucket) const {
+  std::vector<std::string> ids;
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(uploads_directory(bucket), error)) {
+    ids.push_back(entry.path().filename().string());
+  }
+  return ids;
+}
+
+bool S3rverServer::remove_upload(const std::string& bucket, const std::string& id) const {
+  std::error_code error;
+  return std::filesystem::remove_all(uploads_directory(bucket) / id, error) > 0;
+}
+
 }  // namespace tensorstream::testing

@@ -73,7 +73,18 @@ class S3rverServer {
   void put_many(const std::string& bucket, const std::string& prefix, int count,
                 const std::string& bytes) const;
 
+  /// The ids of `bucket`'s multipart uploads that were started and neither completed nor
+  /// aborted, read from s3rver's storage directory: s3rver implements neither
+  /// ListMultipartUploads nor AbortMultipartUpload.
+  std::vector<std::string> unfinished_uploads(const std::string& bucket) const;
+
+  /// What AbortMultipartUpload would do, which s3rver answers with 405 MethodNotAllowed: removes
+  /// the upload `id` of `bucket` with its parts. Returns whether there was one.
+  bool remove_upload(const std::string& bucket, const std::string& id) const;
+
  private:
+  // Where s3rver keeps `bucket`'s unfinished multipart uploads, one directory each.
+  std::filesystem::path uploads_directory(const std::string& bucket) const;
   void upload(const std::vector<std::pair<std::string, std::filesystem::path>>& objects) const;
 
   TempDir directory_;

@@ -48,8 +48,20 @@ struct PrefetchResult {
 /// ordinary blocking writes of at most `chunk_size` bytes on its threads. Throws InvalidArgument
 /// for bad options, StorageError naming the object or file that failed, including an object whose
 /// key would land outside `local_path`.
+///
+/// `local_path` may also be a URL of a store that can write (`file://…`, `s3://bucket/prefix`):
+/// the objects are then written below that prefix through ObjectStore::create_writer, each
+/// visible only once complete (see ObjectWriter), and a failed copy stores nothing.
 boost::asio::awaitable<PrefetchResult> prefetch(std::string remote_path,
                                                 std::filesystem::path local_path,
+                                                PrefetchOptions options = {});
+
+/// Copies the objects under the key `prefix` of `source` to `destination_prefix` + their
+/// relative paths in `destination` (which must can_write(), else InvalidArgument), through its
+/// writers. Both stores must stay alive until it completes. `options.store` is unused.
+boost::asio::awaitable<PrefetchResult> prefetch(ObjectStore& source, std::string prefix,
+                                                ObjectStore& destination,
+                                                std::string destination_prefix,
                                                 PrefetchOptions options = {});
 
 /// Like prefetch() above, reading the objects under the key `prefix` (ending in '/') of `store`,

@@ -60,6 +60,16 @@ class FileStore final : public ObjectStore {
   /// Always true.
   bool can_list() const override;
 
+  /// Always true.
+  bool can_write() const override { return true; }
+
+  /// Writes the file `key` under a hidden temporary name in its directory
+  /// (`.<name>.tensorstream-<pid>-<random>.tmp`, created exclusively), creating missing parent
+  /// directories; commit() fsyncs and renames it into place, replacing an existing file whole;
+  /// abort, a failure or destruction removes the temporary. `options` do not apply to files.
+  std::unique_ptr<ObjectWriter> create_writer(std::string key,
+                                              WriteOptions options = {}) override;
+
   /// The regular files (or links to them) in the directory `prefix`, which must end with '/'.
   /// ListDepth::recursive descends into subdirectories, but not through links to directories,
   /// which could form cycles. NotFoundError if the directory does not exist.

@@ -59,6 +59,10 @@ class GcsStore final : public ObjectStore {
   /// Always true.
   bool can_list() const override { return true; }
 
+  /// Uploads to gs:// are not built yet: throws InvalidArgument naming the object.
+  std::unique_ptr<ObjectWriter> create_writer(std::string key,
+                                              WriteOptions options = {}) override;
+
   /// The objects under `prefix`, following page tokens; one level deep uses the delimiter '/'.
   /// Sorted by key.
   boost::asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix,

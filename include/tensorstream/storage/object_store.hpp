@@ -6,9 +6,12 @@
 #include <boost/asio/awaitable.hpp>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
+
+#include "tensorstream/storage/object_writer.hpp"
 
 namespace tensorstream {
 
@@ -48,6 +51,9 @@ struct StoreStats {
 /// mixed: an object that changed throws a permanent StorageError, e.g.
 /// `URL: the object changed while it was being read (ETag "a" became "b"); restart the stream`.
 /// To read the new version, use a new store. list() pins nothing.
+///
+/// Stores that can_write() create objects through create_writer(); reads of an object written
+/// while the store has it pinned fail as a change, so read new objects with a new store.
 class ObjectStore {
  public:
   virtual ~ObjectStore() = default;
@@ -70,6 +76,17 @@ class ObjectStore {
   /// Bytes land directly in the caller's memory; a short object is an error, never a short read.
   virtual boost::asio::awaitable<void> read_range(std::string key, std::uint64_t offset,
                                                   std::span<std::byte> destination) = 0;
+
+  /// Whether create_writer() is supported: file:// and s3:// yes, http(s):// and gs:// no.
+  virtual bool can_write() const { return false; }
+
+  /// A writer that creates (or replaces) the object `key`, a key as read_range() takes it, e.g.
+  /// "/prefix/model.safetensors" for s3://bucket/prefix/model.safetensors. Nothing is stored
+  /// before the first write; see ObjectWriter for what becomes visible when.
+  /// @throws InvalidArgument naming the object's URL when the store cannot write or `options`
+  ///   are out of range; StorageError when the writer cannot be set up (a file's directory).
+  virtual std::unique_ptr<ObjectWriter> create_writer(std::string key,
+                                                      WriteOptions options = {});
 
   /// A snapshot of the store's counters.
   virtual StoreStats stats() const = 0;

@@ -22,7 +22,8 @@ struct ObjectVersion;
 template <class Version>
 class ObjectPins;
 
-/// Reads objects of one S3 bucket with signed `Range` GETs over pooled keep-alive connections.
+/// Reads objects of one S3 bucket with signed `Range` GETs over pooled keep-alive connections,
+/// and writes them with signed PUTs and multipart uploads (create_writer).
 ///
 /// Keys are the URL paths of s3:// URLs: "/prefix/model.safetensors" names the object key
 /// "prefix/model.safetensors" of the bucket, and url(key) gives "s3://bucket/prefix/...". Every
@@ -73,6 +74,17 @@ class S3Store final : public ObjectStore {
   boost::asio::awaitable<void> read_range(std::string key, std::uint64_t offset,
                                           std::span<std::byte> destination) override;
 
+  /// Always true.
+  bool can_write() const override { return true; }
+
+  /// An s3::Writer of `key`: one signed PUT for objects up to options.single_put_limit, a
+  /// multipart upload with options.part_size parts, at most options.max_parts_in_flight at a
+  /// time, for larger ones; a multipart upload that does not complete is aborted
+  /// (AbortMultipartUpload). Requests are retried as reads are. Throws InvalidArgument for a
+  /// key that names no object or options out of range.
+  std::unique_ptr<ObjectWriter> create_writer(std::string key,
+                                              WriteOptions options = {}) override;
+
   /// Requests, payload bytes, retries and connections so far; io_mode "http".
   StoreStats stats() const override;
 
@@ -87,7 +99,8 @@ class S3Store final : public ObjectStore {
   std::string bucket_;
   std::string path_prefix_;
   std::string description_;
-  std::unique_ptr<HttpClient> client_;
+  boost::asio::any_io_executor executor_;
+  std::shared_ptr<HttpClient> client_;  // Shared with writers aborting in the background.
   std::unique_ptr<ObjectPins<ObjectVersion>> pins_;
 };
 

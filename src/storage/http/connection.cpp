@@ -15,6 +15,7 @@
 #include <boost/beast/core/error.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/system/errc.hpp>
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
@@ -212,6 +213,23 @@ asio::awaitable<Connection::ErrorCode> Connection::write_request(
         return asio::async_write(stream, asio::buffer(request_), completion);
       });
   co_return settle(ec);
+}
+
+asio::awaitable<Connection::ErrorCode> Connection::write_body(std::span<const std::byte> body,
+                                                              std::chrono::milliseconds timeout) {
+  // One piece per deadline: large enough to keep the socket busy, small enough that a healthy
+  // but slow link sends it well within any sensible timeout.
+  constexpr std::size_t piece = std::size_t{1} << 20;
+  while (!body.empty()) {
+    const auto next = body.first(std::min(piece, body.size()));
+    expire_after(timeout);
+    auto [ec, written] = co_await on_stream([&](auto& stream, auto completion) {
+      return asio::async_write(stream, asio::buffer(next.data(), next.size()), completion);
+    });
+    if (ec) co_return settle(ec);
+    body = body.subspan(next.size());
+  }
+  co_return ErrorCode{};
 }
 
 asio::awaitable<Connection::ErrorCode> Connection::read_header(HeaderParser& parser,

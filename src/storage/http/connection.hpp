@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -95,6 +96,11 @@ class Connection {
 
   /// Sends request() in full.
   boost::asio::awaitable<ErrorCode> write_request(std::chrono::milliseconds timeout);
+
+  /// Sends `body` after request(), in pieces, each of which must go out within `timeout`:
+  /// a slow link may take longer for the whole body, a stalled one is caught.
+  boost::asio::awaitable<ErrorCode> write_body(std::span<const std::byte> body,
+                                               std::chrono::milliseconds timeout);
 
   /// Reads a response header; body bytes that came with it stay in buffer().
   boost::asio::awaitable<ErrorCode> read_header(HeaderParser& parser,

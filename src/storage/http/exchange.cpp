@@ -18,12 +18,16 @@ void begin_request(std::string& text, std::string_view method, std::string_view 
 
 boost::asio::awaitable<std::optional<Failure>> exchange(Connection& connection,
                                                         HeaderParser& parser,
-                                                        std::chrono::milliseconds timeout) {
+                                                        std::chrono::milliseconds timeout,
+                                                        std::span<const std::byte> body) {
   connection.set_reusable(false);
   parser.header_limit(header_limit);
   // Bodies never go through this parser; lifting the limit lets it accept any Content-Length.
   parser.body_limit(boost::none);
   if (auto ec = co_await connection.write_request(timeout)) {
+    co_return exchange_failure(ec, timeout, true);
+  }
+  if (auto ec = co_await connection.write_body(body, timeout)) {
     co_return exchange_failure(ec, timeout, true);
   }
   if (auto ec = co_await connection.read_header(parser, timeout)) {

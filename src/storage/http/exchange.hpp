@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -21,11 +22,12 @@ inline constexpr std::uint32_t header_limit = 16 * 1024;
 void begin_request(std::string& text, std::string_view method, std::string_view target,
                    std::string_view host);
 
-/// Sends connection.request() and reads the response header into `parser`, leaving the
+/// Sends connection.request(), then `body` (which the request's header announced), and reads the response header into `parser`, leaving the
 /// connection marked not reusable until the caller has read the body. A failure before any byte
 /// of the response arrived is marked before_response.
 boost::asio::awaitable<std::optional<Failure>> exchange(Connection& connection,
                                                         HeaderParser& parser,
-                                                        std::chrono::milliseconds timeout);
+                                                        std::chrono::milliseconds timeout,
+                                                        std::span<const std::byte> body = {});
 
 }  // namespace tensorstream

@@ -170,7 +170,14 @@ asio::awaitable<std::string> HttpClient::get_text(std::string_view target, const
                                                  std::size_t max_size) {
   TextRequest request(target, host_header_, max_size, options_.read_timeout);
   co_await perform(request, url);
-  co_return std::move(request.body());
+  co_return std::move(request.response().body);
+}
+
+asio::awaitable<TextResponse> HttpClient::send(std::string_view target, const std::string& url,
+                                               std::size_t max_size, RequestBody body) {
+  TextRequest request(target, host_header_, max_size, options_.read_timeout, body);
+  co_await perform(request, url);
+  co_return std::move(request.response());
 }
 
 StoreStats HttpClient::stats() const {

@@ -18,6 +18,7 @@
 #include "storage/http/connection.hpp"
 #include "storage/http/connection_pool.hpp"
 #include "storage/http/service_adapter.hpp"
+#include "storage/http/text_request.hpp"
 #include "storage/object_version.hpp"
 #include "tensorstream/storage/http_options.hpp"
 #include "tensorstream/storage/object_store.hpp"
@@ -68,6 +69,12 @@ class HttpClient {
   /// The body of `target` (a 200 response), at most `max_size` bytes: listings, metadata.
   boost::asio::awaitable<std::string> get_text(std::string_view target, const std::string& url,
                                                std::size_t max_size);
+
+  /// Sends `body` to `target` (an upload or another request that changes the server's state)
+  /// and returns its 200 or 204 response, whose body may have at most `max_size` bytes. Retried
+  /// like reads, resending the whole body: only for requests that may be repeated.
+  boost::asio::awaitable<TextResponse> send(std::string_view target, const std::string& url,
+                                            std::size_t max_size, RequestBody body);
 
   /// Counters so far, io_mode "http".
   StoreStats stats() const;

@@ -14,11 +14,14 @@ namespace tensorstream {
 
 /// The parts of one attempt of a request that credentials cover.
 struct RequestHead {
-  std::string_view method;  ///< "GET" or "HEAD".
+  std::string_view method;  ///< "GET", "HEAD", "PUT", "POST" or "DELETE".
   std::string_view target;  ///< Origin-form target as sent: percent-encoded path and query.
   std::string_view host;    ///< Value of the Host header.
   /// Headers of this attempt besides Host, e.g. {"Range", "bytes=0-9"}.
   std::vector<std::pair<std::string_view, std::string_view>> headers;
+  /// Lowercase hex SHA-256 of the body, for signatures that cover it; empty when the request
+  /// has no body or its hash is not known (S3 signs it as UNSIGNED-PAYLOAD).
+  std::string_view payload_hash{};
 };
 
 /// Hooks an HttpClient calls for a storage service.

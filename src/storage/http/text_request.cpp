@@ -10,18 +10,28 @@
 namespace tensorstream {
 
 TextRequest::TextRequest(std::string_view target, std::string_view host, std::size_t max_size,
-                         std::chrono::milliseconds read_timeout)
-    : target_(target), host_(host), max_size_(max_size), read_timeout_(read_timeout) {}
+                         std::chrono::milliseconds read_timeout, RequestBody body)
+    : target_(target),
+      host_(host),
+      max_size_(max_size),
+      read_timeout_(read_timeout),
+      body_(body) {}
 
 boost::asio::awaitable<std::optional<Failure>> TextRequest::attempt(Connection& connection) {
   std::string& text = connection.request();
-  begin_request(text, "GET", target_, host_);
+  begin_request(text, body_.method, target_, host_);
+  if (body_.method != "GET") {
+    text += "Content-Length: " + std::to_string(body_.bytes.size()) + "\r\n";
+  }
   text += credentials_;
   text += "\r\n";
 
   HeaderParser parser;
-  if (auto failure = co_await exchange(connection, parser, read_timeout_)) co_return failure;
-  if (parser.get().result_int() != 200) {
+  if (auto failure = co_await exchange(connection, parser, read_timeout_, body_.bytes)) {
+    co_return failure;
+  }
+  const unsigned status = parser.get().result_int();
+  if (status != 200 && status != 204) {
     co_return co_await status_failure(connection, std::move(parser), read_timeout_);
   }
   const auto length = parser.content_length();
@@ -42,7 +52,8 @@ boost::asio::awaitable<std::optional<Failure>> TextRequest::attempt(Connection& 
     co_return body_failure(ec, read_timeout_, reader.get().body().size(), length.value_or(0));
   }
   connection.set_reusable(reader.keep_alive());
-  body_ = std::move(reader.get().body());
+  response_.body = std::move(reader.get().body());
+  response_.etag = std::string(reader.get()[boost::beast::http::field::etag]);
   co_return std::nullopt;
 }
 

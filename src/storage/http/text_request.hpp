@@ -1,10 +1,12 @@
 #pragma once
-// A whole small response body as text: listings and object metadata of S3 and GCS.
+// A request answered with a small text body: listings and object metadata of S3 and GCS, and
+// S3's uploads, whose answers are short XML documents.
 
 #include <boost/asio/awaitable.hpp>
 #include <chrono>
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -14,33 +16,50 @@
 
 namespace tensorstream {
 
-/// A GET of `target` whose 200 response body is read whole, up to `max_size` bytes.
+/// The method and body of a request; a GET without body by default.
+struct RequestBody {
+  std::string_view method = "GET";
+  std::span<const std::byte> bytes{};  ///< Sent with a Content-Length (none for a GET).
+  std::string_view sha256{};           ///< Lowercase hex SHA-256 of `bytes`, when signed.
+};
+
+/// The answer to a TextRequest.
+struct TextResponse {
+  std::string body;
+  std::string etag;  ///< The ETag header, as sent (quoted); empty when there is none.
+};
+
+/// A request of `target` whose 200 (or 204) response body is read whole, up to `max_size`
+/// bytes.
 class TextRequest {
  public:
-  /// `target` and `host` must outlive the request.
+  /// `target`, `host` and what `body` points to must outlive the request.
   TextRequest(std::string_view target, std::string_view host, std::size_t max_size,
-              std::chrono::milliseconds read_timeout);
+              std::chrono::milliseconds read_timeout, RequestBody body = {});
 
   /// What credentials must cover.
-  RequestHead head() const { return RequestHead{"GET", target_, host_, {}}; }
+  RequestHead head() const {
+    return RequestHead{body_.method, target_, host_, {}, body_.sha256};
+  }
 
   /// Header lines every attempt carries, from ServiceAdapter::authorize.
   void set_credentials(std::string lines) { credentials_ = std::move(lines); }
 
-  /// Sends the request on `connection` and reads the body. A body over the limit is a permanent
-  /// failure; a truncated one a transient failure.
+  /// Sends the request on `connection` and reads the response. A response body over the limit
+  /// is a permanent failure; a truncated one a transient failure.
   boost::asio::awaitable<std::optional<Failure>> attempt(Connection& connection);
 
-  /// The body once an attempt succeeded.
-  std::string& body() { return body_; }
+  /// The response once an attempt succeeded.
+  TextResponse& response() { return response_; }
 
  private:
   std::string_view target_;
   std::string_view host_;
   std::size_t max_size_;
   std::chrono::milliseconds read_timeout_;
+  RequestBody body_;
   std::string credentials_;
-  std::string body_;
+  TextResponse response_;
 };
 
 }  // namespace tensorstream

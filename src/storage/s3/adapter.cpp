@@ -53,7 +53,8 @@ SigningRequest signing_request(const RequestHead& head, const std::string& regio
     }
   }
   for (const auto& [name, value] : head.headers) request.headers.emplace_back(name, value);
-  request.payload_hash = std::string(unsigned_payload);
+  request.payload_hash =
+      std::string(head.payload_hash.empty() ? unsigned_payload : head.payload_hash);
   request.time = std::chrono::system_clock::now();
   request.region = region;
   request.service = "s3";

@@ -15,7 +15,8 @@ class Adapter final : public ServiceAdapter {
   /// Signs for `region` with what `credentials` loads; null `credentials` sends requests unsigned.
   Adapter(std::string region, std::shared_ptr<CredentialsProvider> credentials);
 
-  /// x-amz-date, x-amz-content-sha256 (UNSIGNED-PAYLOAD), x-amz-security-token and
+  /// x-amz-date, x-amz-content-sha256 (the head's payload hash, else UNSIGNED-PAYLOAD),
+  /// x-amz-security-token and
   /// Authorization for `head`, signed now; nothing when unsigned. Throws CredentialsError when
   /// the credentials cannot be loaded.
   boost::asio::awaitable<std::string> authorize(const RequestHead& head) override;

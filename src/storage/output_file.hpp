@@ -26,7 +26,7 @@ class OutputFile {
   /// Writes all of `bytes` at byte `offset` of the file.
   void write_at(std::uint64_t offset, std::span<const std::byte> bytes);
 
-  /// Closes the file and renames it to its final name.
+  /// Flushes the file to disk (fsync), closes it and renames it to its final name.
   void commit();
 
   /// The final name.

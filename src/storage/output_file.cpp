@@ -1,4 +1,4 @@
-#include "model/output_file.hpp"
+#include "storage/output_file.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -73,6 +73,8 @@ void OutputFile::write_at(std::uint64_t offset, std::span<const std::byte> bytes
 }
 
 void OutputFile::commit() {
+  // Without fsync a crash after the rename can leave the new name pointing at missing data.
+  if (::fsync(fd_) != 0) fail(path_, "fsync failed", errno);
   if (::close(std::exchange(fd_, -1)) != 0) fail(path_, "write failed", errno);
   if (::rename(temporary_.c_str(), path_.c_str()) != 0) {
     fail(path_, "cannot rename " + temporary_.string() + " into place", errno);

@@ -1,0 +1,65 @@
+#include "storage/s3/multipart_documents.hpp"
+
+#include <pugixml.hpp>
+
+#include "storage/http/failure.hpp"
+#include "storage/s3/adapter.hpp"
+#include "tensorstream/error.hpp"
+
+namespace tensorstream::s3 {
+namespace {
+
+pugi::xml_document parse(std::string_view body, const std::string& url, const char* what) {
+  pugi::xml_document document;
+  if (const auto result = document.load_buffer(body.data(), body.size()); !result) {
+    throw FormatError(url + ": malformed " + what + " response: " + result.description());
+  }
+  return document;
+}
+
+}  // namespace
+
+std::string parse_upload_id(std::string_view body, const std::string& url) {
+  const auto document = parse(body, url, "CreateMultipartUpload");
+  std::string id = document.child("InitiateMultipartUploadResult").child_value("UploadId");
+  if (id.empty()) {
+    throw FormatError(url + ": malformed CreateMultipartUpload response: no UploadId");
+  }
+  return id;
+}
+
+std::string complete_multipart_upload_body(const std::vector<std::string>& etags) {
+  pugi::xml_document document;
+  auto root = document.append_child("CompleteMultipartUpload");
+  root.append_attribute("xmlns") = "http://s3.amazonaws.com/doc/2006-03-01/";
+  for (std::size_t i = 0; i < etags.size(); ++i) {
+    auto part = root.append_child("Part");
+    part.append_child("PartNumber").text().set(static_cast<unsigned long long>(i + 1));
+    part.append_child("ETag").text().set(etags[i].c_str());
+  }
+  struct Writer final : pugi::xml_writer {
+    std::string text;
+    void write(const void* data, std::size_t size) override {
+      text.append(static_cast<const char*>(data), size);
+    }
+  } writer;
+  document.save(writer, "", pugi::format_raw);
+  return std::move(writer.text);
+}
+
+void check_complete_multipart_upload(std::string_view body, const std::string& url) {
+  const auto document = parse(body, url, "CompleteMultipartUpload");
+  if (document.child("CompleteMultipartUploadResult")) return;
+  if (!document.child("Error")) {
+    throw FormatError(url + ": malformed CompleteMultipartUpload response: " +
+                      "neither CompleteMultipartUploadResult nor Error");
+  }
+  // The same reading of the error document as for an error status.
+  Failure failure;
+  failure.status = 200;
+  failure.body = std::string(body);
+  Adapter(std::string(), nullptr).interpret(failure);
+  throw StorageError(url, "CompleteMultipartUpload failed: " + failure.cause, failure.transient);
+}
+
+}  // namespace tensorstream::s3

@@ -1,0 +1,68 @@
+#pragma once
+// The s3:// ObjectWriter: one PUT for small objects, a bounded concurrent multipart upload for
+// large ones, aborted whenever it does not complete.
+
+#include <boost/asio/any_io_executor.hpp>
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tensorstream/storage/object_writer.hpp"
+
+namespace tensorstream {
+
+class HttpClient;
+
+namespace s3 {
+
+/// Writes one object of an S3 bucket.
+///
+/// Bytes are buffered up to options.single_put_limit. An object that stays within it is sent
+/// by commit() as one PUT. Beyond it, a multipart upload starts (CreateMultipartUpload) and the
+/// bytes go up as parts of options.part_size, at most options.max_parts_in_flight at a time;
+/// write() waits while that many are in flight. Every request is signed with the SHA-256 of
+/// its body and retried by the HttpClient like reads. commit() sends the last part and
+/// CompleteMultipartUpload; a failure anywhere, abort(), or destruction cancels the parts in
+/// flight and sends AbortMultipartUpload, so no parts stay stored.
+class Writer final : public ObjectWriter {
+ public:
+  /// Writes the object at request target `target` (bucket prefix and URI-encoded key) through
+  /// `client`; part uploads run on a strand of `executor`. Throws InvalidArgument naming `url`
+  /// for options out of range.
+  Writer(std::shared_ptr<HttpClient> client, boost::asio::any_io_executor executor,
+         std::string target, std::string url, WriteOptions options);
+  ~Writer() override;
+
+  const std::string& url() const override { return url_; }
+  boost::asio::awaitable<void> write(std::span<const std::byte> bytes) override;
+  boost::asio::awaitable<void> commit() override;
+  boost::asio::awaitable<void> abort() override;
+
+  /// The state a multipart upload shares with its part uploads, which may outlive the writer.
+  struct Upload;
+
+ private:
+  enum class State { open, committed, aborted };
+
+  void check_open() const;
+  boost::asio::awaitable<void> start_multipart();
+  // Waits for room, then uploads `bytes` as the next part in the background.
+  boost::asio::awaitable<void> send_part(std::vector<std::byte> bytes);
+  // Aborts the upload after `error` and throws `error`.
+  boost::asio::awaitable<void> fail(std::exception_ptr error);
+  boost::asio::awaitable<void> write_or_fail(std::span<const std::byte> bytes);
+  boost::asio::awaitable<void> commit_or_fail();
+
+  std::shared_ptr<HttpClient> client_;
+  boost::asio::any_io_executor executor_;
+  std::string target_;
+  std::string url_;
+  WriteOptions options_;
+  std::vector<std::byte> buffer_;
+  std::shared_ptr<Upload> upload_;  // Null until the object outgrows one PUT.
+  State state_ = State::open;
+};
+
+}  // namespace s3
+}  // namespace tensorstream
