@@ -7,7 +7,7 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/system/system_error.hpp>
 #include <memory>
@@ -250,12 +250,22 @@ TEST_F(S3WriterTest, AWriterDestroyedBeforeCommitAbortsItsUpload) {
 }
 
 TEST_F(S3WriterTest, ACancelledUploadIsAbortedAndLeavesNothing) {
-  FaultProxy proxy(s3rver_->port(), {.answer = abort_emulation()});
+  boost::asio::cancellation_signal cancel;
+  std::atomic<bool> cancelling{false};
+  const auto emulate_abort = abort_emulation();
+  // Cancelled when the first part reaches the proxy, not after a fixed time, which a slow
+  // (sanitized) run may spend before it has created the upload. The signal is emitted on the
+  // thread running io_, as Asio requires.
+  const auto cancel_at_first_part = [&](const std::string& method, const std::string& target) {
+    if (method == "PUT" && target.find("partNumber=") != std::string::npos &&
+        !cancelling.exchange(true)) {
+      boost::asio::post(io_, [&] { cancel.emit(boost::asio::cancellation_type::terminal); });
+    }
+    return emulate_abort(method, target);
+  };
+  FaultProxy proxy(s3rver_->port(), {.answer = cancel_at_first_part});
   auto s3 = store(proxy.endpoint());
   const std::string content = random_bytes(64 * MiB, 11);
-  boost::asio::cancellation_signal cancel;
-  boost::asio::steady_timer timer(io_, std::chrono::milliseconds(300));
-  timer.async_wait([&](auto) { cancel.emit(boost::asio::cancellation_type::terminal); });
   auto done = boost::asio::co_spawn(
       io_, upload_new(s3, "/cancelled.bin", content, small_parts(1)),
       boost::asio::bind_cancellation_slot(cancel.slot(), boost::asio::use_future));
