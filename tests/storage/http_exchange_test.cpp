@@ -149,13 +149,19 @@ class Link {
   std::vector<std::string> ranges_;
 };
 
+/// Whether `future` holds its result (or exception) already; never waits.
+template <class T>
+bool is_ready(const std::future<T>& future) {
+  return future.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+}
+
 /// Runs `attempt` on the connection's strand until it finishes, then lets the server see the
 /// connection end.
 template <class Request>
 std::optional<Failure> run_attempt(asio::io_context& io, Connection& connection, Request& request) {
   auto future = asio::co_spawn(connection.strand(), request.attempt(connection), asio::use_future);
   io.restart();
-  while (future.wait_for(std::chrono::seconds(0)) != std::future_status::ready) io.run_one();
+  while (!is_ready(future)) io.run_one();
   auto failure = future.get();
   if (connection.is_open()) connection.close();
   io.restart();
@@ -290,18 +296,18 @@ TEST(HttpExchange, ABodyThatStopsArrivingIsCutOffAtTheReadTimeout) {
   auto connection = link->connection(&clock);
   auto attempt = asio::co_spawn(connection->strand(), request.attempt(*connection), asio::use_future);
   run_ready(io);
-  ASSERT_NE(attempt.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  ASSERT_FALSE(is_ready(attempt));
   EXPECT_EQ(request.delivered(), 100u);
   ASSERT_TRUE(clock.armed());
   EXPECT_EQ(clock.armed_for(), milliseconds(1234));
 
   clock.advance(milliseconds(1233));
   run_ready(io);
-  ASSERT_NE(attempt.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  ASSERT_FALSE(is_ready(attempt));
 
   clock.advance(milliseconds(1));
   run_ready(io);
-  ASSERT_EQ(attempt.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  ASSERT_TRUE(is_ready(attempt));
   const auto failure = attempt.get();
   ASSERT_TRUE(failure);
   EXPECT_TRUE(failure->transient);
@@ -324,8 +330,7 @@ TEST(HttpExchange, EveryByteThatArrivesRestartsTheReadTimeout) {
   // One byte per read, and 999 ms pass in each read: far beyond 1000 ms in all, never 1000 ms
   // without a byte.
   std::size_t reads = 0;
-  for (int step = 0; attempt.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
-       ++step) {
+  for (int step = 0; !is_ready(attempt); ++step) {
     ASSERT_LT(step, 100'000);
     const std::size_t arms = clock.arms();
     io.restart();
@@ -450,7 +455,7 @@ class MemoryClient {
   T run(asio::awaitable<T> task) {
     auto future = asio::co_spawn(io_, std::move(task), asio::use_future);
     io_.restart();
-    while (future.wait_for(std::chrono::seconds(0)) != std::future_status::ready) io_.run_one();
+    while (!is_ready(future)) io_.run_one();
     return future.get();
   }
 
@@ -566,10 +571,10 @@ TEST(HttpClientRetries, AStalledReadIsRetriedOnAFreshConnectionFromWhereItStoppe
   auto read = memory.client().read_range("/object", url, range_offset, bytes_of(destination), version);
   auto done = asio::co_spawn(io, std::move(read), asio::use_future);
   run_ready(io);
-  ASSERT_NE(done.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  ASSERT_FALSE(is_ready(done));
   clock.advance(milliseconds(5000));
   run_ready(io);
-  ASSERT_EQ(done.wait_for(std::chrono::seconds(0)), std::future_status::ready);
+  ASSERT_TRUE(is_ready(done));
   done.get();
   EXPECT_EQ(destination, object.substr(range_offset, range_size));
   EXPECT_EQ(memory.connections(), 2u);
