@@ -484,10 +484,11 @@ asio::awaitable<PartitionReport> partition(std::string source, std::string desti
   const auto destination_store = open_store(target.url, executor, options.stream.store);
   co_await check_destination(*destination_store, target, options.overwrite);
 
+  // The checkpoint first, so that a wrong source is named as such rather than by its config.
+  const auto files = co_await detail::discover(*source_store, source_url, options.stream);
   PartitionReport report;
   report.heads = co_await detail::read_head_config(*source_store, source_prefix + "config.json");
   if (options.num_key_value_heads) report.heads.num_key_value_heads = *options.num_key_value_heads;
-  const auto files = co_await detail::discover(*source_store, source_url, options.stream);
   Plan plan = make_plan(files, report.heads, options, target.prefix);
   report.tensors = plan.tensors.size();
   report.source_bytes = plan.source_bytes;

@@ -14,10 +14,13 @@
 #include <optional>
 
 #include "storage/s3rver_test.hpp"
+#include "support/fault_proxy.hpp"
+#include "support/run_task.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
 #include "tensorstream/safetensors/writer.hpp"
+#include "tensorstream/storage/open_store.hpp"
 #include "tensorstream/streaming/raw_streamer.hpp"
 
 namespace tensorstream {
@@ -346,7 +349,23 @@ TEST(PartitionCheckpoint, BadOptionsAreRefused) {
   refused({2, 4, 2}, "partition: tensor-parallel size 2 is listed twice");
 }
 
-class PartitionS3 : public s3::testing::S3rverTest {};
+class PartitionS3 : public s3::testing::S3rverTest {
+ protected:
+  // The keys under `prefix` of the bucket "models", as a listing shows them.
+  std::vector<std::string> keys(const std::string& prefix) {
+    boost::asio::io_context io;
+    auto store = open_store(Url::parse("s3://models/"), io.get_executor());
+    std::vector<std::string> keys;
+    for (const auto& object : testing::run_task(io, store->list(prefix, ListDepth::recursive))) {
+      keys.push_back(object.key);
+    }
+    return keys;
+  }
+};
+
+const std::string slow_down =
+    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>SlowDown</Code><Message>Please "
+    "reduce your request rate.</Message></Error>";
 
 // From a bucket to a bucket: every TRAW object streamed back from s3rver is exact, the 6 MiB
 // embedding of TP 1 went up in 5 MiB parts, and no multipart upload is left unfinished.
@@ -384,6 +403,51 @@ TEST_F(PartitionS3, ANonEmptyPrefixIsRefusedAndAMissingBucketFailsBeforeAnyUploa
     EXPECT_NE(std::string(error.what()).find("no-such-bucket"), std::string::npos)
         << error.what();
   }
+}
+
+// SlowDowns and connections reset in the middle of a part are retried: the upload completes and
+// every object is exact.
+TEST_F(PartitionS3, SlowDownsAndResetsMidUploadAreRetriedAndEveryObjectIsExact) {
+  TempDir dir;
+  write_model(dir.path(), gqa_config());
+  s3rver_->put_directory("models", "hf/gqa/", dir.path());
+  testing::FaultProxy proxy(s3rver_->port(), {.fail_body = slow_down,
+                                              .upload_fail_first = 6,
+                                              .upload_reset_first = 6,
+                                              .upload_cut_after = 16 * 1024});
+  set("AWS_ENDPOINT_URL", proxy.endpoint());
+  auto options = small_reads({1, 2, 4});
+  options.write.single_put_limit = 5 << 20;
+  options.write.part_size = 5 << 20;
+  partition_checkpoint_blocking("s3://models/hf/gqa/", "s3://models/raw/gqa/", options);
+  EXPECT_EQ(proxy.injected(), 12);
+  expect_all_ranks_match_oracle("s3://models/raw/gqa/", gqa_config(), {1, 2, 4});
+  EXPECT_TRUE(s3rver_->unfinished_uploads("models").empty());
+}
+
+// A permanent failure stops the run with the object and the cause, and nothing partial is
+// visible: the objects that failed are not there.
+TEST_F(PartitionS3, APermanentUploadFailureNamesTheObjectAndLeavesNoPartialObject) {
+  TempDir dir;
+  generate_synthetic_model(dir.path());
+  s3rver_->put_directory("models", "hf/tiny/", dir.path());
+  const std::string denied =
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>AccessDenied</Code>"
+      "<Message>Access Denied</Message></Error>";
+  testing::FaultProxy proxy(s3rver_->port(),
+                            {.fail_status = 403, .fail_body = denied, .upload_fail_first = 1000});
+  set("AWS_ENDPOINT_URL", proxy.endpoint());
+  try {
+    partition_checkpoint_blocking("s3://models/hf/tiny/", "s3://models/raw/tiny/",
+                                  small_reads({2}));
+    FAIL() << "expected StorageError";
+  } catch (const StorageError& error) {
+    const std::string message = error.what();
+    EXPECT_TRUE(message.starts_with("s3://models/raw/tiny/TP2/shard")) << message;
+    EXPECT_TRUE(message.ends_with(".bin: AccessDenied: Access Denied (HTTP 403)")) << message;
+  }
+  set("AWS_ENDPOINT_URL", s3rver_->endpoint());
+  EXPECT_TRUE(keys("/raw/").empty());
 }
 
 }  // namespace
