@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "async/run_on_strand.hpp"
+#include "byte_size.hpp"
 #include "model/read_head_config.hpp"
 #include "safetensors/json_string.hpp"
 #include "streaming/discovery.hpp"
@@ -215,6 +216,34 @@ asio::awaitable<void> check_destination(ObjectStore& store, const Destination& d
   throw InvalidArgument(name + " is not empty (it holds " + std::to_string(objects.size()) +
                         " objects, e.g. " + store.url(first->key) +
                         "); pass --overwrite to write into it");
+}
+
+// What of the memory limit is left for source tensors once the writers that are open at once have
+// their buffers: each a cut buffer and, for a bucket, the object or part being filled plus the
+// parts in flight (a local file is written through).
+std::uint64_t tensor_memory(const PartitionOptions& options, const Destination& destination) {
+  std::uint64_t writers = options.max_uploads;
+  if (options.format == PartitionFormat::safetensors) {
+    // One file per rank of every size.
+    writers = 0;
+    for (const int size : options.tensor_parallel_sizes) writers += static_cast<std::uint64_t>(size);
+  }
+  const WriteOptions& write = options.write;
+  std::uint64_t per_writer = cut_buffer_size;
+  if (!destination.local) {
+    per_writer += std::max(write.single_put_limit, write.part_size) +
+                  write.part_size * write.max_parts_in_flight;
+  }
+  const std::uint64_t limit = options.stream.memory_limit;
+  const std::uint64_t buffers = writers * per_writer;
+  if (buffers >= limit) {
+    throw InvalidArgument("partition: a memory limit of " + format_byte_size(limit) +
+                          " leaves nothing for source tensors beside the buffers of " +
+                          std::to_string(writers) + " objects written at once (" +
+                          format_byte_size(buffers) +
+                          "); raise the memory limit or write fewer objects at once");
+  }
+  return limit - buffers;
 }
 
 // Appends the rank's tensor of `source` (the full tensor's bytes) to `writer`, cutting what is
@@ -481,6 +510,7 @@ asio::awaitable<PartitionReport> partition(std::string source, std::string desti
                              : source_url.path.substr(0, source_url.path.rfind('/') + 1);
   const auto source_store = open_store(source_url, executor, options.stream.store);
   const Destination target = parse_destination(destination);
+  options.stream.memory_limit = tensor_memory(options, target);
   const auto destination_store = open_store(target.url, executor, options.stream.store);
   co_await check_destination(*destination_store, target, options.overwrite);
 

@@ -249,12 +249,29 @@ TEST(PartitionCheckpoint, StaysWithinAMemoryLimitFarBelowTheModel) {
   TempDir dir;
   write_model(dir.path() / "model", gqa_config());
   auto options = small_reads({1, 8});
-  // The model is 12.8 MiB and its two largest tensors 5.9 MiB each: one of them at a time.
-  options.stream.memory_limit = 6 << 20;
+  // The model is 12.8 MiB and its two largest tensors 5.9 MiB each. Three local writers take
+  // 3 MiB of the limit, which leaves room for one of them at a time.
+  options.stream.memory_limit = 9 << 20;
   options.max_uploads = 3;
   partition_checkpoint_blocking((dir.path() / "model").string(), (dir.path() / "raw").string(),
                                 options);
   expect_all_ranks_match_oracle((dir.path() / "raw").string() + "/", gqa_config(), {1, 8});
+}
+
+TEST(PartitionCheckpoint, AMemoryLimitTheUploadBuffersFillIsRefused) {
+  TempDir dir;
+  generate_synthetic_model(dir.path() / "model");
+  auto options = small_reads({2});
+  options.stream.memory_limit = 64 << 20;
+  try {
+    partition_checkpoint_blocking((dir.path() / "model").string(), "s3://bucket/raw/", options);
+    FAIL() << "expected InvalidArgument";
+  } catch (const InvalidArgument& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "partition: a memory limit of 64.0 MiB leaves nothing for source tensors beside "
+              "the buffers of 8 objects written at once (136.0 MiB); raise the memory limit or "
+              "write fewer objects at once");
+  }
 }
 
 TEST(PartitionCheckpoint, ANonEmptyDestinationIsRefusedUnlessOverwriting) {

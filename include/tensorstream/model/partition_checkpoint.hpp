@@ -59,8 +59,10 @@ struct PartitionOptions {
   WriteOptions write{.single_put_limit = std::size_t{8} << 20,
                      .part_size = std::size_t{8} << 20,
                      .max_parts_in_flight = 1};
-  /// How the source is read; its memory_limit bounds the source tensors held at once, whatever
-  /// the model's size. Its rank and tensor_parallel_size are not used.
+  /// How the source is read. Its memory_limit bounds the run's buffers, whatever the model's
+  /// size: the writers open at once take theirs first (see `write`; a local destination's writers
+  /// only a 1 MiB buffer each, they write through), the source tensors held get the rest. Its
+  /// rank and tensor_parallel_size are not used.
   StreamerOptions stream{};
   /// Called on the run's thread after every change of the counters; must not block.
   std::function<void(const PartitionProgress&)> on_progress{};
@@ -87,12 +89,13 @@ struct PartitionReport {
 ///
 /// Each rank's tensor is cut by partition_tensor() with the head layout of the source's
 /// config.json. Every source tensor is read once and written to every size and rank from that
-/// one read; memory stays within the stream's memory_limit plus the writers' buffers (see
-/// PartitionOptions::write). Each object becomes visible only once complete (ObjectWriter); on
+/// one read; memory stays within the stream's memory_limit, the writers' buffers included (see
+/// PartitionOptions::stream). Each object becomes visible only once complete (ObjectWriter); on
 /// failure the objects already committed stay and none is partial.
 ///
 /// Checked before anything is read or written, each an InvalidArgument naming the tensor or
-/// the destination: bad options; a config.json without the head layout; a tensor the rules cannot
+/// the destination: bad options (among them a memory limit the writers' buffers fill); a
+/// config.json without the head layout; a tensor the rules cannot
 /// split for a size (heads or rows that do not divide); a tensor the rules do not know that has
 /// two or more dimensions (it cannot be placed); for TRAW, a tensor TRAW cannot hold (no
 /// dimensions, a zero dimension) or a name that is not a plain object name; a destination whose
