@@ -360,9 +360,13 @@ class Partitioner {
   // still being uploaded (the stream fails rather than wait for a consumer holding it all).
   bool room_for_next() const {
     if (held_bytes_ == 0 || unread_sizes_.empty()) return true;
-    // Small tensors are read in shared runs, which may take up to twice their size.
-    const std::uint64_t next = std::max(*unread_sizes_.rbegin(), std::uint64_t{2} << 20);
-    return held_bytes_ + next <= options_.stream.memory_limit;
+    // Small tensors are read in shared runs of at most min(chunk size, limit / 4) bytes, each
+    // copied out of its run: up to twice that is held while a run lands. An unset chunk size is
+    // the default one, unless the environment raises it.
+    const std::uint64_t limit = options_.stream.memory_limit;
+    const std::uint64_t run =
+        2 * std::min(options_.stream.chunk_size.value_or(std::uint64_t{16} << 20), limit / 4);
+    return held_bytes_ + std::max(*unread_sizes_.rbegin(), run) <= limit;
   }
 
   // TRAW: takes each tensor from the stream as memory allows and queues its parts.
