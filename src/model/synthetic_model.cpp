@@ -94,34 +94,21 @@ bool is_generated_weights_file(std::string_view name) {
 // Bytes of tensors are produced into this buffer and written from it, whatever their size.
 constexpr std::uint64_t fill_buffer_size = 16ull << 20;
 
-// Writes the safetensors object `key` holding `tensors`, their bytes from fill_synthetic_bytes,
-// front to back through one writer; aborts it on failure.
-asio::awaitable<void> write_shard(ObjectStore& store, std::string key,
-                                  std::span<const TensorSpec> tensors) {
+// Writes `tensors` as a safetensors file into `writer`, their bytes from fill_synthetic_bytes.
+asio::awaitable<void> write_tensors(ObjectWriter& writer, std::span<const TensorSpec> tensors) {
   const auto header = encode_header(tensors);
-  auto writer = store.create_writer(std::move(key));
-  std::exception_ptr error;
-  try {
-    co_await writer->write(std::as_bytes(std::span(header)));
-    std::vector<std::byte> buffer;
-    for (const auto& tensor : tensors) {
-      const auto size = tensor_byte_size(tensor);
-      for (std::uint64_t done = 0; done < size;) {
-        const auto piece = std::min(size - done, fill_buffer_size);
-        if (buffer.size() < piece) buffer.resize(static_cast<std::size_t>(piece));
-        const std::span<std::byte> out(buffer.data(), static_cast<std::size_t>(piece));
-        fill_synthetic_bytes(tensor.name, done, out);
-        co_await writer->write(out);
-        done += piece;
-      }
+  co_await writer.write(std::as_bytes(std::span(header)));
+  std::vector<std::byte> buffer;
+  for (const auto& tensor : tensors) {
+    const auto size = tensor_byte_size(tensor);
+    for (std::uint64_t done = 0; done < size;) {
+      const auto piece = std::min(size - done, fill_buffer_size);
+      if (buffer.size() < piece) buffer.resize(static_cast<std::size_t>(piece));
+      const std::span<std::byte> out(buffer.data(), static_cast<std::size_t>(piece));
+      fill_synthetic_bytes(tensor.name, done, out);
+      co_await writer.write(out);
+      done += piece;
     }
-    co_await writer->commit();
-  } catch (...) {
-    error = std::current_exception();
-  }
-  if (error) {
-    co_await writer->abort();
-    std::rethrow_exception(error);
   }
 }
 
@@ -336,8 +323,9 @@ SyntheticModel generate_synthetic_model(const std::string& destination,
       while (end < tensors.size() && shard_of[end] == shard) ++end;
       const auto& name = weights[static_cast<std::size_t>(shard)];
       const std::span<const TensorSpec> members(tensors.data() + begin, end - begin);
-      std::string key = target.key(name);
-      co_await write_shard(*target.store, std::move(key), members);
+      const auto writer = target.store->create_writer(target.key(name));
+      auto writes = write_tensors(*writer, members);
+      co_await detail::commit_or_abort(*writer, std::move(writes));
       for (const auto& tensor : members) {
         weight_map.emplace_back(tensor.name, name);
         model.tensor_bytes += tensor_byte_size(tensor);

@@ -67,19 +67,24 @@ void remove_local_leftovers(const std::string& directory,
   }
 }
 
-asio::awaitable<void> write_object(ObjectStore& store, std::string key, std::string_view bytes) {
-  auto writer = store.create_writer(std::move(key));
+asio::awaitable<void> commit_or_abort(ObjectWriter& writer, asio::awaitable<void> writes) {
   std::exception_ptr error;
   try {
-    co_await writer->write(std::as_bytes(std::span(bytes)));
-    co_await writer->commit();
+    co_await std::move(writes);
+    co_await writer.commit();
   } catch (...) {
     error = std::current_exception();
   }
   if (error) {
-    co_await writer->abort();
+    co_await writer.abort();
     std::rethrow_exception(error);
   }
+}
+
+asio::awaitable<void> write_object(ObjectStore& store, std::string key, std::string_view bytes) {
+  const auto writer = store.create_writer(std::move(key));
+  auto writes = writer->write(std::as_bytes(std::span(bytes)));
+  co_await commit_or_abort(*writer, std::move(writes));
 }
 
 void run_blocking(asio::io_context& io, asio::awaitable<void> work) {

@@ -54,6 +54,11 @@ void remove_local_leftovers(const std::string& directory,
                             const std::function<bool(std::string_view)>& is_ours,
                             const std::vector<std::string>& kept);
 
+/// Awaits `writes`, the writes into `writer`, then commits `writer`; when either fails, aborts
+/// `writer` and rethrows.
+boost::asio::awaitable<void> commit_or_abort(ObjectWriter& writer,
+                                             boost::asio::awaitable<void> writes);
+
 /// Writes `bytes` as the object `key` of `store` and commits it; aborts the writer on failure.
 boost::asio::awaitable<void> write_object(ObjectStore& store, std::string key,
                                           std::string_view bytes);

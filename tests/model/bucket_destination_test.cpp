@@ -6,8 +6,8 @@
 #include <boost/asio/io_context.hpp>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
+#include "safetensors/test_files.hpp"
 #include "storage/s3rver_test.hpp"
 #include "support/run_task.hpp"
 #include "support/temp_dir.hpp"
@@ -22,13 +22,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::TempDir;
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream content;
-  content << in.rdbuf();
-  return std::move(content).str();
-}
 
 // The whole object at `url`.
 std::string read_object(const std::string& url) {
