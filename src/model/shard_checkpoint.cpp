@@ -1,6 +1,5 @@
 #include "tensorstream/model/shard_checkpoint.hpp"
 
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 
 #include <algorithm>

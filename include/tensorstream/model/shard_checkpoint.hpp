@@ -23,8 +23,9 @@ struct ShardOptions {
   /// Most tensor bytes in one part file. Parts are split between tensors; a tensor larger than
   /// this has a part of its own.
   std::uint64_t max_part_size = 5ull << 30;
-  /// How the source is read. Its rank and tensor_parallel_size are not used: the source is one
-  /// unpartitioned checkpoint.
+  /// How the source is read, and `store` also how the destination is opened. Its rank and
+  /// tensor_parallel_size are not used (the source is one unpartitioned checkpoint), nor its
+  /// read_order: the source is always read in ReadOrder::file_order.
   StreamerOptions stream{};
   /// How each rank file is uploaded (s3://). Every part file stays open until the last tensor is
   /// in, so each may hold up to max(single_put_limit, part_size) + part_size ×
