@@ -274,7 +274,8 @@ class RawStreamer::Engine {
         bytes += info.byte_size();
       }
     }
-    reads_ = detail::plan_reads(files_, *options_.chunk_size, options_.memory_limit);
+    reads_ = detail::plan_reads(files_, *options_.chunk_size, options_.memory_limit,
+                                options_.read_order);
     std::lock_guard lock(outbox_->mutex);
     outbox_->files_count = files_.size();
     outbox_->tensors_total = tensors;
