@@ -17,6 +17,7 @@
 #include "async/run_on_strand.hpp"
 #include "byte_size.hpp"
 #include "model/read_head_config.hpp"
+#include "model/write_destination.hpp"
 #include "safetensors/json_string.hpp"
 #include "streaming/discovery.hpp"
 #include "streaming/run_concurrently.hpp"
@@ -171,40 +172,11 @@ Plan make_plan(const std::vector<detail::SourceFile>& files, const HeadConfig& h
   return plan;
 }
 
-// Where the destination's keys start: the prefix of a bucket URL, or a local directory.
-struct Destination {
-  Url url;
-  std::string prefix;  // ends in '/'
-  bool local = false;
-};
-
-Destination parse_destination(const std::string& destination) {
-  if (destination.empty()) throw InvalidArgument("partition needs a destination, not ''");
-  Destination parsed;
-  parsed.local = destination.find("://") == std::string::npos || destination.starts_with("file://");
-  if (parsed.local) {
-    // A directory, whether or not it exists yet.
-    const std::string path =
-        destination.starts_with("file://") ? Url::parse(destination).path : destination;
-    std::string directory = std::filesystem::absolute(path).lexically_normal().string();
-    if (!directory.ends_with('/')) directory += '/';
-    parsed.url = detail::resolve_url(directory);
-  } else {
-    parsed.url = Url::parse(destination);
-  }
-  parsed.prefix = parsed.url.path;
-  if (!parsed.prefix.ends_with('/')) parsed.prefix += '/';
-  return parsed;
-}
-
 // Refuses a destination that holds objects, unless told to write over them. Listing it is also
 // what finds an unreachable destination before any upload starts.
-asio::awaitable<void> check_destination(ObjectStore& store, const Destination& destination,
+asio::awaitable<void> check_destination(const detail::WriteDestination& destination,
                                         bool overwrite) {
-  if (!store.can_write()) {
-    // The store's own refusal says why.
-    store.create_writer(destination.prefix + "config.json");
-  }
+  ObjectStore& store = *destination.store;
   if (destination.local && !std::filesystem::exists(destination.prefix)) co_return;
   const auto objects = co_await store.list(destination.prefix, ListDepth::recursive);
   if (overwrite) co_return;
@@ -221,7 +193,8 @@ asio::awaitable<void> check_destination(ObjectStore& store, const Destination& d
 // What of the memory limit is left for source tensors once the writers that are open at once have
 // their buffers: each a cut buffer and, for a bucket, the object or part being filled plus the
 // parts in flight (a local file is written through).
-std::uint64_t tensor_memory(const PartitionOptions& options, const Destination& destination) {
+std::uint64_t tensor_memory(const PartitionOptions& options,
+                            const detail::WriteDestination& destination) {
   std::uint64_t writers = options.max_uploads;
   if (options.format == PartitionFormat::safetensors) {
     // One file per rank of every size.
@@ -261,25 +234,6 @@ asio::awaitable<void> write_part(ObjectWriter& writer, const TensorSpec& full, c
   }
 }
 
-// Runs `work` with `writer`, aborting it when `work` fails. The abort runs even when the failure
-// is this coroutine's cancellation, so that nothing of the object stays stored.
-asio::awaitable<void> abort_on_failure(ObjectWriter& writer, asio::awaitable<void> work) {
-  std::exception_ptr error;
-  try {
-    co_await std::move(work);
-  } catch (...) {
-    error = std::current_exception();
-  }
-  if (!error) co_return;
-  co_await asio::this_coro::reset_cancellation_state(asio::disable_cancellation());
-  try {
-    co_await writer.abort();
-  } catch (...) {
-    // The original failure is the one to report; the writer's destructor warns about what stays.
-  }
-  std::rethrow_exception(error);
-}
-
 // A source tensor received and the parts of it still being written.
 struct HeldTensor {
   std::size_t index = 0;
@@ -310,6 +264,10 @@ class Partitioner {
     StreamerOptions stream = options_.stream;
     stream.rank = 0;
     stream.tensor_parallel_size = 1;
+    if (options_.format == PartitionFormat::safetensors) {
+      // Rank files are written front to back; see write_rank_files().
+      stream.read_order = ReadOrder::file_order;
+    }
     RawStreamer streamer(source_, stream);
     if (options_.format == PartitionFormat::traw) {
       co_await detail::run_concurrently(1 + options_.max_uploads,
@@ -402,7 +360,8 @@ class Partitioner {
       const PlannedTensor& planned = plan_.tensors[job.held->index];
       const RankPart& part = planned.parts[job.part];
       auto writer = destination_.create_writer(part.key, options_.write);
-      co_await abort_on_failure(*writer, write_object(*writer, planned, part, *job.held, buffer));
+      co_await detail::commit_or_abort(*writer,
+                                       write_object(*writer, planned, part, *job.held, buffer));
       ++progress_.objects_written;
       if (--job.held->parts_left == 0) {
         const auto bytes = job.held->tensor.info.byte_size();
@@ -421,7 +380,6 @@ class Partitioner {
     written(part.header.size());
     co_await write_part(writer, planned.spec, part, held.tensor.bytes(), buffer,
                         [this](std::uint64_t bytes) { written(bytes); });
-    co_await writer.commit();
   }
 
   void written(std::uint64_t bytes) {
@@ -443,14 +401,9 @@ class Partitioner {
       error = std::current_exception();
     }
     if (!error) co_return;
-    co_await asio::this_coro::reset_cancellation_state(asio::disable_cancellation());
-    for (auto& writer : writers) {
-      try {
-        co_await writer->abort();
-      } catch (...) {
-        // As in abort_on_failure: report the first failure.
-      }
-    }
+    std::vector<ObjectWriter*> open;
+    for (auto& writer : writers) open.push_back(writer.get());
+    co_await detail::abort_after_failure(open);
     std::rethrow_exception(error);
   }
 
@@ -513,10 +466,11 @@ asio::awaitable<PartitionReport> partition(std::string source, std::string desti
       source_url.is_prefix() ? source_url.path
                              : source_url.path.substr(0, source_url.path.rfind('/') + 1);
   const auto source_store = open_store(source_url, executor, options.stream.store);
-  const Destination target = parse_destination(destination);
+  const auto target =
+      detail::open_write_destination(destination, executor, options.stream.store, "config.json");
+  ObjectStore& destination_store = *target.store;
   options.stream.memory_limit = tensor_memory(options, target);
-  const auto destination_store = open_store(target.url, executor, options.stream.store);
-  co_await check_destination(*destination_store, target, options.overwrite);
+  co_await check_destination(target, options.overwrite);
 
   // The checkpoint first, so that a wrong source is named as such rather than by its config.
   const auto files = co_await detail::discover(*source_store, source_url, options.stream);
@@ -529,14 +483,14 @@ asio::awaitable<PartitionReport> partition(std::string source, std::string desti
   report.objects = plan.objects;
   report.bytes_written = plan.bytes_to_write;
 
-  Partitioner partitioner(source, std::move(plan), *destination_store, options);
+  Partitioner partitioner(source, std::move(plan), destination_store, options);
   co_await partitioner.run();
 
   // Copied last, so that a config.json in the destination means its weights are complete.
   PrefetchOptions copy;
   copy.exclude_suffixes = other_weight_suffixes;
   const auto artifacts =
-      co_await prefetch(*source_store, source_prefix, *destination_store, target.prefix, copy);
+      co_await prefetch(*source_store, source_prefix, destination_store, target.prefix, copy);
   report.artifacts = artifacts.files;
   report.artifact_bytes = artifacts.bytes;
   co_return report;
@@ -561,21 +515,12 @@ asio::awaitable<PartitionReport> partition_checkpoint(std::string source, std::s
 PartitionReport partition_checkpoint_blocking(std::string source, std::string destination,
                                               PartitionOptions options) {
   asio::io_context io;
-  std::optional<PartitionReport> report;
-  std::exception_ptr error;
-  // The stores may keep work of their own pending, so the run ends when the partition does rather
-  // than when the context runs out of work.
-  asio::co_spawn(io,
-                 partition_checkpoint(std::move(source), std::move(destination),
-                                      std::move(options)),
-                 [&](std::exception_ptr failure, PartitionReport written) {
-                   error = failure;
-                   report = std::move(written);
-                   io.stop();
-                 });
-  io.run();
-  if (error) std::rethrow_exception(error);
-  return std::move(*report);
+  PartitionReport report;
+  detail::run_blocking(io, [&]() -> asio::awaitable<void> {
+    report = co_await partition_checkpoint(std::move(source), std::move(destination),
+                                           std::move(options));
+  }());
+  return report;
 }
 
 }  // namespace tensorstream

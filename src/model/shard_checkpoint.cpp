@@ -9,11 +9,11 @@
 #include <span>
 #include <unordered_map>
 
+#include "model/read_head_config.hpp"
 #include "model/write_destination.hpp"
 #include "safetensors/json_string.hpp"
 #include "streaming/discovery.hpp"
 #include "tensorstream/error.hpp"
-#include "tensorstream/log.hpp"
 #include "tensorstream/model/partition_rules.hpp"
 #include "tensorstream/storage/open_store.hpp"
 #include "tensorstream/streaming/inspect.hpp"
@@ -27,9 +27,6 @@ namespace asio = boost::asio;
 // Rank tensors are cut into this buffer and written from it, whatever their size.
 constexpr std::uint64_t copy_buffer_size = 16ull << 20;
 
-// A Hugging Face config.json is a few KB; anything far larger is not one.
-constexpr std::uint64_t max_config_size = 16ull << 20;
-
 // The head layout of config.json next to the checkpoint: under the prefix, or in the directory of
 // the file.
 HeadConfig read_head_config(const std::string& source, const StoreOptions& options) {
@@ -37,17 +34,11 @@ HeadConfig read_head_config(const std::string& source, const StoreOptions& optio
   const std::string key = url.path.substr(0, url.path.rfind('/') + 1) + "config.json";
   asio::io_context io;
   auto store = open_store(url, io.get_executor(), options);
-  std::string text;
+  HeadConfig heads;
   detail::run_blocking(io, [&]() -> asio::awaitable<void> {
-    const auto size = co_await store->size(key);
-    if (size > max_config_size) {
-      throw InvalidArgument(store->url(key) + ": " + std::to_string(size) +
-                            " bytes is too large for a model config");
-    }
-    text.resize(size);
-    co_await store->read_range(key, 0, std::as_writable_bytes(std::span(text)));
+    heads = co_await detail::read_head_config(*store, key);
   }());
-  return parse_head_config(text, store->url(key));
+  return heads;
 }
 
 void check_options(const ShardOptions& options) {
@@ -205,16 +196,11 @@ class RankWriters {
     for (auto& writer : writers_) co_await writer->commit();
   }
 
-  // Aborts every part not committed yet. What cannot be removed is logged: the failure that led
-  // here is the one to report.
+  // Aborts every part not committed yet.
   asio::awaitable<void> abort() {
-    for (auto& writer : writers_) {
-      try {
-        co_await writer->abort();
-      } catch (const std::exception& error) {
-        log(LogLevel::warning, error.what());
-      }
-    }
+    std::vector<ObjectWriter*> writers;
+    for (auto& writer : writers_) writers.push_back(writer.get());
+    co_await detail::abort_after_failure(writers);
   }
 
  private:

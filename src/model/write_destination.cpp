@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <filesystem>
 #include <system_error>
 
 #include "tensorstream/error.hpp"
+#include "tensorstream/log.hpp"
 #include "tensorstream/storage/open_store.hpp"
 
 namespace tensorstream::detail {
@@ -67,6 +69,17 @@ void remove_local_leftovers(const std::string& directory,
   }
 }
 
+asio::awaitable<void> abort_after_failure(std::span<ObjectWriter* const> writers) {
+  co_await asio::this_coro::reset_cancellation_state(asio::disable_cancellation());
+  for (ObjectWriter* writer : writers) {
+    try {
+      co_await writer->abort();
+    } catch (const std::exception& error) {
+      log(LogLevel::warning, error.what());
+    }
+  }
+}
+
 asio::awaitable<void> commit_or_abort(ObjectWriter& writer, asio::awaitable<void> writes) {
   std::exception_ptr error;
   try {
@@ -76,7 +89,8 @@ asio::awaitable<void> commit_or_abort(ObjectWriter& writer, asio::awaitable<void
     error = std::current_exception();
   }
   if (error) {
-    co_await writer.abort();
+    ObjectWriter* const failed[] = {&writer};
+    co_await abort_after_failure(failed);
     std::rethrow_exception(error);
   }
 }

@@ -7,6 +7,7 @@
 #include <boost/asio/io_context.hpp>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,8 +55,13 @@ void remove_local_leftovers(const std::string& directory,
                             const std::function<bool(std::string_view)>& is_ours,
                             const std::vector<std::string>& kept);
 
+/// Aborts `writers` after a failure: also when the failure is the caller's cancellation, since
+/// what they stored must still be removed. A writer that cannot abort is logged as a warning
+/// rather than thrown: the failure that led here is the one to report.
+boost::asio::awaitable<void> abort_after_failure(std::span<ObjectWriter* const> writers);
+
 /// Awaits `writes`, the writes into `writer`, then commits `writer`; when either fails, aborts
-/// `writer` and rethrows.
+/// `writer` (see abort_after_failure) and rethrows.
 boost::asio::awaitable<void> commit_or_abort(ObjectWriter& writer,
                                              boost::asio::awaitable<void> writes);
 
