@@ -22,4 +22,7 @@ void register_prefetch_command(CLI::App& app);
 /// `tensorstream shard SRC DST --tp N ...`: writes a checkpoint's tensor-parallel rank files.
 void register_shard_command(CLI::App& app);
 
+/// `tensorstream cleanup URL ...`: removes temporaries and uploads that killed writers left.
+void register_cleanup_command(CLI::App& app);
+
 }  // namespace tensorstream::cli
