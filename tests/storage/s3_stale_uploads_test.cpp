@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "s3_test_environment.hpp"
 #include "storage/killed_writer.hpp"
+#include "storage/s3_upload_test.hpp"
 #include "support/fault_proxy.hpp"
 #include "support/random_bytes.hpp"
 #include "support/run_task.hpp"
@@ -115,23 +115,8 @@ std::string parameter(const std::string& target, const std::string& name) {
   return decoded;
 }
 
-class S3StaleUploadsTest : public s3::testing::AwsEnvironmentTest {
+class S3StaleUploadsTest : public s3::testing::S3UploadTest {
  protected:
-  void SetUp() override {
-    if (auto why = S3rverServer::unavailable()) TENSORSTREAM_SKIP_UNLESS_CI(*why);
-    s3rver_ = std::make_unique<S3rverServer>(std::vector<std::string>{"models"});
-    set("AWS_ACCESS_KEY_ID", S3rverServer::access_key_id);
-    set("AWS_SECRET_ACCESS_KEY", S3rverServer::secret_access_key);
-  }
-
-  S3Store store(const std::string& endpoint) {
-    HttpOptions http;
-    http.retry_base_delay = std::chrono::milliseconds(1);
-    http.throttle_base_delay = std::chrono::milliseconds(1);
-    http.retry_max_delay = std::chrono::milliseconds(2);
-    return S3Store(io_.get_executor(), Url::parse("s3://models/"), http, {.endpoint = endpoint});
-  }
-
   StaleUploads abort_stale(const std::string& endpoint, const std::string& prefix,
                            system_clock::duration older_than) {
     auto s3 = store(endpoint);
@@ -158,37 +143,20 @@ class S3StaleUploadsTest : public s3::testing::AwsEnvironmentTest {
   // ListMultipartUploads and AbortMultipartUpload as s3rver would carry them out, on its
   // storage directory: one page of the uploads of keys starting with the prefix.
   Answer s3rver_emulation() {
-    return recorded([this](const std::string& method, const std::string& target) -> std::string {
-      if (is_listing(method, target)) {
-        const std::string prefix = parameter(target, "prefix");
-        std::vector<Listed> listed;
-        for (const auto& upload : s3rver_->unfinished_upload_details("models")) {
-          if (upload.key.starts_with(prefix)) {
-            listed.push_back({upload.key, upload.id, upload.initiated});
-          }
+    return recorded([this, abort = abort_emulation()](const std::string& method,
+                                                       const std::string& target) -> std::string {
+      if (!is_listing(method, target)) return abort(method, target);
+      const std::string prefix = parameter(target, "prefix");
+      std::vector<Listed> listed;
+      for (const auto& upload : s3rver_->unfinished_upload_details("models")) {
+        if (upload.key.starts_with(prefix)) {
+          listed.push_back({upload.key, upload.id, upload.initiated});
         }
-        return response("200 OK", uploads_page(prefix, listed, std::nullopt));
       }
-      if (is_abort(method, target)) {
-        return s3rver_->remove_upload("models", parameter(target, "uploadId")) ? no_content
-                                                                               : no_such_upload;
-      }
-      return {};
+      return response("200 OK", uploads_page(prefix, listed, std::nullopt));
     });
   }
 
-  bool exists(const std::string& key) {
-    auto s3 = store(s3rver_->endpoint());
-    try {
-      testing::run_task(io_, s3.size(key));
-      return true;
-    } catch (const NotFoundError&) {
-      return false;
-    }
-  }
-
-  boost::asio::io_context io_;
-  std::unique_ptr<S3rverServer> s3rver_;
   std::mutex mutex_;
   std::vector<std::string> answered_;
 };
