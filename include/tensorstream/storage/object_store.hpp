@@ -122,13 +122,16 @@ class ObjectStore {
   ///
   /// Uploads started less than `older_than` ago are kept, as they may belong to writers still
   /// at work (a file's temporary counts from its last write, so a writer that writes more often
-  /// than that is safe); with
-  /// a zero `older_than` everything found is removed, so give zero only when no other writer is
-  /// at work under the prefix: a writer whose upload is removed fails at its next write or at
-  /// commit(). A directory or prefix with nothing under it (or that does not exist) is no error.
+  /// than that is safe); with a zero `older_than` everything found is removed, so give zero only
+  /// when no other writer is at work under the prefix: a writer whose upload is removed fails at
+  /// its next write or at commit(). A prefix with nothing under it, or a directory that does not
+  /// exist, is no error.
   ///
-  ///     // Before writing a new checkpoint under /llama/ of a bucket:
-  ///     StaleUploads stale = co_await store.abort_stale_uploads("/llama/", std::chrono::hours(24));
+  ///     // Before writing a new checkpoint under /llama/ of a bucket (arguments bound to named
+  ///     // locals: GCC 12 mishandles temporaries in a co_await expression):
+  ///     const std::string prefix = "/llama/";
+  ///     const auto day = std::chrono::hours(24);
+  ///     StaleUploads stale = co_await store.abort_stale_uploads(prefix, day);
   ///
   /// @param prefix a key starting and ending with '/' as list() takes it: a directory path for
   ///   file://, "/" for a whole bucket.
