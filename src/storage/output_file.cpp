@@ -41,10 +41,14 @@ std::filesystem::path temporary_name(const std::filesystem::path& path) {
   char random_digits[kRandomDigits + 1];
   std::snprintf(random_digits, sizeof random_digits, "%016llx",
                 static_cast<unsigned long long>(random()));
-  const std::string suffix = std::string(kMarker) + std::to_string(::getpid()) + "-" +
-                             random_digits + std::string(kExtension);
-  const std::string name = path.filename().string();
-  return path.parent_path() / ("." + name.substr(0, kNameRoom) + suffix);
+  std::string name = ".";
+  name += path.filename().string().substr(0, kNameRoom);
+  name += kMarker;
+  name += std::to_string(::getpid());
+  name += '-';
+  name += random_digits;
+  name += kExtension;
+  return path.parent_path() / name;
 }
 
 bool all_digits(std::string_view text, bool hexadecimal) {
