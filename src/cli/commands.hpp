@@ -26,4 +26,7 @@ void register_shard_command(CLI::App& app);
 /// tensor-parallel sizes, one TRAW object per rank's tensor.
 void register_partition_command(CLI::App& app);
 
+/// `tensorstream cleanup URL ...`: removes temporaries and uploads that killed writers left.
+void register_cleanup_command(CLI::App& app);
+
 }  // namespace tensorstream::cli

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -13,14 +14,17 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <string_view>
+#include <tuple>
 
 #include "storage/file_writer.hpp"
 #include "storage/io_uring_reader.hpp"
 #include "storage/object_pins.hpp"
 #include "storage/open_file_cache.hpp"
+#include "storage/output_file.hpp"
 #include "storage/pread_reader.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
@@ -303,6 +307,52 @@ boost::asio::awaitable<void> FileStore::read_range(std::string key, std::uint64_
   }
   if (error) throw_file_error(key, error);
   counters->bytes.fetch_add(destination.size(), std::memory_order_relaxed);
+}
+
+boost::asio::awaitable<StaleUploads> FileStore::abort_stale_uploads(
+    std::string prefix, std::chrono::system_clock::duration older_than) {
+  if (prefix.empty() || prefix.back() != '/') {
+    throw InvalidArgument(prefix + ": removing stale temporaries needs a directory path ending "
+                                   "in '/'");
+  }
+  std::vector<ObjectInfo> files;
+  try {
+    list_directory(prefix, ListDepth::recursive, files);
+  } catch (const NotFoundError&) {
+    co_return StaleUploads{};
+  }
+  const auto now = std::chrono::system_clock::now();
+  StaleUploads stale;
+  for (const ObjectInfo& file : files) {
+    const std::filesystem::path path(file.key);
+    const auto target = detail::temporary_target(path.filename().string());
+    if (!target) continue;
+    struct stat status {};
+    if (::lstat(file.key.c_str(), &status) != 0) {
+      if (errno == ENOENT) continue;  // Committed or removed meanwhile.
+      throw_file_error(file.key, errno_code(errno));
+    }
+    const std::chrono::system_clock::time_point modified{
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            std::chrono::seconds(status.st_mtim.tv_sec) +
+            std::chrono::nanoseconds(status.st_mtim.tv_nsec))};
+    if (older_than > std::chrono::system_clock::duration::zero() && now - modified < older_than) {
+      ++stale.kept;
+      continue;
+    }
+    if (::unlink(file.key.c_str()) != 0) {
+      if (errno == ENOENT) continue;
+      throw StorageError(file.key, "cannot remove the stale temporary: " +
+                                       errno_code(errno).message());
+    }
+    stale.removed.push_back(
+        StaleUpload{(path.parent_path() / *target).string(), file.key, modified});
+  }
+  std::sort(stale.removed.begin(), stale.removed.end(),
+            [](const StaleUpload& a, const StaleUpload& b) {
+              return std::tie(a.key, a.upload) < std::tie(b.key, b.upload);
+            });
+  co_return stale;
 }
 
 StoreStats FileStore::stats() const {

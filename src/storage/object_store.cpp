@@ -9,4 +9,9 @@ std::unique_ptr<ObjectWriter> ObjectStore::create_writer(std::string key, WriteO
                                    "file:// and s3:// only");
 }
 
+boost::asio::awaitable<StaleUploads> ObjectStore::abort_stale_uploads(
+    std::string, std::chrono::system_clock::duration) {
+  co_return StaleUploads{};
+}
+
 }  // namespace tensorstream

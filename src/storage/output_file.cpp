@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <random>
@@ -25,19 +27,56 @@ constexpr std::size_t kNameRoom = 200;
 // Fresh names tried before giving up, should an old temporary hold each of them.
 constexpr int kNameAttempts = 16;
 
+// The parts of a temporary's name around the final name and the pid; temporary_target() takes
+// them apart again.
+constexpr std::string_view kMarker = ".tensorstream-";
+constexpr std::string_view kExtension = ".tmp";
+constexpr std::size_t kRandomDigits = 16;
+
 // ".<name>.tensorstream-<pid>-<random>.tmp" beside `path`: the pid and 64 random bits keep it
 // apart from the temporaries of other writers, the leading dot and the suffix from the names of
 // the files being written.
 std::filesystem::path temporary_name(const std::filesystem::path& path) {
   thread_local std::mt19937_64 random{std::random_device{}()};
-  char suffix[64];
-  std::snprintf(suffix, sizeof suffix, ".tensorstream-%ld-%016llx.tmp",
-                static_cast<long>(::getpid()), static_cast<unsigned long long>(random()));
-  const std::string name = path.filename().string();
-  return path.parent_path() / ("." + name.substr(0, kNameRoom) + suffix);
+  char random_digits[kRandomDigits + 1];
+  std::snprintf(random_digits, sizeof random_digits, "%016llx",
+                static_cast<unsigned long long>(random()));
+  std::string name = ".";
+  name += path.filename().string().substr(0, kNameRoom);
+  name += kMarker;
+  name += std::to_string(::getpid());
+  name += '-';
+  name += random_digits;
+  name += kExtension;
+  return path.parent_path() / name;
+}
+
+bool all_digits(std::string_view text, bool hexadecimal) {
+  return !text.empty() && std::all_of(text.begin(), text.end(), [&](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return (hexadecimal ? std::isxdigit(byte) : std::isdigit(byte)) != 0;
+  });
 }
 
 }  // namespace
+
+std::optional<std::string> temporary_target(std::string_view file_name) {
+  if (!file_name.starts_with('.') || !file_name.ends_with(kExtension)) return std::nullopt;
+  std::string_view rest = file_name.substr(1, file_name.size() - 1 - kExtension.size());
+  // "<name>.tensorstream-<pid>-<random>"; the name itself may contain the marker.
+  const auto dash = rest.rfind('-');
+  if (dash == std::string_view::npos || rest.size() - dash - 1 != kRandomDigits ||
+      !all_digits(rest.substr(dash + 1), true)) {
+    return std::nullopt;
+  }
+  rest = rest.substr(0, dash);
+  const auto marker = rest.rfind(kMarker);
+  if (marker == std::string_view::npos || marker == 0 ||
+      !all_digits(rest.substr(marker + kMarker.size()), false)) {
+    return std::nullopt;
+  }
+  return std::string(rest.substr(0, marker));
+}
 
 OutputFile::OutputFile(std::filesystem::path path) : path_(std::move(path)) {
   for (int attempt = 0; attempt < kNameAttempts; ++attempt) {

@@ -4,7 +4,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 
 namespace tensorstream::detail {
 
@@ -41,5 +44,10 @@ class OutputFile {
   int fd_ = -1;
   bool committed_ = false;
 };
+
+/// The final name of the OutputFile temporary named `file_name`
+/// (".<name>.tensorstream-<pid>-<16 hex digits>.tmp" gives "<name>", of which a temporary keeps
+/// the first 200 bytes), or nullopt when `file_name` is not one.
+std::optional<std::string> temporary_target(std::string_view file_name);
 
 }  // namespace tensorstream::detail

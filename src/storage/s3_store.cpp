@@ -1,6 +1,8 @@
 #include "tensorstream/storage/s3_store.hpp"
 
+#include <algorithm>
 #include <optional>
+#include <tuple>
 #include <utility>
 
 #include "storage/bucket_listing.hpp"
@@ -11,6 +13,7 @@
 #include "storage/s3/adapter.hpp"
 #include "storage/s3/bucket_endpoint.hpp"
 #include "storage/s3/list_objects.hpp"
+#include "storage/s3/multipart_documents.hpp"
 #include "storage/s3/writer.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/s3/default_credentials.hpp"
@@ -19,7 +22,8 @@
 namespace tensorstream {
 namespace {
 
-// A ListObjectsV2 page holds at most 1000 keys of at most 1 KiB each, plus markup.
+// A ListObjectsV2 or ListMultipartUploads page holds at most 1000 keys of at most 1 KiB each,
+// plus markup.
 constexpr std::size_t max_list_page = 4 << 20;
 
 const Url& checked_bucket(const Url& bucket) {
@@ -104,6 +108,49 @@ std::unique_ptr<ObjectWriter> S3Store::create_writer(std::string key, WriteOptio
     throw InvalidArgument(object + ": an object to write needs a name, not a prefix");
   }
   return std::make_unique<s3::Writer>(client_, executor_, target(key), object, options);
+}
+
+boost::asio::awaitable<StaleUploads> S3Store::abort_stale_uploads(
+    std::string prefix, std::chrono::system_clock::duration older_than) {
+  const std::string listed = url(prefix);
+  if (prefix.empty() || prefix.front() != '/' || prefix.back() != '/') {
+    throw InvalidArgument(listed + ": removing stale S3 uploads needs a prefix starting and "
+                                   "ending with '/'");
+  }
+  const std::string name_prefix = prefix.substr(1);
+  const auto now = std::chrono::system_clock::now();
+  StaleUploads stale;
+  std::optional<s3::UploadsMarker> marker;
+  do {
+    const std::string request =
+        path_prefix_ + "/?" + s3::list_multipart_uploads_query(name_prefix, marker);
+    const std::string body = co_await client_->get_text(request, listed, max_list_page);
+    s3::MultipartUploadsPage page = s3::parse_list_multipart_uploads(body, listed);
+    for (s3::MultipartUpload& upload : page.uploads) {
+      if (older_than > std::chrono::system_clock::duration::zero() &&
+          now - upload.initiated < older_than) {
+        ++stale.kept;
+        continue;
+      }
+      std::string key = "/" + upload.key;
+      const std::string object_target = target(key);
+      const std::string object = url(key);
+      if (co_await s3::abort_multipart_upload(*client_, object_target, object, upload.id)) {
+        stale.removed.push_back(StaleUpload{std::move(key), upload.id, upload.initiated});
+      }
+    }
+    // A marker that does not move on would list the same page forever.
+    if (page.next && page.next == marker) {
+      throw FormatError(listed + ": malformed ListMultipartUploads response: the next page "
+                                 "would start where this one did");
+    }
+    marker = std::move(page.next);
+  } while (marker);
+  std::sort(stale.removed.begin(), stale.removed.end(),
+            [](const StaleUpload& a, const StaleUpload& b) {
+              return std::tie(a.key, a.upload) < std::tie(b.key, b.upload);
+            });
+  co_return stale;
 }
 
 StoreStats S3Store::stats() const { return client_->stats(); }

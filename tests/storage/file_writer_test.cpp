@@ -1,15 +1,24 @@
 // Writing files through FileStore::create_writer: a hidden temporary, fsynced and renamed on
-// commit, removed on abort, failure or destruction.
+// commit, removed on abort, failure or destruction; and the temporaries of killed writers,
+// removed by abort_stale_uploads.
+
+#include <fcntl.h>
+#include <sys/stat.h>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "storage/file_writer.hpp"
+#include "storage/killed_writer.hpp"
+#include "storage/output_file.hpp"
 #include "support/random_bytes.hpp"
 #include "support/run_task.hpp"
 #include "support/temp_dir.hpp"
@@ -20,6 +29,7 @@ namespace tensorstream {
 namespace {
 
 namespace fs = std::filesystem;
+using std::chrono::system_clock;
 using testing::TempDir;
 
 std::string contents(const fs::path& path) {
@@ -115,6 +125,130 @@ TEST_F(FileWriterTest, EmptyFilesAndBadDestinationsAreHandled) {
     EXPECT_EQ(error.object(), blocked.string());
     EXPECT_NE(std::string(error.what()).find("cannot create directory"), std::string::npos)
         << error.what();
+  }
+}
+
+// What killed writers leave behind, and FileStore::abort_stale_uploads removing it: the hidden
+// temporaries, recognised by name, at any depth, only once old enough.
+
+// 2026-01-02T03:04:05Z, a time long past.
+const system_clock::time_point long_ago = system_clock::from_time_t(1767323045);
+
+// Creates `path` (and its directories) last modified at `modified`.
+void create(const fs::path& path, system_clock::time_point modified) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path) << "partial";
+  const auto seconds = system_clock::to_time_t(modified);
+  const timespec times[2] = {{seconds, 0}, {seconds, 0}};
+  ASSERT_EQ(::utimensat(AT_FDCWD, path.c_str(), times, 0), 0) << path;
+}
+
+class FileStaleUploadsTest : public ::testing::Test {
+ protected:
+  StaleUploads abort_stale(const fs::path& directory, system_clock::duration older_than) {
+    FileStore store(io_.get_executor());
+    return testing::run_task(io_,
+                             store.abort_stale_uploads(directory.string() + "/", older_than));
+  }
+
+  boost::asio::io_context io_;
+  TempDir dir_;
+};
+
+TEST_F(FileStaleUploadsTest, TemporaryNamesAreRecognisedWithTheNameTheyWereFor) {
+  const std::string long_name(250, 'n');
+  for (const std::string& name : {std::string("model.safetensors"), long_name,
+                                 std::string("x.tensorstream-1-0123456789abcdef.tmp")}) {
+    const detail::OutputFile file(dir_.path() / name);
+    EXPECT_EQ(detail::temporary_target(file.temporary().filename().string()),
+              name.substr(0, 200));
+  }
+  for (const std::string name :
+       {"model.bin", ".model.bin.tmp", ".model.bin.tensorstream-12-0123456789abcde.tmp",
+        ".model.bin.tensorstream-12-0123456789abcdef0.tmp",
+        ".model.bin.tensorstream--0123456789abcdef.tmp",
+        ".model.bin.tensorstream-1a-0123456789abcdef.tmp",
+        "model.bin.tensorstream-12-0123456789abcdef.tmp",
+        ".tensorstream-12-0123456789abcdef.tmp",
+        ".model.bin.tensorstream-12-0123456789abcdef.part"}) {
+    EXPECT_EQ(detail::temporary_target(name), std::nullopt) << name;
+  }
+}
+
+TEST_F(FileStaleUploadsTest, AKilledWriterLeavesOnlyItsTemporaryUntilCleanupRemovesIt) {
+  const fs::path path = dir_.path() / "llama" / "model.bin";
+  testing::kill_writer_midway([&](const std::function<void()>& reached) {
+    FileWriter writer(path);
+    const std::string bytes(1 << 20, 'w');
+    testing::run_task(writer.write(std::as_bytes(std::span(bytes))));
+    reached();
+  });
+  const auto left = names_in(path.parent_path());
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(detail::temporary_target(left[0]), "model.bin") << left[0];
+  EXPECT_EQ(fs::file_size(path.parent_path() / left[0]), std::uintmax_t{1} << 20);
+
+  // Just written: a writer still at work, as far as an hour's margin can tell.
+  const StaleUploads recent = abort_stale(dir_.path(), std::chrono::hours(1));
+  EXPECT_TRUE(recent.removed.empty());
+  EXPECT_EQ(recent.kept, 1u);
+  EXPECT_EQ(names_in(path.parent_path()), left);
+
+  const StaleUploads stale = abort_stale(dir_.path(), system_clock::duration::zero());
+  ASSERT_EQ(stale.removed.size(), 1u);
+  EXPECT_EQ(stale.removed[0].key, path.string());
+  EXPECT_EQ(stale.removed[0].upload, (path.parent_path() / left[0]).string());
+  EXPECT_EQ(stale.kept, 0u);
+  EXPECT_TRUE(names_in(path.parent_path()).empty());
+  FileStore store(io_.get_executor());
+  const std::string prefix = dir_.path().string() + "/";
+  EXPECT_TRUE(testing::run_task(io_, store.list(prefix, ListDepth::recursive)).empty());
+}
+
+TEST_F(FileStaleUploadsTest, OnlyTemporariesOldEnoughAreRemovedAtAnyDepth) {
+  const fs::path& dir = dir_.path();
+  create(dir / "model.bin", long_ago);
+  create(dir / ".model.bin.tensorstream-41-00000000000000aa.tmp", long_ago);
+  create(dir / "sub" / "deeper" / ".config.json.tensorstream-7-00000000000000bb.tmp",
+         long_ago + std::chrono::seconds(1));
+  create(dir / "sub" / ".fresh.bin.tensorstream-9-00000000000000cc.tmp", system_clock::now());
+  create(dir / "sub" / "notes.tensorstream-41-00000000000000aa.tmp", long_ago);
+  create(dir / ".hidden", long_ago);
+  // Links to directories are not followed: what they lead to is no part of the prefix.
+  TempDir elsewhere;
+  create(elsewhere.path() / ".other.bin.tensorstream-3-00000000000000dd.tmp", long_ago);
+  fs::create_directory_symlink(elsewhere.path(), dir / "linked");
+
+  const StaleUploads stale = abort_stale(dir, std::chrono::hours(1));
+  ASSERT_EQ(stale.removed.size(), 2u);
+  EXPECT_EQ(stale.removed[0].key, (dir / "model.bin").string());
+  EXPECT_EQ(stale.removed[0].upload,
+            (dir / ".model.bin.tensorstream-41-00000000000000aa.tmp").string());
+  EXPECT_EQ(stale.removed[0].started, long_ago);
+  EXPECT_EQ(stale.removed[1].key, (dir / "sub" / "deeper" / "config.json").string());
+  EXPECT_EQ(stale.removed[1].started, long_ago + std::chrono::seconds(1));
+  EXPECT_EQ(stale.kept, 1u);
+  EXPECT_EQ(names_in(dir), (std::vector<std::string>{".hidden", "linked", "model.bin", "sub"}));
+  EXPECT_EQ(names_in(dir / "sub"),
+            (std::vector<std::string>{".fresh.bin.tensorstream-9-00000000000000cc.tmp", "deeper",
+                                      "notes.tensorstream-41-00000000000000aa.tmp"}));
+  EXPECT_TRUE(names_in(dir / "sub" / "deeper").empty());
+  EXPECT_EQ(names_in(elsewhere.path()),
+            std::vector<std::string>{".other.bin.tensorstream-3-00000000000000dd.tmp"});
+}
+
+TEST_F(FileStaleUploadsTest, AMissingDirectoryHasNothingToRemoveAndAPrefixNeedsASlash) {
+  const StaleUploads none = abort_stale(dir_.path() / "absent", system_clock::duration::zero());
+  EXPECT_TRUE(none.removed.empty());
+  EXPECT_EQ(none.kept, 0u);
+  FileStore store(io_.get_executor());
+  const std::string file = (dir_.path() / "model.bin").string();
+  try {
+    testing::run_task(io_, store.abort_stale_uploads(file, system_clock::duration::zero()));
+    FAIL() << "a prefix without '/' was taken";
+  } catch (const InvalidArgument& error) {
+    EXPECT_EQ(std::string(error.what()),
+              file + ": removing stale temporaries needs a directory path ending in '/'");
   }
 }
 

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "tensorstream/error.hpp"
 
 namespace tensorstream::s3 {
@@ -47,6 +49,87 @@ TEST(S3MultipartDocuments, AnErrorInA200AnswerToCompleteIsAFailure) {
     EXPECT_FALSE(error.transient());
   }
   EXPECT_THROW(check_complete_multipart_upload("<Other/>", url), FormatError);
+}
+
+// The example of the S3 API reference's ListMultipartUploads page, with its Initiator and Owner.
+const std::string first_page =
+    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+    "<ListMultipartUploadsResult xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+    "<Bucket>bucket</Bucket><KeyMarker></KeyMarker><UploadIdMarker></UploadIdMarker>"
+    "<NextKeyMarker>my-movie.m2ts</NextKeyMarker>"
+    "<NextUploadIdMarker>YW55IGlkZWEgd2h5IGVsdmluZydzIHVwbG9hZCBmYWlsZWQ</NextUploadIdMarker>"
+    "<MaxUploads>3</MaxUploads><IsTruncated>true</IsTruncated>"
+    "<Upload><Key>my-divisor</Key>"
+    "<UploadId>XMgbGlrZSBlbHZpbmcncyBub3QgaGF2aW5nIG11Y2ggbHVjaw</UploadId>"
+    "<Initiator><ID>arn:aws:iam::111122223333:user/user1-11111a31-17b5-4fb7-9df5-b111111f13de"
+    "</ID><DisplayName>user1-11111a31-17b5-4fb7-9df5-b111111f13de</DisplayName></Initiator>"
+    "<Owner><ID>75aa57f09aa0c8caeab4f8c24e99d10f8e7faeebf76c078efc7c6caea54ba06a</ID>"
+    "<DisplayName>OwnerDisplayName</DisplayName></Owner><StorageClass>STANDARD</StorageClass>"
+    "<Initiated>2010-11-10T20:48:33.000Z</Initiated></Upload>"
+    "<Upload><Key>my-movie.m2ts</Key>"
+    "<UploadId>YW55IGlkZWEgd2h5IGVsdmluZydzIHVwbG9hZCBmYWlsZWQ</UploadId>"
+    "<StorageClass>STANDARD</StorageClass>"
+    "<Initiated>2010-11-10T20:49:33.000Z</Initiated></Upload>"
+    "</ListMultipartUploadsResult>";
+
+std::chrono::system_clock::time_point utc(int year, unsigned month, unsigned day, int hour,
+                                          int minute, int second) {
+  using namespace std::chrono;
+  return sys_days{std::chrono::year{year} / month / day} + hours{hour} + minutes{minute} +
+         seconds{second};
+}
+
+TEST(S3MultipartDocuments, TheUploadsQueryIsInCanonicalOrderAndEncoded) {
+  EXPECT_EQ(list_multipart_uploads_query("llama 7b/", std::nullopt),
+            "prefix=llama%207b%2F&uploads");
+  EXPECT_EQ(list_multipart_uploads_query("", std::nullopt), "prefix=&uploads");
+  EXPECT_EQ(list_multipart_uploads_query("llama/", UploadsMarker{"llama/a+b.bin", "2~x/y="}),
+            "key-marker=llama%2Fa%2Bb.bin&prefix=llama%2F&upload-id-marker=2~x%2Fy%3D&uploads");
+}
+
+TEST(S3MultipartDocuments, AnUploadsPageGivesKeysIdsTimesAndTheNextMarkers) {
+  const MultipartUploadsPage page = parse_list_multipart_uploads(first_page, url);
+  ASSERT_EQ(page.uploads.size(), 2u);
+  EXPECT_EQ(page.uploads[0].key, "my-divisor");
+  EXPECT_EQ(page.uploads[0].id, "XMgbGlrZSBlbHZpbmcncyBub3QgaGF2aW5nIG11Y2ggbHVjaw");
+  EXPECT_EQ(page.uploads[0].initiated, utc(2010, 11, 10, 20, 48, 33));
+  EXPECT_EQ(page.uploads[1].key, "my-movie.m2ts");
+  EXPECT_EQ(page.uploads[1].initiated, utc(2010, 11, 10, 20, 49, 33));
+  ASSERT_TRUE(page.next.has_value());
+  EXPECT_EQ(page.next->key, "my-movie.m2ts");
+  EXPECT_EQ(page.next->upload_id, "YW55IGlkZWEgd2h5IGVsdmluZydzIHVwbG9hZCBmYWlsZWQ");
+
+  const MultipartUploadsPage last = parse_list_multipart_uploads(
+      "<ListMultipartUploadsResult><Bucket>b</Bucket><IsTruncated>false</IsTruncated>"
+      "</ListMultipartUploadsResult>",
+      url);
+  EXPECT_TRUE(last.uploads.empty());
+  EXPECT_FALSE(last.next.has_value());
+}
+
+TEST(S3MultipartDocuments, MalformedUploadsPagesAreFormatErrorsNamingTheCause) {
+  const auto error_of = [](const std::string& body) -> std::string {
+    try {
+      parse_list_multipart_uploads(body, url);
+    } catch (const FormatError& error) {
+      return error.what();
+    }
+    return "no error";
+  };
+  const std::string prefix = url + ": malformed ListMultipartUploads response: ";
+  EXPECT_EQ(error_of("<ListBucketResult/>"),
+            prefix + "no ListMultipartUploadsResult element");
+  EXPECT_EQ(error_of("<ListMultipartUploadsResult><Upload><Key>k</Key></Upload>"
+                     "</ListMultipartUploadsResult>"),
+            prefix + "an Upload without Key or UploadId");
+  EXPECT_EQ(error_of("<ListMultipartUploadsResult><Upload><Key>k</Key><UploadId>u</UploadId>"
+                     "<Initiated>yesterday</Initiated></Upload></ListMultipartUploadsResult>"),
+            prefix + "Initiated 'yesterday' of upload u of 'k'");
+  EXPECT_EQ(error_of("<ListMultipartUploadsResult><IsTruncated>true</IsTruncated>"
+                     "</ListMultipartUploadsResult>"),
+            prefix + "IsTruncated without NextKeyMarker");
+  EXPECT_EQ(error_of("<ListMultipartUploadsResult>"), prefix.substr(0, prefix.size() - 2) +
+                                                          ": Start-end tags mismatch");
 }
 
 }  // namespace

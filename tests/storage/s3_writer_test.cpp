@@ -11,9 +11,8 @@
 #include <boost/asio/use_future.hpp>
 #include <boost/system/system_error.hpp>
 #include <memory>
-#include <regex>
 
-#include "s3_test_environment.hpp"
+#include "storage/s3_upload_test.hpp"
 #include "support/fault_proxy.hpp"
 #include "support/random_bytes.hpp"
 #include "support/run_task.hpp"
@@ -49,24 +48,8 @@ const std::string access_denied =
     "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>AccessDenied</Code>"
     "<Message>Access Denied</Message></Error>";
 
-class S3WriterTest : public s3::testing::AwsEnvironmentTest {
+class S3WriterTest : public s3::testing::S3UploadTest {
  protected:
-  void SetUp() override {
-    if (auto why = S3rverServer::unavailable()) TENSORSTREAM_SKIP_UNLESS_CI(*why);
-    s3rver_ = std::make_unique<S3rverServer>(std::vector<std::string>{"models"});
-    set("AWS_ACCESS_KEY_ID", S3rverServer::access_key_id);
-    set("AWS_SECRET_ACCESS_KEY", S3rverServer::secret_access_key);
-    set("AWS_ENDPOINT_URL", s3rver_->endpoint());
-  }
-
-  S3Store store(const std::string& endpoint) {
-    HttpOptions http;
-    http.retry_base_delay = std::chrono::milliseconds(1);
-    http.throttle_base_delay = std::chrono::milliseconds(1);
-    http.retry_max_delay = std::chrono::milliseconds(2);
-    return S3Store(io_.get_executor(), Url::parse("s3://models/"), http, {.endpoint = endpoint});
-  }
-
   // Writes `content` as `key` in pieces of `piece` bytes and commits.
   void upload(S3Store& s3, const std::string& key, const std::string& content,
               WriteOptions options, std::size_t piece = 1 * MiB + 7) {
@@ -96,35 +79,6 @@ class S3WriterTest : public s3::testing::AwsEnvironmentTest {
     const auto size = testing::run_task(io_, s3.size(key));
     return testing::read_string(io_, s3, key, 0, size);
   }
-
-  bool exists(const std::string& key) {
-    auto s3 = store(s3rver_->endpoint());
-    try {
-      testing::run_task(io_, s3.size(key));
-      return true;
-    } catch (const NotFoundError&) {
-      return false;
-    }
-  }
-
-  // A FaultProxy answer that carries out AbortMultipartUpload, which s3rver does not implement
-  // (it answers 405), on s3rver's storage, counting the aborts.
-  std::function<std::string(const std::string&, const std::string&)> abort_emulation() {
-    return [this](const std::string& method, const std::string& target) -> std::string {
-      static const std::regex upload_id(".*[?&]uploadId=([0-9a-f]+).*");
-      std::smatch match;
-      if (method != "DELETE" || !std::regex_match(target, match, upload_id)) return {};
-      ++aborts_;
-      const bool removed = s3rver_->remove_upload("models", match[1]);
-      return removed ? "HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n"
-                     : "HTTP/1.1 404 Not Found\r\nContent-Type: application/xml\r\n"
-                       "Content-Length: 40\r\n\r\n<Error><Code>NoSuchUpload</Code></Error>";
-    };
-  }
-
-  boost::asio::io_context io_;
-  std::unique_ptr<S3rverServer> s3rver_;
-  std::atomic<int> aborts_{0};
 };
 
 TEST_F(S3WriterTest, SmallObjectsAreOneSignedPutWithExactBytes) {

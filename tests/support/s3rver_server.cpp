@@ -1,8 +1,12 @@
 #include "support/s3rver_server.hpp"
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <stdexcept>
+#include <tuple>
 
 #include "tensorstream/storage/s3/sigv4.hpp"
 
@@ -125,6 +129,26 @@ std::vector<std::string> S3rverServer::unfinished_uploads(const std::string& buc
     ids.push_back(entry.path().filename().string());
   }
   return ids;
+}
+
+std::vector<S3rverServer::Upload> S3rverServer::unfinished_upload_details(
+    const std::string& bucket) const {
+  std::vector<Upload> uploads;
+  for (const std::string& id : unfinished_uploads(bucket)) {
+    // lib/stores/filesystem.js: initiateUpload writes the key into the upload's directory.
+    const std::filesystem::path key_file = uploads_directory(bucket) / id / "key";
+    struct stat status {};
+    if (::stat(key_file.c_str(), &status) != 0) continue;  // Aborted meanwhile.
+    const auto initiated = std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            std::chrono::seconds(status.st_mtim.tv_sec) +
+            std::chrono::nanoseconds(status.st_mtim.tv_nsec)));
+    uploads.push_back(Upload{id, read_text_file(key_file), initiated});
+  }
+  std::sort(uploads.begin(), uploads.end(), [](const Upload& a, const Upload& b) {
+    return std::tie(a.key, a.id) < std::tie(b.key, b.id);
+  });
+  return uploads;
 }
 
 bool S3rverServer::remove_upload(const std::string& bucket, const std::string& id) const {

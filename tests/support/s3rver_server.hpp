@@ -1,6 +1,7 @@
 #pragma once
 // A real S3 server for integration tests: s3rver, pinned under third_party/s3rver.
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -77,6 +78,17 @@ class S3rverServer {
   /// aborted, read from s3rver's storage directory: s3rver implements neither
   /// ListMultipartUploads nor AbortMultipartUpload.
   std::vector<std::string> unfinished_uploads(const std::string& bucket) const;
+
+  /// An unfinished multipart upload as s3rver stores it.
+  struct Upload {
+    std::string id;
+    std::string key;  ///< The object key, without a leading '/'.
+    std::chrono::system_clock::time_point initiated;  ///< When CreateMultipartUpload stored it.
+  };
+
+  /// unfinished_uploads() with their keys and times, sorted by key, then id: what
+  /// ListMultipartUploads would list.
+  std::vector<Upload> unfinished_upload_details(const std::string& bucket) const;
 
   /// What AbortMultipartUpload would do, which s3rver answers with 405 MethodNotAllowed: removes
   /// the upload `id` of `bucket` with its parts. Returns whether there was one.

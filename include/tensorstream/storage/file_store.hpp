@@ -70,6 +70,13 @@ class FileStore final : public ObjectStore {
   std::unique_ptr<ObjectWriter> create_writer(std::string key,
                                               WriteOptions options = {}) override;
 
+  /// Removes the writers' temporaries (`.<name>.tensorstream-<pid>-<random>.tmp`) in the
+  /// directory `prefix` (ending with '/') and its subdirectories that were last written at least
+  /// `older_than` ago; see ObjectStore::abort_stale_uploads. A missing directory holds none.
+  /// Unlinks happen on the calling thread.
+  boost::asio::awaitable<StaleUploads> abort_stale_uploads(
+      std::string prefix, std::chrono::system_clock::duration older_than) override;
+
   /// The regular files (or links to them) in the directory `prefix`, which must end with '/'.
   /// ListDepth::recursive descends into subdirectories, but not through links to directories,
   /// which could form cycles. NotFoundError if the directory does not exist.

@@ -4,6 +4,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -34,6 +35,23 @@ struct StoreStats {
   std::uint64_t retries = 0;    ///< Requests repeated after a transient failure.
   std::uint64_t connections = 0;///< Connections opened (network stores).
   std::string io_mode;          ///< How bytes are read: "io_uring", "pread (...why...)", "http".
+};
+
+/// One upload of a writer that never finished, removed by ObjectStore::abort_stale_uploads.
+struct StaleUpload {
+  /// The object it was writing, as read_range() takes keys: "/llama/model.safetensors". For a
+  /// file whose name is longer than 200 bytes, the first 200 bytes of the name.
+  std::string key;
+  /// What was removed: the multipart upload's id (s3://) or the temporary's path (file://).
+  std::string upload;
+  /// When the upload was initiated (s3://) or the temporary last written (file://).
+  std::chrono::system_clock::time_point started;
+};
+
+/// What ObjectStore::abort_stale_uploads found.
+struct StaleUploads {
+  std::vector<StaleUpload> removed;  ///< Removed, sorted by key, then upload.
+  std::size_t kept = 0;  ///< Found but more recent than `older_than`, and left alone.
 };
 
 /// A flat namespace of objects that can be read by byte range.
@@ -87,6 +105,41 @@ class ObjectStore {
   ///   are out of range; StorageError when the writer cannot be set up (a file's directory).
   virtual std::unique_ptr<ObjectWriter> create_writer(std::string key,
                                                       WriteOptions options = {});
+
+  /// Removes what writers that never got to commit() or abort() left under `prefix`, at any
+  /// depth: a process killed by SIGKILL, a crash or a lost machine leaves a temporary file
+  /// (file://) or an unfinished multipart upload (s3://), whose parts are no object anyone sees
+  /// but are stored and billed. Returns what it removed and how many it kept.
+  ///
+  ///  - file:// removes the writers' hidden temporaries `.<name>.tensorstream-<pid>-<random>.tmp`
+  ///    (those of FileStore::create_writer, `prefetch` and `shard` alike), not following links
+  ///    to directories; `started` is their modification time.
+  ///  - s3:// lists the bucket's multipart uploads whose keys start with the prefix
+  ///    (ListMultipartUploads, every page) and aborts each (AbortMultipartUpload) before listing
+  ///    the next page; `started` is its Initiated time. An upload that is gone by the time it is
+  ///    aborted (completed or aborted by someone else: NoSuchUpload) is skipped.
+  ///  - The other stores have no writers; this returns an empty result.
+  ///
+  /// Uploads started less than `older_than` ago are kept, as they may belong to writers still
+  /// at work (a file's temporary counts from its last write, so a writer that writes more often
+  /// than that is safe); with a zero `older_than` everything found is removed, so give zero only
+  /// when no other writer is at work under the prefix: a writer whose upload is removed fails at
+  /// its next write or at commit(). A prefix with nothing under it, or a directory that does not
+  /// exist, is no error.
+  ///
+  ///     // Before writing a new checkpoint under /llama/ of a bucket (arguments bound to named
+  ///     // locals: GCC 12 mishandles temporaries in a co_await expression):
+  ///     const std::string prefix = "/llama/";
+  ///     const auto day = std::chrono::hours(24);
+  ///     StaleUploads stale = co_await store.abort_stale_uploads(prefix, day);
+  ///
+  /// @param prefix a key starting and ending with '/' as list() takes it: a directory path for
+  ///   file://, "/" for a whole bucket.
+  /// @throws InvalidArgument naming the prefix's URL for a prefix of another form; StorageError
+  ///   when the listing fails or an abort or removal is refused, naming the upload that stays
+  ///   (what was removed before that stays removed).
+  virtual boost::asio::awaitable<StaleUploads> abort_stale_uploads(
+      std::string prefix, std::chrono::system_clock::duration older_than);
 
   /// A snapshot of the store's counters.
   virtual StoreStats stats() const = 0;

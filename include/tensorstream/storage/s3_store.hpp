@@ -4,6 +4,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -84,6 +85,14 @@ class S3Store final : public ObjectStore {
   /// key that names no object or options out of range.
   std::unique_ptr<ObjectWriter> create_writer(std::string key,
                                               WriteOptions options = {}) override;
+
+  /// Aborts the bucket's unfinished multipart uploads of keys under `prefix` that were
+  /// initiated at least `older_than` ago: ListMultipartUploads page by page (key-marker and
+  /// upload-id-marker), AbortMultipartUpload for each, signed and retried as other requests;
+  /// see ObjectStore::abort_stale_uploads. Needs s3:ListBucketMultipartUploads and
+  /// s3:AbortMultipartUpload permissions.
+  boost::asio::awaitable<StaleUploads> abort_stale_uploads(
+      std::string prefix, std::chrono::system_clock::duration older_than) override;
 
   /// Requests, payload bytes, retries and connections so far; io_mode "http".
   StoreStats stats() const override;

@@ -4,7 +4,9 @@
 
 #include "storage/http/failure.hpp"
 #include "storage/s3/adapter.hpp"
+#include "storage/s3/iso8601.hpp"
 #include "tensorstream/error.hpp"
+#include "tensorstream/storage/s3/sigv4.hpp"
 
 namespace tensorstream::s3 {
 namespace {
@@ -60,6 +62,45 @@ void check_complete_multipart_upload(std::string_view body, const std::string& u
   failure.body = std::string(body);
   Adapter(std::string(), nullptr).interpret(failure);
   throw StorageError(url, "CompleteMultipartUpload failed: " + failure.cause, failure.transient);
+}
+
+std::string list_multipart_uploads_query(const std::string& prefix,
+                                         const std::optional<UploadsMarker>& after) {
+  // Parameters in SigV4's canonical (sorted) order, as for ListObjectsV2.
+  std::string query;
+  if (after) query += "key-marker=" + uri_encode(after->key, false) + "&";
+  query += "prefix=" + uri_encode(prefix, false);
+  if (after) query += "&upload-id-marker=" + uri_encode(after->upload_id, false);
+  return query + "&uploads";
+}
+
+MultipartUploadsPage parse_list_multipart_uploads(std::string_view body, const std::string& url) {
+  const auto fail = [&](const std::string& why) {
+    return FormatError(url + ": malformed ListMultipartUploads response: " + why);
+  };
+  const auto document = parse(body, url, "ListMultipartUploads");
+  const pugi::xml_node root = document.child("ListMultipartUploadsResult");
+  if (!root) throw fail("no ListMultipartUploadsResult element");
+
+  MultipartUploadsPage page;
+  for (const pugi::xml_node upload : root.children("Upload")) {
+    const std::string key = upload.child_value("Key");
+    const std::string id = upload.child_value("UploadId");
+    if (key.empty() || id.empty()) throw fail("an Upload without Key or UploadId");
+    const char* initiated_text = upload.child_value("Initiated");
+    const auto initiated = parse_iso8601(initiated_text);
+    if (!initiated) {
+      throw fail("Initiated '" + std::string(initiated_text) + "' of upload " + id + " of '" +
+                 key + "'");
+    }
+    page.uploads.push_back(MultipartUpload{key, id, *initiated});
+  }
+  if (std::string_view(root.child_value("IsTruncated")) == "true") {
+    const std::string key = root.child_value("NextKeyMarker");
+    if (key.empty()) throw fail("IsTruncated without NextKeyMarker");
+    page.next = UploadsMarker{key, root.child_value("NextUploadIdMarker")};
+  }
+  return page;
 }
 
 }  // namespace tensorstream::s3

@@ -24,12 +24,24 @@ namespace tensorstream::s3 {
 
 namespace asio = boost::asio;
 
+namespace {
+
+// The target of the requests about upload `id` of the object at `object_target`.
+std::string upload_target(const std::string& object_target, const std::string& id) {
+  return object_target + "?uploadId=" + uri_encode(id, false);
+}
+
+}  // namespace
+
 struct Writer::Upload {
-  Upload(asio::any_io_executor executor, std::string id, std::string target, std::string url)
-      : id(std::move(id)), target(std::move(target)), url(std::move(url)),
+  Upload(asio::any_io_executor executor, std::string id, std::string object_target,
+         std::string url)
+      : id(std::move(id)), object_target(std::move(object_target)),
+        target(upload_target(this->object_target, this->id)), url(std::move(url)),
         strand(asio::make_strand(std::move(executor))) {}
 
   const std::string id;
+  const std::string object_target;
   const std::string target;  // The object's target with "?uploadId=...".
   const std::string url;
   asio::strand<asio::any_io_executor> strand;  // Where the part uploads run.
@@ -110,18 +122,7 @@ asio::awaitable<void> abort_upload(std::shared_ptr<HttpClient> client,
                                    std::shared_ptr<Upload> upload) {
   cancel_parts(upload);
   co_await wait_until_parts_done(*upload);
-  const RequestBody body{"DELETE"};
-  try {
-    co_await client->send(upload->target, upload->url, max_answer, body);
-  } catch (const NotFoundError&) {
-    // NoSuchUpload: already gone.
-  } catch (const StorageError& error) {
-    throw StorageError(upload->url, "AbortMultipartUpload failed: " + error.cause() +
-                                        "; the parts of upload " + upload->id +
-                                        " stay stored until aborted or removed by a lifecycle "
-                                        "rule",
-                       error.transient());
-  }
+  co_await abort_multipart_upload(*client, upload->object_target, upload->url, upload->id);
 }
 
 // Runs abort_upload to its end even when the caller was cancelled (the usual reason to abort):
@@ -158,6 +159,23 @@ WriteOptions checked(const std::string& url, WriteOptions options) {
 }
 
 }  // namespace
+
+asio::awaitable<bool> abort_multipart_upload(HttpClient& client, std::string object_target,
+                                             std::string url, std::string id) {
+  const std::string target = upload_target(object_target, id);
+  const RequestBody body{"DELETE"};
+  try {
+    co_await client.send(target, url, max_answer, body);
+  } catch (const NotFoundError&) {
+    co_return false;  // NoSuchUpload: already gone.
+  } catch (const StorageError& error) {
+    throw StorageError(url, "AbortMultipartUpload failed: " + error.cause() +
+                                "; the parts of upload " + id +
+                                " stay stored until aborted or removed by a lifecycle rule",
+                       error.transient());
+  }
+  co_return true;
+}
 
 Writer::Writer(std::shared_ptr<HttpClient> client, asio::any_io_executor executor,
                std::string target, std::string url, WriteOptions options)
@@ -232,8 +250,7 @@ asio::awaitable<void> Writer::start_multipart() {
   const RequestBody body{"POST"};
   const TextResponse answer = co_await client_->send(target, url_, max_answer, body);
   std::string id = parse_upload_id(answer.body, url_);
-  std::string upload_target = target_ + "?uploadId=" + uri_encode(id, false);
-  upload_ = std::make_shared<Upload>(executor_, std::move(id), std::move(upload_target), url_);
+  upload_ = std::make_shared<Upload>(executor_, std::move(id), target_, url_);
   // The buffer holds single_put_limit bytes, which may be several parts.
   std::vector<std::byte> buffered = std::exchange(buffer_, {});
   std::span<const std::byte> rest(buffered);

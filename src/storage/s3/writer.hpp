@@ -3,6 +3,7 @@
 // large ones, aborted whenever it does not complete.
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/awaitable.hpp>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -15,6 +16,14 @@ namespace tensorstream {
 class HttpClient;
 
 namespace s3 {
+
+/// Sends AbortMultipartUpload for the upload `id` of the object at request target
+/// `object_target` (bucket prefix and URI-encoded key) through `client`, which must stay alive
+/// until it completes. Returns false when S3 no longer knows the upload (NoSuchUpload: it was
+/// completed or aborted meanwhile). Throws StorageError naming `url` and the upload whose parts
+/// stay stored when the abort is refused.
+boost::asio::awaitable<bool> abort_multipart_upload(HttpClient& client, std::string object_target,
+                                                    std::string url, std::string id);
 
 /// Writes one object of an S3 bucket.
 ///
