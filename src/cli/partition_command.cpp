@@ -26,6 +26,7 @@ struct PartitionArguments {
   std::string format = "traw";
   std::optional<std::int64_t> kv_heads;
   bool overwrite = false;
+  bool abort_stale = false;
   std::size_t uploads = PartitionOptions{}.max_uploads;
   std::string chunk_size = "16MiB";
   std::size_t concurrency = 32;
@@ -107,6 +108,8 @@ std::string summary_json(const PartitionArguments& arguments, const PartitionRep
   line += std::to_string(report.bytes_written);
   append_key(line, "artifacts");
   line += std::to_string(report.artifacts.size());
+  append_key(line, "stale_uploads_removed");
+  line += std::to_string(report.stale_uploads_removed);
   append_key(line, "seconds");
   char number[32];
   std::snprintf(number, sizeof number, "%.6f", seconds);
@@ -121,6 +124,7 @@ void run_partition(const PartitionArguments& arguments) {
   options.format = parse_format(arguments.format);
   options.num_key_value_heads = arguments.kv_heads;
   options.overwrite = arguments.overwrite;
+  options.abort_stale = arguments.abort_stale;
   options.max_uploads = arguments.uploads;
   options.stream.chunk_size = parse_byte_size(arguments.chunk_size, "--chunk-size");
   options.stream.max_concurrency = arguments.concurrency;
@@ -140,6 +144,10 @@ void run_partition(const PartitionArguments& arguments) {
   if (arguments.json) {
     std::puts(summary_json(arguments, report, elapsed.count()).c_str());
   } else {
+    if (arguments.abort_stale) {
+      std::printf("removed %zu stale uploads under %s\n", report.stale_uploads_removed,
+                  arguments.destination.c_str());
+    }
     std::printf(
         "partitioned %zu tensors (%s) from %s for TP %s into %zu %s objects (%s) and %zu other "
         "files in %s in %.3f s\n",
@@ -181,6 +189,9 @@ void register_partition_command(CLI::App& app) {
   command->add_flag("--overwrite", arguments->overwrite,
                     "Write into a destination that is not empty, replacing objects of the same "
                     "names");
+  command->add_flag("--abort-stale", arguments->abort_stale,
+                    "First remove what killed runs left under DST (unfinished multipart uploads, "
+                    "temporaries); only when no other run writes there");
   command->add_option("--uploads", arguments->uploads, "Objects uploaded at once")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

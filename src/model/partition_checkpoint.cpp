@@ -466,6 +466,10 @@ asio::awaitable<PartitionReport> partition(std::string source, std::string desti
       source_url.is_prefix() ? source_url.path
                              : source_url.path.substr(0, source_url.path.rfind('/') + 1);
   const auto source_store = open_store(source_url, executor, options.stream.store);
+  // Local directories by their absolute path, which is how stores key them.
+  if (destination.find("://") == std::string::npos && !destination.empty()) {
+    destination = std::filesystem::absolute(destination).lexically_normal().string();
+  }
   const auto target =
       detail::open_write_destination(destination, executor, options.stream.store, "config.json");
   ObjectStore& destination_store = *target.store;
@@ -482,6 +486,12 @@ asio::awaitable<PartitionReport> partition(std::string source, std::string desti
   report.source_bytes = plan.source_bytes;
   report.objects = plan.objects;
   report.bytes_written = plan.bytes_to_write;
+
+  if (options.abort_stale) {
+    const std::string prefix = target.prefix;
+    const auto stale = co_await destination_store.abort_stale_uploads(prefix, {});
+    report.stale_uploads_removed = stale.removed.size();
+  }
 
   Partitioner partitioner(source, std::move(plan), destination_store, options);
   co_await partitioner.run();

@@ -55,7 +55,7 @@ TEST_F(PartitionCli, JsonPrintsOneSummaryObject) {
       "\\{\"summary\":\\{\"source\":\"" + model().string() + "\",\"destination\":\"" +
       raw().string() +
       "\",\"format\":\"safetensors\",\"tp\":\\[4\\],\"tensors\":21,\"bytes_read\":3951104,"
-      "\"objects\":4,\"bytes_written\":[0-9]+,\"artifacts\":3,\"seconds\":[0-9.]+\\}\\}\n");
+      "\"objects\":4,\"bytes_written\":[0-9]+,\"artifacts\":3,\"stale_uploads_removed\":0,\"seconds\":[0-9.]+\\}\\}\n");
   EXPECT_TRUE(std::regex_match(result.out, summary)) << result.out;
   EXPECT_TRUE(fs::exists(raw() / "TP4" / "shard3" / "model.safetensors"));
 }

@@ -27,6 +27,16 @@
 namespace tensorstream {
 namespace {
 
+using s3::testing::Answer;
+using s3::testing::is_listing;
+using s3::testing::iso8601;
+using s3::testing::no_content;
+using s3::testing::no_such_upload;
+using s3::testing::Listed;
+using s3::testing::parameter;
+using s3::testing::response;
+using s3::testing::uploads_page;
+
 using std::chrono::system_clock;
 using testing::FaultProxy;
 using testing::S3rverServer;
@@ -34,85 +44,11 @@ using testing::SignatureVerifier;
 
 constexpr std::size_t MiB = std::size_t{1} << 20;
 
-using Answer = std::function<std::string(const std::string&, const std::string&)>;
-
 // 2026-01-02T03:04:05Z, a time long past.
 const system_clock::time_point long_ago = system_clock::from_time_t(1767323045);
 
-std::string iso8601(system_clock::time_point time) {
-  const std::time_t seconds = system_clock::to_time_t(time);
-  std::tm parts{};
-  ::gmtime_r(&seconds, &parts);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S.000Z", &parts);
-  return text;
-}
-
-struct Listed {
-  std::string key;
-  std::string id;
-  system_clock::time_point initiated;
-};
-
-// A ListMultipartUploadsResult as AWS writes it, continued after `next` (key, id) when given.
-std::string uploads_page(const std::string& prefix, const std::vector<Listed>& uploads,
-                         const std::optional<std::pair<std::string, std::string>>& next) {
-  std::string body =
-      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListMultipartUploadsResult "
-      "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"><Bucket>models</Bucket>"
-      "<KeyMarker></KeyMarker><UploadIdMarker></UploadIdMarker>";
-  if (next) {
-    body += "<NextKeyMarker>" + next->first + "</NextKeyMarker><NextUploadIdMarker>" +
-            next->second + "</NextUploadIdMarker>";
-  }
-  body += "<Prefix>" + prefix + "</Prefix><MaxUploads>1000</MaxUploads><IsTruncated>" +
-          std::string(next ? "true" : "false") + "</IsTruncated>";
-  for (const Listed& upload : uploads) {
-    body += "<Upload><Key>" + upload.key + "</Key><UploadId>" + upload.id +
-            "</UploadId><Initiator><ID>arn:aws:iam::111122223333:user/loader</ID>"
-            "<DisplayName>loader</DisplayName></Initiator><Owner><ID>75aa57f09aa0c8caeab4f8c2"
-            "</ID><DisplayName>owner</DisplayName></Owner><StorageClass>STANDARD</StorageClass>"
-            "<Initiated>" +
-            iso8601(upload.initiated) + "</Initiated></Upload>";
-  }
-  return body + "</ListMultipartUploadsResult>";
-}
-
-std::string response(const std::string& status, const std::string& body) {
-  return "HTTP/1.1 " + status + "\r\nContent-Type: application/xml\r\nContent-Length: " +
-         std::to_string(body.size()) + "\r\n\r\n" + body;
-}
-
-const std::string no_content = "HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n";
-const std::string no_such_upload = response(
-    "404 Not Found",
-    "<Error><Code>NoSuchUpload</Code><Message>The specified upload does not exist.</Message>"
-    "</Error>");
-
-bool is_listing(const std::string& method, const std::string& target) {
-  return method == "GET" && target.ends_with("&uploads");
-}
-
 bool is_abort(const std::string& method, const std::string& target) {
   return method == "DELETE" && target.find("?uploadId=") != std::string::npos;
-}
-
-// The value of parameter `name` in `target`'s query, percent-decoded.
-std::string parameter(const std::string& target, const std::string& name) {
-  const std::regex pattern("[?&]" + name + "=([^&]*)");
-  std::smatch match;
-  if (!std::regex_search(target, match, pattern)) return "";
-  const std::string encoded = match[1];
-  std::string decoded;
-  for (std::size_t i = 0; i < encoded.size(); ++i) {
-    if (encoded[i] == '%' && i + 2 < encoded.size()) {
-      decoded += static_cast<char>(std::stoi(encoded.substr(i + 1, 2), nullptr, 16));
-      i += 2;
-    } else {
-      decoded += encoded[i];
-    }
-  }
-  return decoded;
 }
 
 class S3StaleUploadsTest : public s3::testing::S3UploadTest {
@@ -140,22 +76,8 @@ class S3StaleUploadsTest : public s3::testing::S3UploadTest {
     return answered_;
   }
 
-  // ListMultipartUploads and AbortMultipartUpload as s3rver would carry them out, on its
-  // storage directory: one page of the uploads of keys starting with the prefix.
-  Answer s3rver_emulation() {
-    return recorded([this, abort = abort_emulation()](const std::string& method,
-                                                       const std::string& target) -> std::string {
-      if (!is_listing(method, target)) return abort(method, target);
-      const std::string prefix = parameter(target, "prefix");
-      std::vector<Listed> listed;
-      for (const auto& upload : s3rver_->unfinished_upload_details("models")) {
-        if (upload.key.starts_with(prefix)) {
-          listed.push_back({upload.key, upload.id, upload.initiated});
-        }
-      }
-      return response("200 OK", uploads_page(prefix, listed, std::nullopt));
-    });
-  }
+  // ListMultipartUploads and AbortMultipartUpload carried out on s3rver's storage, recorded.
+  Answer s3rver_emulation() { return recorded(multipart_emulation()); }
 
   std::mutex mutex_;
   std::vector<std::string> answered_;

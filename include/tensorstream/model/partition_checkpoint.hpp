@@ -51,6 +51,10 @@ struct PartitionOptions {
   /// Write into a destination that already holds objects, replacing those of the same names
   /// (others stay). Without it such a destination is an error, raised before anything is read.
   bool overwrite = false;
+  /// Before writing, remove what writers killed in an earlier run left under the destination
+  /// (unfinished multipart uploads, temporaries), however recent: for rerunning a run that was
+  /// killed, when no other run writes there (see ObjectStore::abort_stale_uploads).
+  bool abort_stale = false;
   /// Objects uploaded at the same time (TRAW), at least 1.
   std::size_t max_uploads = 8;
   /// How each object is uploaded. The defaults keep one buffer being filled and one part in
@@ -76,6 +80,7 @@ struct PartitionReport {
   std::uint64_t bytes_written = 0;       ///< Their bytes, headers included.
   std::vector<std::string> artifacts;    ///< Other files copied (config.json, ...), relative.
   std::uint64_t artifact_bytes = 0;      ///< Their bytes.
+  std::size_t stale_uploads_removed = 0; ///< With `abort_stale`: what killed writers had left.
   HeadConfig heads;                      ///< The head layout the rules used.
 };
 
