@@ -1,4 +1,4 @@
-// The CLI over gs://: ls, stream and inspect against the GCS fixture as STORAGE_EMULATOR_HOST.
+// The CLI over gs://: ls, stream, inspect and prefetch to a bucket against the GCS fixture as STORAGE_EMULATOR_HOST.
 
 #include <gtest/gtest.h>
 
@@ -83,6 +83,30 @@ TEST_F(GcsCli, MissingObjectIsAClearError) {
   EXPECT_EQ(result.err,
             "tensorstream: error: gs://models/tiny/absent.safetensors: No such object: "
             "models/tiny/absent.safetensors (HTTP 404)\n");
+}
+
+TEST_F(GcsCli, PrefetchUploadsToABucketPrefix) {
+  const auto uploaded =
+      cli({"prefetch", model_.path().string(), "gs://models/copy", "--include-safetensors"});
+  ASSERT_EQ(uploaded.exit_code, 0) << uploaded.err;
+  EXPECT_NE(uploaded.out.find(" to gs://models/copy\n"), std::string::npos) << uploaded.out;
+  EXPECT_EQ(emulator_.unfinished_sessions(), 0u);
+  const auto listed = cli({"ls", "gs://models/copy/"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("gs://models/copy/model.safetensors.index.json"), std::string::npos)
+      << listed.out;
+  // The uploaded checkpoint streams with the same checksums as the original.
+  const auto original =
+      cli({"stream", model_.path().string() + "/", "--json", "--checksum", "sha256"});
+  const auto copy = cli({"stream", "gs://models/copy/", "--json", "--checksum", "sha256"});
+  ASSERT_EQ(copy.exit_code, 0) << copy.err;
+  const auto tensors = [](const std::string& out) {
+    auto lines = lines_of(out);
+    lines.pop_back();  // The summary, with its timings.
+    std::sort(lines.begin(), lines.end());
+    return lines;
+  };
+  EXPECT_EQ(tensors(copy.out), tensors(original.out));
 }
 
 }  // namespace

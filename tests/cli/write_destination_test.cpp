@@ -55,16 +55,18 @@ TEST_F(WriteDestination, ShardToABucketIsAnErrorAndWritesNothingLocally) {
   }
 }
 
-TEST_F(WriteDestination, GenModelToABucketAndPrefetchToGcsAreErrors) {
+TEST_F(WriteDestination, GenModelToABucketAndPrefetchToHttpAreErrors) {
   const auto gen = run_cli_in(cwd_.path(), {"gen-model", "s3://b/x", "--preset", "tiny"});
   EXPECT_EQ(gen.exit_code, 2);
   EXPECT_EQ(gen.err,
             "tensorstream: error: s3://b/x: gen-model writes to local directories only; writing "
             "to s3:// is not supported yet\n");
-  const auto prefetch = run_cli_in(cwd_.path(), {"prefetch", source_.path().string(), "gs://b/x"});
+  const auto prefetch =
+      run_cli_in(cwd_.path(), {"prefetch", source_.path().string(), "http://127.0.0.1:1/x"});
   EXPECT_EQ(prefetch.exit_code, 2);
   EXPECT_EQ(prefetch.err,
-            "tensorstream: error: gs://b/x/config.json: writing to gs:// is not supported yet\n");
+            "tensorstream: error: http://127.0.0.1:1/x/config.json: this store is read-only; "
+            "objects can be written to file://, s3:// and gs:// only\n");
   EXPECT_FALSE(wrote_locally());
 }
 
