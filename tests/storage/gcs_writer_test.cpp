@@ -41,17 +41,21 @@ class GcsWriterTest : public gcs::testing::GcsEnvironmentTest {
     google_.put("models", "placeholder", "");
   }
 
-  // A store of bucket "models" (or `bucket`) on the fixture, with a token it issued and quick
-  // retries.
-  std::unique_ptr<GcsStore> store(const std::string& bucket = "models") {
+  // A store of `bucket` with `options`, and quick retries.
+  std::unique_ptr<GcsStore> store(GcsOptions options, const std::string& bucket = "models") {
     HttpOptions http;
     http.retry_base_delay = std::chrono::milliseconds(1);
     http.throttle_base_delay = std::chrono::milliseconds(1);
     http.retry_max_delay = std::chrono::milliseconds(2);
-    return std::make_unique<GcsStore>(
-        io_.get_executor(), Url::parse("gs://" + bucket + "/"), http,
-        GcsOptions{.endpoint = google_.endpoint(),
-                   .token_provider = std::make_shared<FixedToken>(google_.issue_token())});
+    return std::make_unique<GcsStore>(io_.get_executor(), Url::parse("gs://" + bucket + "/"), http,
+                                      std::move(options));
+  }
+
+  // A store of bucket "models" (or `bucket`) on the fixture, with a token it issued.
+  std::unique_ptr<GcsStore> store(const std::string& bucket = "models") {
+    return store(GcsOptions{.endpoint = google_.endpoint(),
+                  .token_provider = std::make_shared<FixedToken>(google_.issue_token())},
+                 bucket);
   }
 
   static boost::asio::awaitable<void> write_all(ObjectWriter& writer, const std::string& content,
@@ -84,7 +88,9 @@ class GcsWriterTest : public gcs::testing::GcsEnvironmentTest {
     for (const auto& request : google_.requests()) {
       if (!request.target.starts_with("/upload/")) continue;
       std::string line = request.method + " " + request.target;
-      if (!request.content_range.empty()) line = request.method + " [" + request.content_range + "]";
+      if (!request.content_range.empty()) {
+        line = request.method + " [" + request.content_range + "]";
+      }
       seen.push_back(line);
     }
     return seen;
@@ -329,6 +335,24 @@ TEST_F(GcsWriterTest, AnEarlierObjectIsReplacedOnlyOnCommit) {
   EXPECT_EQ(read_back("/model.bin"), "old bytes");
   testing::run_task(io_, writer->commit());
   EXPECT_EQ(read_back("/model.bin"), content);
+}
+
+class GcsWriterCredentialsTest : public GcsWriterTest {
+ protected:
+  GcsWriterCredentialsTest() : GcsWriterTest({.service_account_public_key = key().public_key}) {}
+};
+
+TEST_F(GcsWriterCredentialsTest, ServiceAccountTokensAreScopedToWrite) {
+  set("GOOGLE_APPLICATION_CREDENTIALS",
+      write("key.json", testing::service_account_key_file(
+                            "loader@tensorstream-tests.iam.gserviceaccount.com",
+                            key().private_key, google_.token_uri()))
+          .string());
+  auto gcs = store(GcsOptions{.endpoint = google_.endpoint()});
+  const std::string content = random_bytes(1 * MiB + 1, 13);
+  auto writer = gcs->create_writer("/by-key.bin", small_chunks);
+  testing::run_task(io_, write_all(*writer, content, 100'000));
+  EXPECT_EQ(read_back("/by-key.bin"), content);
 }
 
 }  // namespace

@@ -65,6 +65,8 @@ constexpr std::string_view metadata_token_path =
     "/computeMetadata/v1/instance/service-accounts/default/token";
 constexpr std::string_view read_only_scope =
     "https://www.googleapis.com/auth/devstorage.read_only";
+constexpr std::string_view read_write_scope =
+    "https://www.googleapis.com/auth/devstorage.read_write";
 
 // Decodes %XY escapes (and '+' as a space in forms); a malformed escape stays as it is.
 std::string decode(std::string_view text, bool plus_is_space) {
@@ -278,8 +280,9 @@ std::optional<std::string> GcsFixtureServer::stored(const std::string& bucket,
 
 std::size_t GcsFixtureServer::unfinished_sessions() const {
   std::lock_guard lock(mutex_);
-  return static_cast<std::size_t>(std::count_if(
-      sessions_.begin(), sessions_.end(), [](const auto& entry) { return !entry.second.completed; }));
+  return static_cast<std::size_t>(
+      std::count_if(sessions_.begin(), sessions_.end(),
+                    [](const auto& entry) { return !entry.second.completed; }));
 }
 
 asio::awaitable<void> GcsFixtureServer::serve(tcp::socket socket) {
@@ -336,7 +339,9 @@ GcsFixtureServer::Reply GcsFixtureServer::answer(const Request& request) {
   if (request.method == "GET" && path.starts_with(storage_prefix)) {
     return storage(path.substr(storage_prefix.size()), query, request);
   }
-  if (path.starts_with(upload_prefix)) return upload(path.substr(upload_prefix.size()), query, request);
+  if (path.starts_with(upload_prefix)) {
+    return upload(path.substr(upload_prefix.size()), query, request);
+  }
   return json_error(404, "Not Found", "notFound");
 }
 
@@ -367,6 +372,11 @@ GcsFixtureServer::Reply GcsFixtureServer::upload(std::string_view path, std::str
     return json_error(404, "Not Found", "notFound");
   }
   if (auto rejection = check_token(bucket, request)) return *rejection;
+  constexpr std::string_view bearer = "Bearer ";
+  if (std::string_view(request.authorization).starts_with(bearer) &&
+      read_only_tokens_.contains(request.authorization.substr(bearer.size()))) {
+    return json_error(403, "Provided scope(s) are not authorized", "forbidden");
+  }
   auto parameters = parse_pairs(query, false);
   if (request.method == "DELETE") {
     const auto found = sessions_.find(parameters["upload_id"]);
@@ -376,7 +386,9 @@ GcsFixtureServer::Reply GcsFixtureServer::upload(std::string_view path, std::str
     sessions_.erase(found);
     return {499, "", "text/plain"};
   }
-  if (upload_requests_++ < options_.fail_upload_first) return upload_error(options_.upload_fail_status);
+  if (upload_requests_++ < options_.fail_upload_first) {
+    return upload_error(options_.upload_fail_status);
+  }
   if (request.method == "PUT" && parameters.contains("upload_id")) {
     return chunk(parameters["upload_id"], request);
   }
@@ -575,8 +587,9 @@ GcsFixtureServer::Reply GcsFixtureServer::token_grant(const Request& request) {
   auto form = parse_pairs(request.body, true);
   const std::string& grant = form["grant_type"];
   if (grant == "urn:ietf:params:oauth:grant-type:jwt-bearer") {
-    if (auto rejection = verify_assertion(form["assertion"])) return *rejection;
-    return token_reply();
+    bool read_only = false;
+    if (auto rejection = verify_assertion(form["assertion"], read_only)) return *rejection;
+    return token_reply(read_only);
   }
   if (grant == "refresh_token") {
     if (form["client_id"] != options_.client_id || form["client_secret"] != options_.client_secret) {
@@ -590,16 +603,17 @@ GcsFixtureServer::Reply GcsFixtureServer::token_grant(const Request& request) {
   return oauth_error(400, "unsupported_grant_type", "Invalid grant_type: " + grant);
 }
 
-GcsFixtureServer::Reply GcsFixtureServer::token_reply() {
+GcsFixtureServer::Reply GcsFixtureServer::token_reply(bool read_only) {
   std::string token = "ya29.fixture-token-" + std::to_string(tokens_.size() + 1);
   tokens_.insert(token);
+  if (read_only) read_only_tokens_.insert(token);
   return {200, R"({"access_token":")" + token + R"(","expires_in":)" +
                    std::to_string(options_.token_lifetime) + R"(,"token_type":"Bearer"})"};
 }
 
 // Google's answer to a bad assertion; nullopt for a good one.
 std::optional<GcsFixtureServer::Reply> GcsFixtureServer::verify_assertion(
-    const std::string& assertion) const {
+    const std::string& assertion, bool& read_only) const {
   const auto invalid = [](const std::string& description) {
     return oauth_error(400, "invalid_grant", description);
   };
@@ -649,9 +663,11 @@ std::optional<GcsFixtureServer::Reply> GcsFixtureServer::verify_assertion(
     return invalid("Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable "
            "timeframe. Check your iat and exp values in the JWT claim.");
   }
-  if (claims_object["scope"].get(scope) || scope != read_only_scope) {
+  if (claims_object["scope"].get(scope) ||
+      (scope != read_only_scope && scope != read_write_scope)) {
     return oauth_error(400, "invalid_scope", "Invalid OAuth scope or ID token audience provided.");
   }
+  read_only = scope == read_only_scope;
   return std::nullopt;
 }
 

@@ -42,8 +42,9 @@ namespace tensorstream::testing {
 ///   `bytes */TOTAL` ask for the status (the latter completes the upload when all bytes are
 ///   there). `DELETE` cancels the session (499); unknown sessions are 404.
 /// - `POST /token`: the JWT bearer grant of the configured service account, whose RS256
-///   signature and claims (iss, scope, aud = token_uri(), iat, exp at most an hour later) are
-///   verified, and the refresh_token grant of the configured authorized user. Errors are OAuth
+///   signature and claims (iss, scope devstorage.read_only or read_write, aud = token_uri(), iat,
+///   exp at most an hour later) are verified (uploads with a read_only token get 403 "Provided
+///   scope(s) are not authorized"), and the refresh_token grant of the configured authorized user. Errors are OAuth
 ///   error bodies with Google's messages.
 /// - `GET /computeMetadata/v1/instance/service-accounts/default/token` with
 ///   `Metadata-Flavor: Google`.
@@ -155,8 +156,9 @@ class GcsFixtureServer {
   Reply chunk(const std::string& id, const Request& request);
   std::int64_t store(const std::string& bucket, const std::string& name, std::string bytes);
   Reply token_grant(const Request& request);
-  Reply token_reply();
-  std::optional<Reply> verify_assertion(const std::string& assertion) const;
+  Reply token_reply(bool read_only = false);
+  // Sets `read_only` for an assertion of the devstorage.read_only scope.
+  std::optional<Reply> verify_assertion(const std::string& assertion, bool& read_only) const;
 
   struct Object {
     std::string bytes;
@@ -177,6 +179,7 @@ class GcsFixtureServer {
   std::int64_t last_generation_ = 0;
   std::set<std::string> public_buckets_;
   std::set<std::string> tokens_;
+  std::set<std::string> read_only_tokens_;  // Issued for devstorage.read_only: no uploads.
   int media_requests_ = 0;
   int token_requests_ = 0;
   int upload_requests_ = 0;
