@@ -1,10 +1,7 @@
 #include "storage/gcs/writer.hpp"
 
-#include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <algorithm>
 #include <array>
 #include <charconv>
@@ -66,18 +63,6 @@ asio::awaitable<void> cancel_session(std::shared_ptr<HttpClient> client, std::st
   }
 }
 
-// Runs cancel_session to its end even when the caller was cancelled (the usual reason to
-// abort): the caller's cancellation is reset and not passed on.
-asio::awaitable<void> cancel_uncancellable(std::shared_ptr<HttpClient> client,
-                                           std::string session, std::string url) {
-  co_await asio::this_coro::reset_cancellation_state();
-  const auto executor = co_await asio::this_coro::executor;
-  auto work = cancel_session(std::move(client), std::move(session), std::move(url));
-  co_await asio::co_spawn(executor, std::move(work),
-                          asio::bind_cancellation_slot(asio::cancellation_slot(),
-                                                       asio::use_awaitable));
-}
-
 asio::awaitable<void> cancel_in_background(std::shared_ptr<HttpClient> client,
                                            std::string session, std::string url) {
   try {
@@ -115,15 +100,15 @@ std::string upload_objects_target(std::string_view bucket) {
 
 Writer::Writer(std::shared_ptr<HttpClient> client, asio::any_io_executor executor,
                UploadTarget target, std::string url, WriteOptions options)
-    : client_(std::move(client)),
+    : UploadWriter(std::move(url)),
+      client_(std::move(client)),
       executor_(std::move(executor)),
       target_(std::move(target)),
-      url_(std::move(url)),
       options_(options),
       chunk_size_(chunk_size(url_, options)) {}
 
 Writer::~Writer() {
-  if (state_ != State::open) return;
+  if (!is_open()) return;
   if (session_.empty()) {
     log(LogLevel::warning, url_ + ": writer destroyed before commit; object not written");
     return;
@@ -131,35 +116,6 @@ Writer::~Writer() {
   log(LogLevel::warning,
       url_ + ": writer destroyed before commit; cancelling the resumable upload");
   asio::co_spawn(executor_, cancel_in_background(client_, session_, url_), asio::detached);
-}
-
-void Writer::check_open() const {
-  if (state_ == State::committed) throw StateError(url_ + ": already committed");
-  if (state_ == State::aborted) throw StateError(url_ + ": the upload was aborted");
-}
-
-asio::awaitable<void> Writer::fail(std::exception_ptr error) {
-  state_ = State::aborted;
-  buffer_ = {};
-  if (!session_.empty()) {
-    try {
-      co_await cancel_uncancellable(client_, session_, url_);
-    } catch (const std::exception& cancel_error) {
-      log(LogLevel::warning, cancel_error.what());
-    }
-  }
-  std::rethrow_exception(error);
-}
-
-asio::awaitable<void> Writer::write(std::span<const std::byte> bytes) {
-  check_open();
-  std::exception_ptr error;
-  try {
-    co_await write_or_fail(bytes);
-  } catch (...) {
-    error = std::current_exception();
-  }
-  if (error) co_await fail(error);
 }
 
 asio::awaitable<void> Writer::write_or_fail(std::span<const std::byte> bytes) {
@@ -286,35 +242,21 @@ asio::awaitable<void> Writer::send_until(std::uint64_t end, bool last) {
   }
 }
 
-asio::awaitable<void> Writer::commit() {
-  check_open();
-  std::exception_ptr error;
-  try {
-    co_await commit_or_fail();
-  } catch (...) {
-    error = std::current_exception();
-  }
-  if (error) co_await fail(error);
-  state_ = State::committed;
-  buffer_ = {};
-}
-
 asio::awaitable<void> Writer::commit_or_fail() {
   if (session_.empty()) {
     const std::string target = upload_target(target_, "media");
     RequestBody body{"POST", buffer_};
     body.headers = "Content-Type: application/octet-stream\r\n";
     co_await client_->send(target, url_, max_answer, body);
-    co_return;
+  } else {
+    co_await send_until(buffer_offset_ + buffer_.size(), true);
   }
-  co_await send_until(buffer_offset_ + buffer_.size(), true);
+  buffer_ = {};
 }
 
-asio::awaitable<void> Writer::abort() {
-  if (state_ != State::open) co_return;
-  state_ = State::aborted;
+asio::awaitable<void> Writer::discard() {
   buffer_ = {};
-  if (!session_.empty()) co_await cancel_uncancellable(client_, session_, url_);
+  if (!session_.empty()) co_await cancel_session(client_, session_, url_);
 }
 
 }  // namespace tensorstream::gcs

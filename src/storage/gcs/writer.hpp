@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "storage/http/text_request.hpp"
-#include "tensorstream/storage/object_writer.hpp"
+#include "storage/upload_writer.hpp"
 
 namespace tensorstream {
 
@@ -47,7 +47,7 @@ struct UploadTarget {
 /// it kept, with the HttpClient's retries and backoff. commit() sends the last chunk with the
 /// object's size, which creates the object. A failure anywhere, abort(), or destruction cancels
 /// the session (DELETE, answered 499), so nothing of it stays stored.
-class Writer final : public ObjectWriter {
+class Writer final : public UploadWriter {
  public:
   /// Writes `target`'s object through `client`; `url` names it in messages. Throws
   /// InvalidArgument naming `url` for options out of range.
@@ -55,18 +55,11 @@ class Writer final : public ObjectWriter {
          UploadTarget target, std::string url, WriteOptions options);
   ~Writer() override;
 
-  const std::string& url() const override { return url_; }
-  boost::asio::awaitable<void> write(std::span<const std::byte> bytes) override;
-  boost::asio::awaitable<void> commit() override;
-  boost::asio::awaitable<void> abort() override;
-
  private:
-  enum class State { open, committed, aborted };
-
-  void check_open() const;
-  boost::asio::awaitable<void> fail(std::exception_ptr error);
-  boost::asio::awaitable<void> write_or_fail(std::span<const std::byte> bytes);
-  boost::asio::awaitable<void> commit_or_fail();
+  boost::asio::awaitable<void> write_or_fail(std::span<const std::byte> bytes) override;
+  boost::asio::awaitable<void> commit_or_fail() override;
+  // Cancels the session, if one was opened.
+  boost::asio::awaitable<void> discard() override;
   // Opens the resumable session and sends the full chunks buffered so far.
   boost::asio::awaitable<void> start_resumable();
   // Sends the buffered bytes up to object offset `end` until GCS persisted them all; with
@@ -82,7 +75,6 @@ class Writer final : public ObjectWriter {
   std::shared_ptr<HttpClient> client_;
   boost::asio::any_io_executor executor_;
   UploadTarget target_;
-  std::string url_;
   WriteOptions options_;
   std::size_t chunk_size_;
   std::vector<std::byte> buffer_;
@@ -90,7 +82,6 @@ class Writer final : public ObjectWriter {
   std::string session_;              // Target of the resumable session; empty before.
   std::uint64_t persisted_ = 0;      // Bytes GCS has persisted, from its last answer.
   std::string content_range_;        // The header line of the chunk request in flight.
-  State state_ = State::open;
 };
 
 }  // namespace gcs
