@@ -4,6 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_future.hpp>
+#include <boost/system/system_error.hpp>
 #include <memory>
 #include <span>
 #include <string>
@@ -335,6 +342,38 @@ TEST_F(GcsWriterTest, AnEarlierObjectIsReplacedOnlyOnCommit) {
   EXPECT_EQ(read_back("/model.bin"), "old bytes");
   testing::run_task(io_, writer->commit());
   EXPECT_EQ(read_back("/model.bin"), content);
+}
+
+TEST_F(GcsWriterTest, ACancelledUploadCancelsItsSessionAndLeavesNothing) {
+  boost::asio::cancellation_signal cancel;
+  std::atomic<bool> cancelling{false};
+  // Cancelled when the first chunk reaches the server, not after a fixed time. The signal is
+  // emitted on the thread running io_, as Asio requires.
+  GcsFixtureServer google({.on_upload = [&](const std::string& method, const std::string& range) {
+    if (method == "PUT" && !range.empty() && !cancelling.exchange(true)) {
+      boost::asio::post(io_, [&] { cancel.emit(boost::asio::cancellation_type::terminal); });
+    }
+  }});
+  google.put("models", "placeholder", "");
+  auto token = std::make_shared<FixedToken>(google.issue_token());
+  auto gcs = store(GcsOptions{.endpoint = google.endpoint(), .token_provider = token});
+  const std::string content = random_bytes(8 * MiB, 14);
+  auto upload = [&]() -> boost::asio::awaitable<void> {
+    auto writer = gcs->create_writer("/cancelled.bin", small_chunks);
+    co_await write_all(*writer, content, 100'000);
+  };
+  auto done = boost::asio::co_spawn(
+      io_, upload(), boost::asio::bind_cancellation_slot(cancel.slot(), boost::asio::use_future));
+  // Runs until the upload is cancelled and its session too: by the writer, or, where the
+  // cancellation struck between two writes, in the background once the writer is gone.
+  io_.run();
+  EXPECT_THROW(done.get(), boost::system::system_error);
+  EXPECT_TRUE(cancelling);
+  EXPECT_EQ(google.unfinished_sessions(), 0u);
+  EXPECT_FALSE(google.stored("models", "cancelled.bin"));
+  const auto requests = google.requests();
+  ASSERT_FALSE(requests.empty());
+  EXPECT_EQ(requests.back().method, "DELETE");
 }
 
 class GcsWriterCredentialsTest : public GcsWriterTest {

@@ -372,6 +372,7 @@ GcsFixtureServer::Reply GcsFixtureServer::upload(std::string_view path, std::str
     return json_error(404, "Not Found", "notFound");
   }
   if (auto rejection = check_token(bucket, request)) return *rejection;
+  if (options_.on_upload) options_.on_upload(request.method, request.content_range);
   constexpr std::string_view bearer = "Bearer ";
   if (std::string_view(request.authorization).starts_with(bearer) &&
       read_only_tokens_.contains(request.authorization.substr(bearer.size()))) {

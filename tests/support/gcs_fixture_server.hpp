@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -44,8 +45,8 @@ namespace tensorstream::testing {
 /// - `POST /token`: the JWT bearer grant of the configured service account, whose RS256
 ///   signature and claims (iss, scope devstorage.read_only or read_write, aud = token_uri(), iat,
 ///   exp at most an hour later) are verified (uploads with a read_only token get 403 "Provided
-///   scope(s) are not authorized"), and the refresh_token grant of the configured authorized user. Errors are OAuth
-///   error bodies with Google's messages.
+///   scope(s) are not authorized"), and the refresh_token grant of the configured authorized
+///   user. Errors are OAuth error bodies with Google's messages.
 /// - `GET /computeMetadata/v1/instance/service-accounts/default/token` with
 ///   `Metadata-Flavor: Google`.
 ///
@@ -86,6 +87,9 @@ class GcsFixtureServer {
     /// multiple of 256 KiB), then close the connection without an answer, as when a connection
     /// breaks mid-chunk.
     int cut_chunks_first = 0;
+    /// Called with every upload request before it is answered, on the server's thread, with
+    /// the server locked: it may only look at the request and post work elsewhere.
+    std::function<void(const std::string& method, const std::string& content_range)> on_upload{};
   };
 
   /// One request as received.
