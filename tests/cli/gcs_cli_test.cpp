@@ -1,4 +1,5 @@
-// The CLI over gs://: ls, stream, inspect and prefetch to a bucket against the GCS fixture as STORAGE_EMULATOR_HOST.
+// The CLI over gs://: ls, stream, inspect and prefetch to a bucket against the GCS fixture as
+// STORAGE_EMULATOR_HOST.
 
 #include <gtest/gtest.h>
 

@@ -75,7 +75,8 @@ TEST(GcsJwt, Base64urlUsesTheUrlSafeAlphabet) {
 }
 
 TEST(GcsJwt, AssertionHasTheHeaderAndClaimsGoogleExpects) {
-  const auto jwt = parts(service_account_assertion(account("0123abcd"), read_write_scope, issued_at));
+  const auto jwt =
+      parts(service_account_assertion(account("0123abcd"), read_write_scope, issued_at));
   ASSERT_EQ(jwt.size(), 3u);
   EXPECT_EQ(jwt[0], base64url(R"({"alg":"RS256","typ":"JWT","kid":"0123abcd"})"));
   EXPECT_EQ(jwt[1], base64url(R"({"iss":"loader@project.iam.gserviceaccount.com",)"
