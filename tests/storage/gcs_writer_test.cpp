@@ -20,6 +20,7 @@
 #include "support/gcs_fixture_server.hpp"
 #include "support/random_bytes.hpp"
 #include "support/run_task.hpp"
+#include "support/write_all.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/gcs_store.hpp"
 
@@ -29,6 +30,7 @@ namespace {
 using gcs::testing::FixedToken;
 using testing::GcsFixtureServer;
 using testing::random_bytes;
+using testing::write_all;
 
 constexpr std::size_t KiB = 1024;
 constexpr std::size_t MiB = 1024 * KiB;
@@ -63,15 +65,6 @@ class GcsWriterTest : public gcs::testing::GcsEnvironmentTest {
     return store(GcsOptions{.endpoint = google_.endpoint(),
                   .token_provider = std::make_shared<FixedToken>(google_.issue_token())},
                  bucket);
-  }
-
-  static boost::asio::awaitable<void> write_all(ObjectWriter& writer, const std::string& content,
-                                                std::size_t piece) {
-    const auto bytes = std::as_bytes(std::span(content));
-    for (std::size_t at = 0; at < bytes.size(); at += piece) {
-      co_await writer.write(bytes.subspan(at, std::min(piece, bytes.size() - at)));
-    }
-    co_await writer.commit();
   }
 
   // Writes `content` as `key` in pieces of `piece` bytes and commits.

@@ -17,6 +17,7 @@
 #include "support/fault_proxy.hpp"
 #include "support/random_bytes.hpp"
 #include "support/run_task.hpp"
+#include "support/write_all.hpp"
 #include "support/s3rver_server.hpp"
 #include "support/signature_verifier.hpp"
 #include "support/skip.hpp"
@@ -33,6 +34,7 @@ using testing::FaultProxy;
 using testing::S3rverServer;
 using testing::SignatureVerifier;
 using testing::random_bytes;
+using testing::write_all;
 
 constexpr std::size_t MiB = std::size_t{1} << 20;
 
@@ -72,15 +74,6 @@ class S3WriterTest : public s3::testing::AwsEnvironmentTest {
               WriteOptions options, std::size_t piece = 1 * MiB + 7) {
     auto writer = s3.create_writer(key, options);
     testing::run_task(io_, write_all(*writer, content, piece));
-  }
-
-  static boost::asio::awaitable<void> write_all(ObjectWriter& writer, const std::string& content,
-                                                std::size_t piece) {
-    const auto bytes = std::as_bytes(std::span(content));
-    for (std::size_t at = 0; at < bytes.size(); at += piece) {
-      co_await writer.write(bytes.subspan(at, std::min(piece, bytes.size() - at)));
-    }
-    co_await writer.commit();
   }
 
   // Creates a writer of `key` and writes `content` with it, in pieces of 1 MiB.
