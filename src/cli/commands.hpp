@@ -22,4 +22,8 @@ void register_prefetch_command(CLI::App& app);
 /// `tensorstream shard SRC DST --tp N ...`: writes a checkpoint's tensor-parallel rank files.
 void register_shard_command(CLI::App& app);
 
+/// `tensorstream partition SRC DST --tp 1,2,4,8 ...`: writes a checkpoint cut for several
+/// tensor-parallel sizes, one TRAW object per rank's tensor.
+void register_partition_command(CLI::App& app);
+
 }  // namespace tensorstream::cli

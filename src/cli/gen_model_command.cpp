@@ -4,28 +4,34 @@
 
 #include "byte_size.hpp"
 #include "cli/commands.hpp"
-#include "cli/local_destination.hpp"
+#include "cli/store_flags.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
 
 namespace tensorstream::cli {
 
 void register_gen_model_command(CLI::App& app) {
-  auto directory = std::make_shared<std::string>();
+  auto destination = std::make_shared<std::string>();
   auto options = std::make_shared<SyntheticModelOptions>();
+  auto store = std::make_shared<StoreFlags>();
   auto* command =
       app.add_subcommand("gen-model", "Write a synthetic Llama-shaped checkpoint for tests and demos");
-  command->add_option("dir", *directory, "Directory to write into (created if missing)")->required();
+  command
+      ->add_option("dir", *destination,
+                   "Directory to write into (created if missing), or the URL of a prefix of a "
+                   "store that can write: file://, s3://, ...")
+      ->required();
   command->add_option("--preset", options->preset, "tiny or llama-7b-4layers")
       ->capture_default_str();
   command->add_option("--shards", options->shards, "Number of .safetensors files")
       ->capture_default_str();
   command->add_flag("--index", options->index, "Also write model.safetensors.index.json");
-  command->callback([directory, options] {
-    const auto destination = local_destination(*directory, "gen-model");
-    const SyntheticModel model = generate_synthetic_model(destination, *options);
+  add_store_flags(*command, *store);
+  command->callback([destination, options, store] {
+    options->store = apply_store_flags(*store);
+    const SyntheticModel model = generate_synthetic_model(*destination, *options);
     std::printf("wrote %zu tensors (%s) in %zu shard(s) to %s\n", model.tensors,
                 format_byte_size(model.tensor_bytes).c_str(), model.shards.size(),
-                directory->c_str());
+                destination->c_str());
   });
 }
 

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   tensorstream::cli::register_gen_model_command(app);
   tensorstream::cli::register_prefetch_command(app);
   tensorstream::cli::register_shard_command(app);
+  tensorstream::cli::register_partition_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

@@ -3,17 +3,19 @@
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "tensorstream/streaming/stream_stats.hpp"
 
 namespace tensorstream::cli {
 
-/// A live one-line progress display on stderr (bytes, GB/s, ETA), redrawn a few times a second
-/// from a thread of its own until destroyed.
+/// A live one-line display on stderr, redrawn a few times a second from a thread of its own
+/// until destroyed, then once more ending the line.
 class ProgressBar {
  public:
-  explicit ProgressBar(std::function<StreamStats()> stats);
+  /// `render` gives the line's text; it is called on the display's thread.
+  explicit ProgressBar(std::function<std::string()> render);
   ~ProgressBar();
   ProgressBar(const ProgressBar&) = delete;
   ProgressBar& operator=(const ProgressBar&) = delete;
@@ -21,11 +23,17 @@ class ProgressBar {
  private:
   void draw(bool final) const;
 
-  std::function<StreamStats()> stats_;
+  std::function<std::string()> render_;
   std::mutex mutex_;
   std::condition_variable stop_requested_;
   bool stopping_ = false;
   std::thread thread_;
 };
+
+/// A stream's progress: a bar of the bytes loaded, GB/s, tensors and the time left.
+std::string stream_progress(const StreamStats& stats);
+
+/// A bar of `done` out of `total`, `width` characters wide.
+std::string progress_bar(double done, double total, int width = 30);
 
 }  // namespace tensorstream::cli

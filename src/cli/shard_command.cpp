@@ -6,7 +6,6 @@
 
 #include "byte_size.hpp"
 #include "cli/commands.hpp"
-#include "cli/local_destination.hpp"
 #include "cli/store_flags.hpp"
 #include "tensorstream/model/shard_checkpoint.hpp"
 
@@ -26,7 +25,6 @@ struct ShardArguments {
 };
 
 void run_shard(const ShardArguments& arguments) {
-  const auto destination = local_destination(arguments.destination, "shard");
   ShardOptions options;
   options.tensor_parallel_size = arguments.tensor_parallel_size;
   options.num_key_value_heads = arguments.kv_heads;
@@ -37,7 +35,7 @@ void run_shard(const ShardArguments& arguments) {
   options.stream.store = apply_store_flags(arguments.store);
 
   const auto start = std::chrono::steady_clock::now();
-  const ShardReport report = shard_checkpoint(arguments.source, destination, options);
+  const ShardReport report = shard_checkpoint(arguments.source, arguments.destination, options);
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   std::printf(
       "sharded %zu tensors (%s) from %s over %d ranks into %zu files (%s) in %s "
@@ -58,7 +56,10 @@ void register_shard_command(CLI::App& app) {
       ->add_option("src", arguments->source,
                    "Checkpoint to split: file, directory or prefix, as for stream")
       ->required();
-  command->add_option("dst", arguments->destination, "Local directory to write the rank files into")
+  command
+      ->add_option("dst", arguments->destination,
+                   "Directory to write the rank files into (created if missing), or the URL of a "
+                   "prefix of a store that can write: file://, s3://, ...")
       ->required();
   command->add_option("--tp", arguments->tensor_parallel_size, "Tensor-parallel size")
       ->required()

@@ -84,7 +84,9 @@ void run_stream(const StreamArguments& arguments) {
                     : ModelLoaderConfig::from_environment().required_remote_model_path();
   RawStreamer streamer(url, options);
   std::optional<ProgressBar> progress;
-  if (!arguments.json && ::isatty(STDERR_FILENO)) progress.emplace([&] { return streamer.stats(); });
+  if (!arguments.json && ::isatty(STDERR_FILENO)) {
+    progress.emplace([&] { return stream_progress(streamer.stats()); });
+  }
 
   while (auto tensor = streamer.next_blocking()) {
     // Made and dropped like a service would, so the timing includes getting a torch::Tensor.

@@ -163,6 +163,8 @@ std::uint64_t product(std::span<const std::int64_t> dims) {
 
 }  // namespace
 
+bool has_partition_rule(std::string_view name) { return match_rule(name).rule != Rule::whole; }
+
 TensorPartition partition_tensor(const TensorSpec& tensor, const HeadConfig& heads, int tp_size,
                                  int rank) {
   if (tp_size < 1) {

@@ -56,6 +56,10 @@ std::vector<Copy> select(ObjectStore& store, const std::string& prefix,
     const auto relative = key.starts_with(prefix) ? key.substr(prefix.size()) : std::string_view();
     // Applied at every depth: the Python original missed nested weights.
     if (options.exclude_safetensors && relative.ends_with(".safetensors")) continue;
+    const auto excluded = [&](const std::string& suffix) { return relative.ends_with(suffix); };
+    if (std::any_of(options.exclude_suffixes.begin(), options.exclude_suffixes.end(), excluded)) {
+      continue;
+    }
     if (!detail::is_relative_key_inside(relative)) {
       throw StorageError(store.url(object.key),
                          "cannot be copied into " + destination +

@@ -1,17 +1,19 @@
 #include "tensorstream/model/shard_checkpoint.hpp"
 
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 
 #include <algorithm>
+#include <functional>
+#include <map>
+#include <memory>
 #include <span>
 #include <unordered_map>
-#include <unordered_set>
 
-#include "storage/output_file.hpp"
+#include "model/write_destination.hpp"
 #include "safetensors/json_string.hpp"
 #include "streaming/discovery.hpp"
 #include "tensorstream/error.hpp"
+#include "tensorstream/log.hpp"
 #include "tensorstream/model/partition_rules.hpp"
 #include "tensorstream/storage/open_store.hpp"
 #include "tensorstream/streaming/inspect.hpp"
@@ -36,26 +38,15 @@ HeadConfig read_head_config(const std::string& source, const StoreOptions& optio
   asio::io_context io;
   auto store = open_store(url, io.get_executor(), options);
   std::string text;
-  std::exception_ptr error;
-  // The store may keep work of its own pending, so the run ends when the file is in rather than
-  // when the context runs out of work.
-  asio::co_spawn(
-      io,
-      [&]() -> asio::awaitable<void> {
-        const auto size = co_await store->size(key);
-        if (size > max_config_size) {
-          throw InvalidArgument(store->url(key) + ": " + std::to_string(size) +
-                                " bytes is too large for a model config");
-        }
-        text.resize(size);
-        co_await store->read_range(key, 0, std::as_writable_bytes(std::span(text)));
-      },
-      [&](std::exception_ptr failure) {
-        error = failure;
-        io.stop();
-      });
-  io.run();
-  if (error) std::rethrow_exception(error);
+  detail::run_blocking(io, [&]() -> asio::awaitable<void> {
+    const auto size = co_await store->size(key);
+    if (size > max_config_size) {
+      throw InvalidArgument(store->url(key) + ": " + std::to_string(size) +
+                            " bytes is too large for a model config");
+    }
+    text.resize(size);
+    co_await store->read_range(key, 0, std::as_writable_bytes(std::span(text)));
+  }());
   return parse_head_config(text, store->url(key));
 }
 
@@ -71,7 +62,8 @@ void check_options(const ShardOptions& options) {
   if (options.max_part_size == 0) throw InvalidArgument("max_part_size must not be 0");
 }
 
-// The tensors a stream of the source yields, in file order.
+// The tensors a stream of the source yields, in file order: the order of a file_order stream's
+// reads.
 std::vector<TensorSpec> source_tensors(const std::vector<FileHeader>& files) {
   std::vector<TensorSpec> tensors;
   for (const auto& file : files) {
@@ -82,131 +74,212 @@ std::vector<TensorSpec> source_tensors(const std::vector<FileHeader>& files) {
   return tensors;
 }
 
-bool is_rank_file(const std::string& name) {
-  return name.starts_with("model-rank-") && name.find("-part-") != std::string::npos &&
+bool is_rank_file(std::string_view name) {
+  return name.starts_with("model-rank-") && name.find("-part-") != std::string_view::npos &&
          name.ends_with(".safetensors");
 }
 
-// Where one rank's part of a tensor goes.
-struct Placement {
-  std::size_t file = 0;      // index into the output files
-  std::uint64_t offset = 0;  // of its first byte in that file
-  TensorSpec spec;           // the rank's tensor
+// One rank's part of a tensor.
+struct RankTensor {
+  TensorSpec spec;
   TensorPartition partition;
 };
 
-// The rank files being written and where every tensor's parts go in them.
-class ShardWriter {
+// One part file of one rank.
+struct Part {
+  std::string name;
+  std::string header;
+  std::size_t end = 0;  // One past the index of its last tensor.
+};
+
+// The rank files: every tensor cut for every rank, and the parts each rank's tensors go to.
+class ShardLayout {
  public:
   // Cuts every tensor for every rank, which throws before anything is written if one cannot be.
-  ShardWriter(const std::vector<TensorSpec>& tensors, const HeadConfig& heads, int ranks)
-      : sources_(tensors), placements_(tensors.size()), written_(tensors.size(), false),
-        ranks_(ranks) {
-    for (std::size_t i = 0; i < tensors.size(); ++i) {
-      index_.emplace(tensors[i].name, i);
+  // Each rank's tensors are split, in order, into parts of at most max_part_size bytes; a rank
+  // without tensors gets one empty part.
+  ShardLayout(std::vector<TensorSpec> tensors, const HeadConfig& heads, int ranks,
+              std::uint64_t max_part_size)
+      : sources_(std::move(tensors)), cuts_(sources_.size()), parts_(ranks) {
+    for (std::size_t i = 0; i < sources_.size(); ++i) {
+      index_.emplace(sources_[i].name, i);
       for (int rank = 0; rank < ranks; ++rank) {
-        auto partition = partition_tensor(tensors[i], heads, ranks, rank);
-        TensorSpec spec{tensors[i].name, tensors[i].dtype, partition.shape};
-        placements_[i].push_back({0, 0, std::move(spec), std::move(partition)});
+        auto partition = partition_tensor(sources_[i], heads, ranks, rank);
+        TensorSpec spec{sources_[i].name, sources_[i].dtype, partition.shape};
+        cuts_[i].push_back({std::move(spec), std::move(partition)});
       }
     }
-  }
-
-  // Creates the files in `directory` and writes their headers. Each rank's tensors are split, in
-  // order, into parts of at most max_part_size bytes; a rank without tensors gets one empty part.
-  void open(const std::filesystem::path& directory, std::uint64_t max_part_size) {
-    for (std::size_t rank = 0; rank < static_cast<std::size_t>(ranks_); ++rank) {
-      const auto first_file = files_.size();
+    for (int rank = 0; rank < ranks; ++rank) {
       std::size_t begin = 0;
       do {
         std::vector<TensorSpec> specs;
         std::uint64_t part_bytes = 0;
         auto end = begin;
-        for (; end < placements_.size(); ++end) {
-          const auto size = tensor_byte_size(placements_[end][rank].spec);
+        for (; end < sources_.size(); ++end) {
+          const auto size = tensor_byte_size(cuts_[end][rank].spec);
           if (end > begin && part_bytes + size > max_part_size) break;
           part_bytes += size;
-          specs.push_back(placements_[end][rank].spec);
+          specs.push_back(cuts_[end][rank].spec);
         }
-        const auto header = encode_header(specs);
-        const auto part = static_cast<int>(files_.size() - first_file);
-        auto& file = files_.emplace_back(directory / rank_file_name(static_cast<int>(rank), part));
-        file.write_at(0, std::as_bytes(std::span(header)));
-        std::uint64_t offset = header.size();
-        for (auto i = begin; i < end; ++i) {
-          placements_[i][rank].file = files_.size() - 1;
-          placements_[i][rank].offset = offset;
-          offset += tensor_byte_size(placements_[i][rank].spec);
-        }
-        bytes_ += offset;
+        auto& part = parts_[rank].emplace_back();
+        part.name = rank_file_name(rank, static_cast<int>(parts_[rank].size() - 1));
+        part.header = encode_header(specs);
+        part.end = end;
+        bytes_ += part.header.size() + part_bytes;
         begin = end;
-      } while (begin < placements_.size());
+      } while (begin < sources_.size());
     }
   }
 
-  // Writes every rank's part of `tensor`.
-  void write(const StreamedTensor& tensor) {
+  // The index of the streamed `tensor` in file order. Throws unless it is a tensor the headers
+  // read before streaming listed, as they listed it.
+  std::size_t index_of(const StreamedTensor& tensor) const {
     const TensorSpec full{tensor.info.name, tensor.info.dtype, tensor.info.shape};
     const auto found = index_.find(full.name);
-    if (found == index_.end() || written_[found->second] || sources_[found->second] != full) {
+    if (found == index_.end() || sources_[found->second] != full) {
       throw Error(tensor.object + ": tensor " + json_string(full.name) +
                   " is not as the headers read before streaming said (did the checkpoint change?)");
     }
-    for (const auto& placement : placements_[found->second]) {
-      const auto size = tensor_byte_size(placement.spec);
-      for (std::uint64_t done = 0; done < size;) {
-        const auto piece = std::min(size - done, copy_buffer_size);
-        if (buffer_.size() < piece) buffer_.resize(static_cast<std::size_t>(piece));
-        const std::span<std::byte> destination(buffer_.data(), static_cast<std::size_t>(piece));
-        fill_partition_bytes(full, placement.partition, tensor.bytes(), done, destination);
-        files_[placement.file].write_at(placement.offset + done, destination);
-        done += piece;
-      }
-    }
-    written_[found->second] = true;
+    return found->second;
   }
 
-  // Throws unless every tensor was written.
-  void check_complete(const std::string& source) const {
-    for (const auto& [name, i] : index_) {
-      if (!written_[i]) {
-        throw Error(source + ": the stream ended without tensor " + json_string(name));
-      }
+  const std::vector<TensorSpec>& sources() const { return sources_; }
+  const RankTensor& cut(std::size_t tensor, std::size_t rank) const { return cuts_[tensor][rank]; }
+  const std::vector<std::vector<Part>>& parts() const { return parts_; }  // [rank][part]
+  // Every part's name, rank by rank.
+  std::vector<std::string> names() const {
+    std::vector<std::string> names;
+    for (const auto& rank : parts_) {
+      for (const auto& part : rank) names.push_back(part.name);
     }
+    return names;
   }
-
-  // Renames every file into place, after removing rank files of an earlier run from `directory`.
-  void commit(const std::filesystem::path& directory) {
-    std::unordered_set<std::string> ours;
-    for (const auto& file : files_) ours.insert(file.path().filename().string());
-    std::error_code ec;
-    for (std::filesystem::directory_iterator it(directory, ec), end; !ec && it != end;
-         it.increment(ec)) {
-      const auto name = it->path().filename().string();
-      if (!is_rank_file(name) || ours.contains(name)) continue;
-      std::error_code remove_ec;
-      if (!std::filesystem::remove(it->path(), remove_ec) && remove_ec) {
-        throw StorageError(it->path().string(), "cannot remove: " + remove_ec.message());
-      }
-    }
-    if (ec) throw StorageError(directory.string(), "cannot list directory: " + ec.message());
-    for (auto& file : files_) file.commit();
-  }
-
-  const std::vector<detail::OutputFile>& files() const { return files_; }
   // Bytes of all files, headers included.
   std::uint64_t bytes() const { return bytes_; }
 
  private:
   std::vector<TensorSpec> sources_;
-  std::vector<std::vector<Placement>> placements_;  // [tensor][rank]
+  std::vector<std::vector<RankTensor>> cuts_;  // [tensor][rank]
+  std::vector<std::vector<Part>> parts_;       // [rank][part]
   std::unordered_map<std::string, std::size_t> index_;
-  std::vector<bool> written_;
-  int ranks_;
-  std::vector<detail::OutputFile> files_;
   std::uint64_t bytes_ = 0;
+};
+
+// Writes every rank's part files sequentially, tensor by tensor in file order, each through its
+// own ObjectWriter, and commits them all once every tensor is in.
+class RankWriters {
+ public:
+  RankWriters(const ShardLayout& layout, detail::WriteDestination& destination,
+              WriteOptions options)
+      : layout_(layout), destination_(destination), options_(options),
+        current_(layout.parts().size()), open_(layout.parts().size()) {}
+
+  // Opens each rank's first part.
+  asio::awaitable<void> open() {
+    for (std::size_t rank = 0; rank < current_.size(); ++rank) co_await open_part(rank, 0);
+  }
+
+  // Writes every rank's part of tensor `index`, the one after the last tensor written, from
+  // `bytes`, the full tensor's.
+  asio::awaitable<void> write(std::size_t index, std::span<const std::byte> bytes) {
+    const auto& full = layout_.sources()[index];
+    for (std::size_t rank = 0; rank < current_.size(); ++rank) {
+      while (index >= layout_.parts()[rank][current_[rank]].end) {
+        co_await open_part(rank, current_[rank] + 1);
+      }
+      const auto& cut = layout_.cut(index, rank);
+      const auto size = tensor_byte_size(cut.spec);
+      for (std::uint64_t done = 0; done < size;) {
+        const auto piece = std::min(size - done, copy_buffer_size);
+        if (buffer_.size() < piece) buffer_.resize(static_cast<std::size_t>(piece));
+        const std::span<std::byte> out(buffer_.data(), static_cast<std::size_t>(piece));
+        fill_partition_bytes(full, cut.partition, bytes, done, out);
+        co_await open_[rank]->write(out);
+        done += piece;
+      }
+    }
+  }
+
+  // Commits every part, rank by rank.
+  asio::awaitable<void> commit() {
+    for (auto& writer : writers_) co_await writer->commit();
+  }
+
+  // Aborts every part not committed yet. What cannot be removed is logged: the failure that led
+  // here is the one to report.
+  asio::awaitable<void> abort() {
+    for (auto& writer : writers_) {
+      try {
+        co_await writer->abort();
+      } catch (const std::exception& error) {
+        log(LogLevel::warning, error.what());
+      }
+    }
+  }
+
+ private:
+  asio::awaitable<void> open_part(std::size_t rank, std::size_t part) {
+    const auto& plan = layout_.parts()[rank][part];
+    writers_.push_back(destination_.store->create_writer(destination_.key(plan.name), options_));
+    current_[rank] = part;
+    open_[rank] = writers_.back().get();
+    co_await open_[rank]->write(std::as_bytes(std::span(plan.header)));
+  }
+
+  const ShardLayout& layout_;
+  detail::WriteDestination& destination_;
+  WriteOptions options_;
+  std::vector<std::size_t> current_;   // [rank]: the part being written
+  std::vector<ObjectWriter*> open_;    // [rank]: its writer
+  std::vector<std::unique_ptr<ObjectWriter>> writers_;  // every part opened, in order
   std::vector<std::byte> buffer_;
 };
+
+// Streams the source in file order and writes each tensor's rank parts once every tensor before
+// it is written: tensors that complete early wait in memory the stream's memory_limit bounds, and
+// file order guarantees their predecessors are already being read (see ReadOrder::file_order).
+// Adds the source's tensor bytes to `source_bytes`.
+asio::awaitable<void> write_ranks(const std::string& source, const StreamerOptions& stream,
+                                  const ShardLayout& layout,
+                                  detail::WriteDestination& destination, WriteOptions options,
+                                  std::uint64_t& source_bytes) {
+  const auto names = layout.names();
+  const std::function<bool(std::string_view)> ours = is_rank_file;
+  co_await detail::refuse_leftovers(destination, ours, names, "shard");
+  RankWriters writers(layout, destination, options);
+  std::exception_ptr error;
+  try {
+    co_await writers.open();
+    RawStreamer streamer(source, stream);
+    std::map<std::size_t, StreamedTensor> early;  // by index, until their predecessors are in
+    std::size_t next = 0;
+    while (auto tensor = co_await streamer.next()) {
+      const auto index = layout.index_of(*tensor);
+      if (index < next || early.contains(index)) {
+        throw Error(tensor->object + ": tensor " + json_string(tensor->info.name) +
+                    " came twice (did the checkpoint change?)");
+      }
+      early.emplace(index, std::move(*tensor));
+      for (auto it = early.begin(); it != early.end() && it->first == next; ++next) {
+        co_await writers.write(next, it->second.bytes());
+        source_bytes += it->second.info.byte_size();
+        it = early.erase(it);
+      }
+    }
+    if (next < layout.sources().size()) {
+      throw Error(source + ": the stream ended without tensor " +
+                  json_string(layout.sources()[next].name));
+    }
+    if (destination.local) detail::remove_local_leftovers(destination.prefix, ours, names);
+    co_await writers.commit();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  if (error) {
+    co_await writers.abort();
+    std::rethrow_exception(error);
+  }
+}
 
 }  // namespace
 
@@ -214,34 +287,29 @@ std::string rank_file_name(int rank, int part) {
   return "model-rank-" + std::to_string(rank) + "-part-" + std::to_string(part) + ".safetensors";
 }
 
-ShardReport shard_checkpoint(const std::string& source, const std::filesystem::path& destination,
+ShardReport shard_checkpoint(const std::string& source, const std::string& destination,
                              const ShardOptions& options) {
   check_options(options);
   StreamerOptions stream = options.stream;
   stream.rank = 0;
   stream.tensor_parallel_size = 1;
+  stream.read_order = ReadOrder::file_order;
 
+  asio::io_context io;
+  auto target =
+      detail::open_write_destination(destination, io.get_executor(), stream.store,
+                                     rank_file_name(0, 0));
   ShardReport report;
   report.heads = read_head_config(source, stream.store);
   if (options.num_key_value_heads) report.heads.num_key_value_heads = *options.num_key_value_heads;
-  const auto tensors = source_tensors(inspect(source, stream));
-  ShardWriter writer(tensors, report.heads, options.tensor_parallel_size);
-  std::error_code ec;
-  std::filesystem::create_directories(destination, ec);
-  if (ec) throw StorageError(destination.string(), "cannot create directory: " + ec.message());
-  writer.open(destination, options.max_part_size);
+  const ShardLayout layout(source_tensors(inspect(source, stream)), report.heads,
+                           options.tensor_parallel_size, options.max_part_size);
+  detail::run_blocking(
+      io, write_ranks(source, stream, layout, target, options.write, report.source_bytes));
 
-  RawStreamer streamer(source, stream);
-  while (auto tensor = streamer.next_blocking()) {
-    writer.write(*tensor);
-    report.source_bytes += tensor->info.byte_size();
-  }
-  writer.check_complete(source);
-  writer.commit(destination);
-
-  report.tensors = tensors.size();
-  report.bytes = writer.bytes();
-  for (const auto& file : writer.files()) report.files.push_back(file.path());
+  report.tensors = layout.sources().size();
+  report.bytes = layout.bytes();
+  for (const auto& name : layout.names()) report.files.push_back(target.url(name));
   return report;
 }
 

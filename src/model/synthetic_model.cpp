@@ -2,18 +2,23 @@
 
 #include <algorithm>
 #include <bit>
+#include <boost/asio/io_context.hpp>
 #include <cctype>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
+#include <filesystem>
+#include <functional>
 #include <system_error>
 #include <utility>
 
+#include "model/write_destination.hpp"
 #include "safetensors/json_string.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream {
 namespace {
+
+namespace asio = boost::asio;
 
 // Content words are copied to memory as they are; the bytes must not depend on the host.
 static_assert(std::endian::native == std::endian::little);
@@ -75,7 +80,7 @@ std::string shard_name(int index, int count) {
 }
 
 // Whether `name` is a file this generator writes as a shard or index.
-bool is_generated_weights_file(const std::string& name) {
+bool is_generated_weights_file(std::string_view name) {
   if (name == "model.safetensors" || name == "model.safetensors.index.json") return true;
   constexpr std::string_view pattern = "model-#####-of-#####.safetensors";
   if (name.size() != pattern.size()) return false;
@@ -86,25 +91,25 @@ bool is_generated_weights_file(const std::string& name) {
   return true;
 }
 
-void remove_earlier_weights(const std::filesystem::path& dir) {
-  std::error_code ec;
-  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (!it->is_regular_file() || !is_generated_weights_file(it->path().filename().string())) {
-      continue;
-    }
-    std::error_code remove_ec;
-    if (!std::filesystem::remove(it->path(), remove_ec) && remove_ec) {
-      throw StorageError(it->path().string(), "cannot remove: " + remove_ec.message());
+// Bytes of tensors are produced into this buffer and written from it, whatever their size.
+constexpr std::uint64_t fill_buffer_size = 16ull << 20;
+
+// Writes `tensors` as a safetensors file into `writer`, their bytes from fill_synthetic_bytes.
+asio::awaitable<void> write_tensors(ObjectWriter& writer, std::span<const TensorSpec> tensors) {
+  const auto header = encode_header(tensors);
+  co_await writer.write(std::as_bytes(std::span(header)));
+  std::vector<std::byte> buffer;
+  for (const auto& tensor : tensors) {
+    const auto size = tensor_byte_size(tensor);
+    for (std::uint64_t done = 0; done < size;) {
+      const auto piece = std::min(size - done, fill_buffer_size);
+      if (buffer.size() < piece) buffer.resize(static_cast<std::size_t>(piece));
+      const std::span<std::byte> out(buffer.data(), static_cast<std::size_t>(piece));
+      fill_synthetic_bytes(tensor.name, done, out);
+      co_await writer.write(out);
+      done += piece;
     }
   }
-  if (ec) throw StorageError(dir.string(), "cannot list directory: " + ec.message());
-}
-
-void write_text_file(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) throw StorageError(path.string(), "cannot write file");
 }
 
 std::string config_json(const LlamaConfig& c) {
@@ -271,7 +276,7 @@ std::vector<std::byte> synthetic_bytes(std::string_view name, std::uint64_t offs
   return bytes;
 }
 
-SyntheticModel generate_synthetic_model(const std::filesystem::path& dir,
+SyntheticModel generate_synthetic_model(const std::string& destination,
                                         const SyntheticModelOptions& options) {
   const auto config = synthetic_preset(options.preset);
   const auto tensors = llama_tensors(config);
@@ -280,46 +285,61 @@ SyntheticModel generate_synthetic_model(const std::filesystem::path& dir,
                           " (the tensors of preset " + options.preset + "), got " +
                           std::to_string(options.shards));
   }
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw StorageError(dir.string(), "cannot create directory: " + ec.message());
-  remove_earlier_weights(dir);
+  asio::io_context io;
+  auto target = detail::open_write_destination(destination, io.get_executor(), options.store,
+                                               "config.json");
+  const std::function<bool(std::string_view)> ours = is_generated_weights_file;
+  const auto shard_of = assign_shards(tensors, options.shards);
+  std::vector<std::string> weights;
+  for (int shard = 0; shard < options.shards; ++shard) {
+    weights.push_back(shard_name(shard, options.shards));
+  }
+  if (options.index) weights.push_back("model.safetensors.index.json");
+  if (target.local) {
+    std::error_code ec;
+    std::filesystem::create_directories(target.prefix, ec);
+    if (ec) throw StorageError(destination, "cannot create directory: " + ec.message());
+    detail::remove_local_leftovers(target.prefix, ours, {});
+  }
 
   SyntheticModel model;
-  const auto write_text = [&](std::string_view name, std::string_view text) {
-    model.files.push_back(dir / name);
-    write_text_file(model.files.back(), std::string(text));
-  };
-  write_text("config.json", config_json(config));
-  write_text("generation_config.json", generation_config_json);
-  write_text("tokenizer.json", tokenizer_json);
+  detail::run_blocking(io, [&]() -> asio::awaitable<void> {
+    co_await detail::refuse_leftovers(target, ours, weights, "gen-model");
+    const auto write_text = [&](std::string_view name,
+                                std::string_view text) -> asio::awaitable<void> {
+      model.files.push_back(target.url(name));
+      std::string key = target.key(name);
+      co_await detail::write_object(*target.store, std::move(key), text);
+    };
+    const std::string config_text = config_json(config);
+    co_await write_text("config.json", config_text);
+    co_await write_text("generation_config.json", generation_config_json);
+    co_await write_text("tokenizer.json", tokenizer_json);
 
-  const auto shard_of = assign_shards(tensors, options.shards);
-  const auto fill = [](const TensorSpec& tensor, std::uint64_t offset,
-                       std::span<std::byte> destination) {
-    fill_synthetic_bytes(tensor.name, offset, destination);
-  };
-  std::vector<std::pair<std::string, std::string>> weight_map;
-  for (std::size_t begin = 0; begin < tensors.size();) {
-    const auto shard = shard_of[begin];
-    auto end = begin;
-    while (end < tensors.size() && shard_of[end] == shard) ++end;
-    const auto name = shard_name(shard, options.shards);
-    const std::span<const TensorSpec> members(tensors.data() + begin, end - begin);
-    write_safetensors(dir / name, members, fill);
-    for (const auto& tensor : members) {
-      weight_map.emplace_back(tensor.name, name);
-      model.tensor_bytes += tensor_byte_size(tensor);
+    std::vector<std::pair<std::string, std::string>> weight_map;
+    for (std::size_t begin = 0; begin < tensors.size();) {
+      const auto shard = shard_of[begin];
+      auto end = begin;
+      while (end < tensors.size() && shard_of[end] == shard) ++end;
+      const auto& name = weights[static_cast<std::size_t>(shard)];
+      const std::span<const TensorSpec> members(tensors.data() + begin, end - begin);
+      const auto writer = target.store->create_writer(target.key(name));
+      auto writes = write_tensors(*writer, members);
+      co_await detail::commit_or_abort(*writer, std::move(writes));
+      for (const auto& tensor : members) {
+        weight_map.emplace_back(tensor.name, name);
+        model.tensor_bytes += tensor_byte_size(tensor);
+      }
+      model.files.push_back(target.url(name));
+      model.shards.push_back(target.url(name));
+      begin = end;
     }
-    model.files.push_back(dir / name);
-    model.shards.push_back(dir / name);
-    begin = end;
-  }
+    if (options.index) {
+      const std::string index_text = index_json(model.tensor_bytes, std::move(weight_map));
+      co_await write_text("model.safetensors.index.json", index_text);
+    }
+  }());
   model.tensors = tensors.size();
-  if (options.index) {
-    write_text("model.safetensors.index.json",
-               index_json(model.tensor_bytes, std::move(weight_map)));
-  }
   return model;
 }
 

@@ -105,7 +105,7 @@ class RawStreamer::Engine {
   asio::awaitable<std::optional<StreamedTensor>> next() {
     // The frame's own reference: the streamer may be destroyed while this is parked.
     const std::shared_ptr<Outbox> outbox = outbox_;
-    const Outbox::Consumer consumer(*outbox);
+    Outbox::Consumer consumer(*outbox);
     std::unique_lock lock(outbox->mutex);
     check_stall_locked();
     if (outbox->has_news_locked()) {
@@ -125,15 +125,17 @@ class RawStreamer::Engine {
     if ((co_await asio::this_coro::cancellation_state).cancelled() != asio::cancellation_type::none) {
       throw boost::system::system_error(asio::error::operation_aborted);
     }
+    consumer.done_locked();
     co_return outbox->take_locked();
   }
 
   std::optional<StreamedTensor> next_blocking() {
     Outbox& outbox = *outbox_;
-    const Outbox::Consumer consumer(outbox);
+    Outbox::Consumer consumer(outbox);
     std::unique_lock lock(outbox.mutex);
     check_stall_locked();
     outbox.changed.wait(lock, [&] { return outbox.has_news_locked(); });
+    consumer.done_locked();
     return outbox.take_locked();
   }
 
@@ -194,13 +196,22 @@ class RawStreamer::Engine {
       }
       ~Consumer() {
         std::lock_guard lock(outbox_.mutex);
+        if (!done_) outbox_.consumer_waiting = false;
+      }
+
+      /// Ends the wait under the outbox's lock, before the tensor is taken: once it holds the
+      /// tensor the consumer is no longer waiting, and a stall check between the take and the
+      /// destructor would otherwise blame it for memory it is about to release.
+      void done_locked() {
         outbox_.consumer_waiting = false;
+        done_ = true;
       }
       Consumer(const Consumer&) = delete;
       Consumer& operator=(const Consumer&) = delete;
 
      private:
       Outbox& outbox_;
+      bool done_ = false;
     };
 
     bool finished_locked() const { return discovered && tensors_delivered == tensors_total; }
@@ -263,7 +274,8 @@ class RawStreamer::Engine {
         bytes += info.byte_size();
       }
     }
-    reads_ = detail::plan_reads(files_, *options_.chunk_size, options_.memory_limit);
+    reads_ = detail::plan_reads(files_, *options_.chunk_size, options_.memory_limit,
+                                options_.read_order);
     std::lock_guard lock(outbox_->mutex);
     outbox_->files_count = files_.size();
     outbox_->tensors_total = tensors;

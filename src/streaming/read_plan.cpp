@@ -11,7 +11,7 @@ std::uint64_t PlannedRead::memory() const {
 }
 
 std::vector<PlannedRead> plan_reads(const std::vector<SourceFile>& files, std::uint64_t chunk_size,
-                                    std::uint64_t memory_limit) {
+                                    std::uint64_t memory_limit, ReadOrder order) {
   const std::uint64_t max_span = std::min(chunk_size, memory_limit / 4);
   const auto small = [&](const TensorInfo& tensor) {
     const std::uint64_t bytes = tensor.byte_size();
@@ -46,6 +46,7 @@ std::vector<PlannedRead> plan_reads(const std::vector<SourceFile>& files, std::u
     }
     flush();
   }
+  if (order == ReadOrder::file_order) return reads;
   std::stable_sort(reads.begin(), reads.end(),
                    [](const PlannedRead& a, const PlannedRead& b) { return a.length < b.length; });
   return reads;

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "streaming/discovery.hpp"
+#include "tensorstream/streaming/streamer_options.hpp"
 
 namespace tensorstream::detail {
 
@@ -31,14 +32,16 @@ struct PlannedRead {
   std::uint64_t memory() const;
 };
 
-/// Every tensor of `files` in exactly one read, smallest read first (the first tensors are then
-/// ready within a round trip or two; ties keep file order).
+/// Every tensor of `files` in exactly one read, in `order`: smallest read first (the first tensors
+/// are then ready within a round trip or two; ties keep file order), or in file order (`files` in
+/// their order, each file's tensors by offset).
 ///
 /// Consecutive tensors of a file (by offset) of 1 byte up to coalesce_below and at most
 /// `chunk_size` bytes form runs while a run spans at most min(chunk_size, memory_limit / 4) bytes
 /// (so scratch and copies stay within half the limit) and no gap exceeds max_coalesced_gap. A
 /// larger tensor in between ends a run; zero-byte tensors are reads of their own and end nothing.
 std::vector<PlannedRead> plan_reads(const std::vector<SourceFile>& files, std::uint64_t chunk_size,
-                                    std::uint64_t memory_limit);
+                                    std::uint64_t memory_limit,
+                                    ReadOrder order = ReadOrder::smallest_first);
 
 }  // namespace tensorstream::detail

@@ -91,6 +91,16 @@ TEST(ReadPlan, RunsStayWithinTheChunkSizeAQuarterOfTheMemoryLimitAndTheirFile) {
             (std::vector<std::vector<std::string>>{{"a"}, {"b"}, {"c"}, {"d"}, {"e"}}));
 }
 
+TEST(ReadPlan, FileOrderKeepsTheFilesInStreamOrderAndTheirTensorsByOffset) {
+  std::vector<detail::SourceFile> files{
+      file_of({{"a", 2 * mib}, {"b", 10}, {"c", 20}, {"d", 3 * mib}}),
+      file_of({{"e", 5}, {"f", mib}})};
+  EXPECT_EQ(names_of(detail::plan_reads(files, 16 * mib, 512 * mib, ReadOrder::file_order)),
+            (std::vector<std::vector<std::string>>{{"a"}, {"b", "c"}, {"d"}, {"e"}, {"f"}}));
+  EXPECT_EQ(names_of(detail::plan_reads(files, 16 * mib, 512 * mib)),
+            (std::vector<std::vector<std::string>>{{"e"}, {"b", "c"}, {"f"}, {"a"}, {"d"}}));
+}
+
 TEST(ReadPlan, TensorsOfAMebibyteOrMoreAreNeverCoalesced) {
   std::vector<detail::SourceFile> files{
       file_of({{"a", detail::coalesce_below - 1}, {"b", detail::coalesce_below}, {"c", 1}})};

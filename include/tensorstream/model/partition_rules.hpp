@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "tensorstream/model/head_config.hpp"
@@ -58,6 +59,10 @@ struct TensorPartition {
 /// match `heads`, and for a rank outside [0, tp_size).
 TensorPartition partition_tensor(const TensorSpec& tensor, const HeadConfig& heads, int tp_size,
                                  int rank);
+
+/// Whether partition_tensor() has a rule of its own for the tensor named `name` (a projection,
+/// embedding or head it splits) rather than keeping it whole because it does not know it.
+bool has_partition_rule(std::string_view name);
 
 /// Fills `destination` with the bytes of the rank's tensor described by `partition`, starting at
 /// byte `offset` of that tensor, from `source`, all the bytes of the full `tensor`: the contract

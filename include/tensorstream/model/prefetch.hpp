@@ -26,6 +26,9 @@ struct PrefetchOptions {
   std::uint64_t chunk_size = 8ull << 20;
   /// Options of the backends, as for a stream.
   StoreOptions store{};
+  /// Skip objects whose key ends in one of these, at any depth (e.g. ".bin" for weights in other
+  /// formats).
+  std::vector<std::string> exclude_suffixes{};
 };
 
 /// What prefetch() copied.

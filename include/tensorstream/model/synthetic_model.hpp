@@ -5,13 +5,13 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <filesystem>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "tensorstream/safetensors/writer.hpp"
+#include "tensorstream/storage/store_options.hpp"
 
 namespace tensorstream {
 
@@ -54,24 +54,33 @@ struct SyntheticModelOptions {
   std::string preset = "tiny";  ///< See synthetic_preset().
   int shards = 1;               ///< Number of .safetensors files, 1 to the number of tensors.
   bool index = false;           ///< Also write model.safetensors.index.json.
+  StoreOptions store{};         ///< How the destination's store is opened.
 };
 
 /// What generate_synthetic_model wrote.
 struct SyntheticModel {
-  std::vector<std::filesystem::path> files;   ///< Every file written, the shards among them.
-  std::vector<std::filesystem::path> shards;  ///< The .safetensors files, in tensor order.
-  std::size_t tensors = 0;                    ///< Tensors over all shards.
-  std::uint64_t tensor_bytes = 0;             ///< Their bytes (the index's total_size).
+  /// Every file written, the shards among them: paths for a local destination, else URLs.
+  std::vector<std::string> files;
+  std::vector<std::string> shards;  ///< The .safetensors files, in tensor order.
+  std::size_t tensors = 0;          ///< Tensors over all shards.
+  std::uint64_t tensor_bytes = 0;   ///< Their bytes (the index's total_size).
 };
 
-/// Writes a synthetic checkpoint into `dir` (created if missing): config.json,
+/// Writes a synthetic checkpoint into `destination`, a local directory (created if missing) or the
+/// URL of a directory or prefix of any store that can write (file://, s3://, ...): config.json,
 /// generation_config.json, a small stand-in tokenizer.json, the shards (`model.safetensors`, or
 /// `model-00001-of-0000N.safetensors`... with the tensors split in order into shards of about equal
-/// bytes) and, with `index`, `model.safetensors.index.json`. Shards and an index left in `dir` by
-/// an earlier generation are removed first, so the directory always holds one consistent model.
-/// Throws InvalidArgument for an unknown preset or a shard count out of range, StorageError naming
-/// the file that could not be written.
-SyntheticModel generate_synthetic_model(const std::filesystem::path& dir,
+/// bytes) and, with `index`, `model.safetensors.index.json`. Each file is streamed through its
+/// store's ObjectWriter with a 16 MiB buffer, and appears complete or not at all.
+///
+/// Shards and an index left in a local directory by an earlier generation are removed first, so
+/// the directory always holds one consistent model. Stores cannot delete objects, so a bucket
+/// prefix holding such a file that this generation would not replace is refused with
+/// InvalidArgument before anything is written.
+///
+/// Throws InvalidArgument for an unknown preset, a shard count out of range, or a destination whose
+/// store cannot write; StorageError naming the file that could not be written.
+SyntheticModel generate_synthetic_model(const std::string& destination,
                                         const SyntheticModelOptions& options = {});
 
 }  // namespace tensorstream

@@ -10,6 +10,16 @@
 
 namespace tensorstream {
 
+/// The order in which a stream reserves memory for its reads and starts them.
+enum class ReadOrder {
+  /// Smallest read first, ties in file order: the first tensors are ready within a round trip or
+  /// two. Tensors complete in any order.
+  smallest_first,
+  /// Files in stream order, each file's tensors by offset. Tensors still complete in any order,
+  /// but each one's memory is reserved only after that of every tensor before it.
+  file_order,
+};
+
 /// Options of SafeTensorsStreamer and RawStreamer. The defaults match the Python original.
 ///
 /// `chunk_size` and `max_concurrency`, when left unset, come from the environment as the Python
@@ -35,6 +45,13 @@ struct StreamerOptions {
   /// faster than mapping fresh memory for every tensor; a consumer that keeps every tensor needs a
   /// limit above the model's size.
   std::uint64_t memory_limit = 512ull << 20;
+  /// How reads are ordered. With ReadOrder::file_order, a consumer that must use tensors in file
+  /// order (writing them out sequentially) may keep the tensors that arrive before their
+  /// predecessors and wait for those: the stream reserves memory strictly in plan order, so every
+  /// predecessor of a kept tensor already has its memory and completes without needing any
+  /// released. Such a reorder buffer therefore never stalls on memory_limit, whatever the limit;
+  /// it holds at most memory_limit bytes (or one larger tensor).
+  ReadOrder read_order = ReadOrder::smallest_first;
   /// Threads running the stream's network and file I/O.
   std::size_t io_threads = 2;
   /// Options of the backends.

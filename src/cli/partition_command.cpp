@@ -1,0 +1,201 @@
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "byte_size.hpp"
+#include "cli/commands.hpp"
+#include "cli/json_writer.hpp"
+#include "cli/progress_bar.hpp"
+#include "cli/store_flags.hpp"
+#include "tensorstream/error.hpp"
+#include "tensorstream/model/partition_checkpoint.hpp"
+
+namespace tensorstream::cli {
+namespace {
+
+struct PartitionArguments {
+  std::string source;
+  std::string destination;
+  std::vector<int> sizes{1, 2, 4, 8};
+  std::string format = "traw";
+  std::optional<std::int64_t> kv_heads;
+  bool overwrite = false;
+  std::size_t uploads = PartitionOptions{}.max_uploads;
+  std::string chunk_size = "16MiB";
+  std::size_t concurrency = 32;
+  std::string memory_limit = "512MiB";
+  bool json = false;
+  StoreFlags store;
+};
+
+PartitionFormat parse_format(const std::string& format) {
+  if (format == "traw") return PartitionFormat::traw;
+  if (format == "safetensors") return PartitionFormat::safetensors;
+  throw InvalidArgument("--format: unknown format '" + format + "' (known: traw, safetensors)");
+}
+
+std::string joined(const std::vector<int>& sizes) {
+  std::string text;
+  for (const int size : sizes) text += (text.empty() ? "" : ",") + std::to_string(size);
+  return text;
+}
+
+// Counters the run updates and the progress display reads from its own thread.
+class SharedProgress {
+ public:
+  void set(const PartitionProgress& progress) {
+    std::lock_guard lock(mutex_);
+    progress_ = progress;
+  }
+
+  std::string render() const {
+    PartitionProgress progress;
+    {
+      std::lock_guard lock(mutex_);
+      progress = progress_;
+    }
+    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start_;
+    const double rate = elapsed.count() > 0
+                            ? static_cast<double>(progress.bytes_written) / elapsed.count() / 1e6
+                            : 0.0;
+    char text[320];
+    std::snprintf(text, sizeof text, "%s read %s / %s  wrote %s / %s  %.0f MB/s  %zu/%zu tensors",
+                  progress_bar(static_cast<double>(progress.bytes_written),
+                               static_cast<double>(progress.bytes_to_write))
+                      .c_str(),
+                  format_byte_size(progress.bytes_read).c_str(),
+                  format_byte_size(progress.bytes_to_read).c_str(),
+                  format_byte_size(progress.bytes_written).c_str(),
+                  format_byte_size(progress.bytes_to_write).c_str(), rate, progress.tensors_done,
+                  progress.tensors);
+    return text;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  PartitionProgress progress_;
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+std::string summary_json(const PartitionArguments& arguments, const PartitionReport& report,
+                         double seconds) {
+  std::string line = "{";
+  append_key(line, "summary");
+  line += '{';
+  append_key(line, "source");
+  append_json_string(line, arguments.source);
+  append_key(line, "destination");
+  append_json_string(line, arguments.destination);
+  append_key(line, "format");
+  append_json_string(line, arguments.format);
+  append_key(line, "tp");
+  const std::vector<std::int64_t> sizes(arguments.sizes.begin(), arguments.sizes.end());
+  append_int_array(line, sizes);
+  append_key(line, "tensors");
+  line += std::to_string(report.tensors);
+  append_key(line, "bytes_read");
+  line += std::to_string(report.source_bytes);
+  append_key(line, "objects");
+  line += std::to_string(report.objects);
+  append_key(line, "bytes_written");
+  line += std::to_string(report.bytes_written);
+  append_key(line, "artifacts");
+  line += std::to_string(report.artifacts.size());
+  append_key(line, "seconds");
+  char number[32];
+  std::snprintf(number, sizeof number, "%.6f", seconds);
+  line += number;
+  line += "}}";
+  return line;
+}
+
+void run_partition(const PartitionArguments& arguments) {
+  PartitionOptions options;
+  options.tensor_parallel_sizes = arguments.sizes;
+  options.format = parse_format(arguments.format);
+  options.num_key_value_heads = arguments.kv_heads;
+  options.overwrite = arguments.overwrite;
+  options.max_uploads = arguments.uploads;
+  options.stream.chunk_size = parse_byte_size(arguments.chunk_size, "--chunk-size");
+  options.stream.max_concurrency = arguments.concurrency;
+  options.stream.memory_limit = parse_byte_size(arguments.memory_limit, "--memory-limit");
+  options.stream.store = apply_store_flags(arguments.store);
+
+  SharedProgress shared;
+  options.on_progress = [&shared](const PartitionProgress& progress) { shared.set(progress); };
+  std::optional<ProgressBar> progress;
+  if (::isatty(STDERR_FILENO)) progress.emplace([&shared] { return shared.render(); });
+
+  const auto start = std::chrono::steady_clock::now();
+  const PartitionReport report =
+      partition_checkpoint_blocking(arguments.source, arguments.destination, options);
+  progress.reset();
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  if (arguments.json) {
+    std::puts(summary_json(arguments, report, elapsed.count()).c_str());
+  } else {
+    std::printf(
+        "partitioned %zu tensors (%s) from %s for TP %s into %zu %s objects (%s) and %zu other "
+        "files in %s in %.3f s\n",
+        report.tensors, format_byte_size(report.source_bytes).c_str(), arguments.source.c_str(),
+        joined(arguments.sizes).c_str(), report.objects, arguments.format.c_str(),
+        format_byte_size(report.bytes_written).c_str(), report.artifacts.size(),
+        arguments.destination.c_str(), elapsed.count());
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+void register_partition_command(CLI::App& app) {
+  auto arguments = std::make_shared<PartitionArguments>();
+  auto* command = app.add_subcommand(
+      "partition",
+      "Cut a checkpoint for several tensor-parallel sizes into DST/TP{n}/shard{r}/, one TRAW "
+      "object per tensor (or one safetensors file per rank)");
+  command
+      ->add_option("src", arguments->source,
+                   "Checkpoint to cut: file, index, directory or prefix, as for stream; its "
+                   "config.json gives the head layout")
+      ->required();
+  command
+      ->add_option("dst", arguments->destination,
+                   "Where to write: a local directory, file:// or s3:// prefix")
+      ->required();
+  command->add_option("--tp", arguments->sizes, "Tensor-parallel sizes, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  command->add_option("--format", arguments->format, "traw or safetensors")
+      ->capture_default_str();
+  command
+      ->add_option("--kv-heads", arguments->kv_heads,
+                   "Key-value heads, instead of num_key_value_heads from SRC's config.json")
+      ->check(CLI::PositiveNumber);
+  command->add_flag("--overwrite", arguments->overwrite,
+                    "Write into a destination that is not empty, replacing objects of the same "
+                    "names");
+  command->add_option("--uploads", arguments->uploads, "Objects uploaded at once")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  command->add_option("--chunk-size", arguments->chunk_size, "Bytes per range read of SRC")
+      ->capture_default_str();
+  command->add_option("--concurrency", arguments->concurrency, "Range reads of SRC in flight")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  command
+      ->add_option("--memory-limit", arguments->memory_limit,
+                   "Tensor memory of SRC held at once (upload buffers come on top)")
+      ->capture_default_str();
+  command->add_flag("--json", arguments->json, "Print the summary as one JSON object");
+  add_store_flags(*command, arguments->store);
+  command->callback([arguments] { run_partition(*arguments); });
+}
+
+}  // namespace tensorstream::cli
