@@ -1,5 +1,5 @@
-// The CLI over gs://: ls, stream, inspect and prefetch to a bucket against the GCS fixture as
-// STORAGE_EMULATOR_HOST.
+// The CLI over gs://: ls, stream, inspect, and prefetch and gen-model to a bucket, against the
+// GCS fixture as STORAGE_EMULATOR_HOST.
 
 #include <gtest/gtest.h>
 
@@ -96,6 +96,21 @@ TEST_F(GcsCli, PrefetchUploadsToABucketPrefix) {
   const auto copy = cli({"stream", "gs://models/copy/", "--json", "--checksum", "sha256"});
   ASSERT_EQ(copy.exit_code, 0) << copy.err;
   EXPECT_EQ(testing::sorted_tensor_lines(copy.out), testing::sorted_tensor_lines(original.out));
+}
+
+TEST_F(GcsCli, GenModelToABucketStreamsBackLikeItsLocalFiles) {
+  TempDir local;
+  ASSERT_EQ(cli({"gen-model", local.path().string(), "--shards", "2"}).exit_code, 0);
+  const auto generated = cli({"gen-model", "gs://models/generated", "--shards", "2"});
+  ASSERT_EQ(generated.exit_code, 0) << generated.err;
+  EXPECT_EQ(generated.out, "wrote 21 tensors (3.8 MiB) in 2 shard(s) to gs://models/generated\n");
+  EXPECT_EQ(emulator_.unfinished_sessions(), 0u);
+  const auto expected = cli({"stream", local.path().string() + "/", "--checksum", "sha256"});
+  const auto uploaded = cli({"stream", "gs://models/generated/", "--checksum", "sha256"});
+  ASSERT_EQ(expected.exit_code, 0) << expected.err;
+  ASSERT_EQ(uploaded.exit_code, 0) << uploaded.err;
+  EXPECT_EQ(testing::sorted_tensor_lines(uploaded.out).size(), 21u);
+  EXPECT_EQ(testing::sorted_tensor_lines(uploaded.out), testing::sorted_tensor_lines(expected.out));
 }
 
 }  // namespace
