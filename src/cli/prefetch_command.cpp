@@ -53,9 +53,9 @@ void register_prefetch_command(CLI::App& app) {
                       "Prefix to copy from: /path, file:///path, s3://bucket/path, gs://...; "
                       "default: the configured remote model path");
   command->add_option("dir", arguments->directory,
-                      "Directory to copy into (created if missing), or a file:// or s3:// URL "
-                      "to upload to; default: the configured local model path, /srv/model "
-                      "unless set");
+                      "Directory to copy into (created if missing), or a file://, s3:// or "
+                      "gs:// URL to upload to; default: the configured local model path, "
+                      "/srv/model unless set");
   command->add_flag("--include-safetensors", arguments->include_safetensors,
                     "Copy *.safetensors files too");
   command->add_option("--concurrency", arguments->concurrency, "Files copied at once")

@@ -7,6 +7,7 @@
 #include "storage/environment.hpp"
 #include "storage/gcs/adapter.hpp"
 #include "storage/gcs/json_api.hpp"
+#include "storage/gcs/writer.hpp"
 #include "storage/http/http_client.hpp"
 #include "storage/object_version.hpp"
 #include "storage/request_checks.hpp"
@@ -75,14 +76,17 @@ std::shared_ptr<gcs::TokenProvider> token_provider(const GcsOptions& options, bo
 
 GcsStore::GcsStore(boost::asio::any_io_executor executor, const Url& bucket, HttpOptions http,
                    GcsOptions options)
-    : bucket_(checked_bucket(bucket).host), pins_(std::make_unique<ObjectPins<ObjectVersion>>()) {
+    : bucket_(checked_bucket(bucket).host),
+      executor_(executor),
+      pins_(std::make_unique<ObjectPins<ObjectVersion>>()) {
   const Endpoint endpoint = resolve_endpoint(options);
   const auto tokens = token_provider(options, endpoint.emulator);
   path_prefix_ = endpoint.path_prefix;
-  description_ = endpoint.origin.origin() + path_prefix_ + " (" +
+  origin_ = endpoint.origin.origin();
+  description_ = origin_ + path_prefix_ + " (" +
                  (tokens ? "credentials: " + tokens->name() : std::string("without credentials")) +
                  ")";
-  client_ = std::make_unique<HttpClient>(std::move(executor), endpoint.origin, std::move(http),
+  client_ = std::make_shared<HttpClient>(std::move(executor), endpoint.origin, std::move(http),
                                          std::make_shared<gcs::Adapter>(tokens));
 }
 
@@ -130,8 +134,15 @@ boost::asio::awaitable<void> GcsStore::read_range(std::string key, std::uint64_t
 
 StoreStats GcsStore::stats() const { return client_->stats(); }
 
-std::unique_ptr<ObjectWriter> GcsStore::create_writer(std::string key, WriteOptions) {
-  throw InvalidArgument(url(key) + ": writing to gs:// is not supported yet");
+std::unique_ptr<ObjectWriter> GcsStore::create_writer(std::string key, WriteOptions options) {
+  const std::string object = url(key);
+  check_bucket_key(object, key, "GCS");
+  if (key.back() == '/') {
+    throw InvalidArgument(object + ": an object to write needs a name, not a prefix");
+  }
+  gcs::UploadTarget target{path_prefix_ + gcs::upload_objects_target(bucket_), key.substr(1),
+                           origin_};
+  return std::make_unique<gcs::Writer>(client_, executor_, std::move(target), object, options);
 }
 
 }  // namespace tensorstream

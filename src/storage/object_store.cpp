@@ -6,7 +6,7 @@ namespace tensorstream {
 
 std::unique_ptr<ObjectWriter> ObjectStore::create_writer(std::string key, WriteOptions) {
   throw InvalidArgument(url(key) + ": this store is read-only; objects can be written to "
-                                   "file:// and s3:// only");
+                                   "file://, s3:// and gs:// only");
 }
 
 boost::asio::awaitable<StaleUploads> ObjectStore::abort_stale_uploads(

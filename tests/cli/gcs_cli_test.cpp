@@ -1,8 +1,8 @@
-// The CLI over gs://: ls, stream and inspect against the GCS fixture as STORAGE_EMULATOR_HOST.
+// The CLI over gs://: ls, stream, inspect, and prefetch and gen-model to a bucket, against the
+// GCS fixture as STORAGE_EMULATOR_HOST.
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -67,14 +67,9 @@ TEST_F(GcsCli, StreamOverGsGivesTheSameChecksumsAsTheLocalFiles) {
   const auto remote =
       cli({"stream", "gs://models/tiny/", "--checksum", "sha256", "--chunk-size", "100KB"});
   ASSERT_EQ(remote.exit_code, 0) << remote.err;
-  auto sorted = [](std::string text) {
-    auto lines = lines_of(text);
-    lines.pop_back();  // the summary line names the URL and the timing
-    std::sort(lines.begin(), lines.end());
-    return lines;
-  };
-  EXPECT_EQ(sorted(remote.out), sorted(local.out));
-  EXPECT_EQ(sorted(remote.out).size(), llama_tensors(synthetic_preset("tiny")).size());
+  EXPECT_EQ(testing::sorted_tensor_lines(remote.out), testing::sorted_tensor_lines(local.out));
+  EXPECT_EQ(testing::sorted_tensor_lines(remote.out).size(),
+            llama_tensors(synthetic_preset("tiny")).size());
 }
 
 TEST_F(GcsCli, MissingObjectIsAClearError) {
@@ -83,6 +78,39 @@ TEST_F(GcsCli, MissingObjectIsAClearError) {
   EXPECT_EQ(result.err,
             "tensorstream: error: gs://models/tiny/absent.safetensors: No such object: "
             "models/tiny/absent.safetensors (HTTP 404)\n");
+}
+
+TEST_F(GcsCli, PrefetchUploadsToABucketPrefix) {
+  const auto uploaded =
+      cli({"prefetch", model_.path().string(), "gs://models/copy", "--include-safetensors"});
+  ASSERT_EQ(uploaded.exit_code, 0) << uploaded.err;
+  EXPECT_NE(uploaded.out.find(" to gs://models/copy\n"), std::string::npos) << uploaded.out;
+  EXPECT_EQ(emulator_.unfinished_sessions(), 0u);
+  const auto listed = cli({"ls", "gs://models/copy/"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("gs://models/copy/model.safetensors.index.json"), std::string::npos)
+      << listed.out;
+  // The uploaded checkpoint streams with the same checksums as the original.
+  const auto original =
+      cli({"stream", model_.path().string() + "/", "--json", "--checksum", "sha256"});
+  const auto copy = cli({"stream", "gs://models/copy/", "--json", "--checksum", "sha256"});
+  ASSERT_EQ(copy.exit_code, 0) << copy.err;
+  EXPECT_EQ(testing::sorted_tensor_lines(copy.out), testing::sorted_tensor_lines(original.out));
+}
+
+TEST_F(GcsCli, GenModelToABucketStreamsBackLikeItsLocalFiles) {
+  TempDir local;
+  ASSERT_EQ(cli({"gen-model", local.path().string(), "--shards", "2"}).exit_code, 0);
+  const auto generated = cli({"gen-model", "gs://models/generated", "--shards", "2"});
+  ASSERT_EQ(generated.exit_code, 0) << generated.err;
+  EXPECT_EQ(generated.out, "wrote 21 tensors (3.8 MiB) in 2 shard(s) to gs://models/generated\n");
+  EXPECT_EQ(emulator_.unfinished_sessions(), 0u);
+  const auto expected = cli({"stream", local.path().string() + "/", "--checksum", "sha256"});
+  const auto uploaded = cli({"stream", "gs://models/generated/", "--checksum", "sha256"});
+  ASSERT_EQ(expected.exit_code, 0) << expected.err;
+  ASSERT_EQ(uploaded.exit_code, 0) << uploaded.err;
+  EXPECT_EQ(testing::sorted_tensor_lines(uploaded.out).size(), 21u);
+  EXPECT_EQ(testing::sorted_tensor_lines(uploaded.out), testing::sorted_tensor_lines(expected.out));
 }
 
 }  // namespace

@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -81,14 +80,9 @@ TEST_F(S3Cli, StreamOverS3GivesTheSameChecksumsAsTheLocalFiles) {
   const auto remote = run_cli({"stream", "s3://models/tiny/", "--checksum", "sha256",
                            "--endpoint-url", s3rver_->endpoint(), "--chunk-size", "100KB"});
   ASSERT_EQ(remote.exit_code, 0) << remote.err;
-  auto sorted = [](std::string text) {
-    auto lines = lines_of(text);
-    lines.pop_back();  // the summary line names the URL and the timing
-    std::sort(lines.begin(), lines.end());
-    return lines;
-  };
-  EXPECT_EQ(sorted(remote.out), sorted(local.out));
-  EXPECT_EQ(sorted(remote.out).size(), llama_tensors(synthetic_preset("tiny")).size());
+  EXPECT_EQ(testing::sorted_tensor_lines(remote.out), testing::sorted_tensor_lines(local.out));
+  EXPECT_EQ(testing::sorted_tensor_lines(remote.out).size(),
+            llama_tensors(synthetic_preset("tiny")).size());
 }
 
 TEST_F(S3Cli, NoSignRequestReadsPublicObjects) {
@@ -148,13 +142,7 @@ TEST_F(S3Cli, PrefetchUploadsToABucketPrefix) {
   const auto copy = run_cli({"stream", "s3://models/copy/", "--json", "--checksum", "sha256",
                              "--endpoint-url", s3rver_->endpoint()});
   ASSERT_EQ(copy.exit_code, 0) << copy.err;
-  const auto tensors = [](const std::string& out) {
-    auto lines = lines_of(out);
-    lines.pop_back();  // The summary, with its timings.
-    std::sort(lines.begin(), lines.end());
-    return lines;
-  };
-  EXPECT_EQ(tensors(copy.out), tensors(original.out));
+  EXPECT_EQ(testing::sorted_tensor_lines(copy.out), testing::sorted_tensor_lines(original.out));
 }
 
 }  // namespace

@@ -61,17 +61,19 @@ TEST_F(WriteDestination, ShardToAStoreThatCannotWriteIsAnErrorBeforeReadingAnyth
   EXPECT_FALSE(wrote_locally());
 }
 
-TEST_F(WriteDestination, GenModelToAStoreThatCannotWriteAndPrefetchToGcsAreErrors) {
+TEST_F(WriteDestination, GenModelAndPrefetchToAStoreThatCannotWriteAreErrors) {
   const auto gen = run_cli_in(cwd_.path(), {"gen-model", "http://127.0.0.1:1/x"});
   EXPECT_EQ(gen.exit_code, 2);
   EXPECT_TRUE(gen.err.starts_with("tensorstream: error: http://127.0.0.1:1/x/config.json" +
                                   std::string(read_only)))
       << gen.err;
   EXPECT_EQ(gen.out, "");
-  const auto prefetch = run_cli_in(cwd_.path(), {"prefetch", source_.path().string(), "gs://b/x"});
+  const auto prefetch =
+      run_cli_in(cwd_.path(), {"prefetch", source_.path().string(), "http://127.0.0.1:1/x"});
   EXPECT_EQ(prefetch.exit_code, 2);
   EXPECT_EQ(prefetch.err,
-            "tensorstream: error: gs://b/x/config.json: writing to gs:// is not supported yet\n");
+            "tensorstream: error: http://127.0.0.1:1/x/config.json: this store is read-only; "
+            "objects can be written to file://, s3:// and gs:// only\n");
   EXPECT_FALSE(wrote_locally());
 }
 

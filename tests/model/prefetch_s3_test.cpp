@@ -97,11 +97,12 @@ TEST_F(PrefetchS3, AStoreThatCannotWriteIsRefusedBeforeCopying) {
   TempDir source;
   write_file(source.path() / "config.json", "{}");
   try {
-    prefetch_blocking(source.path().string(), "gs://bucket/copy");
+    prefetch_blocking(source.path().string(), "http://127.0.0.1:1/copy");
     FAIL() << "expected InvalidArgument";
   } catch (const InvalidArgument& error) {
     EXPECT_EQ(std::string(error.what()),
-              "gs://bucket/copy/config.json: writing to gs:// is not supported yet");
+              "http://127.0.0.1:1/copy/config.json: this store is read-only; objects can be "
+              "written to file://, s3:// and gs:// only");
   }
 }
 

@@ -75,17 +75,18 @@ TEST(GcsJwt, Base64urlUsesTheUrlSafeAlphabet) {
 }
 
 TEST(GcsJwt, AssertionHasTheHeaderAndClaimsGoogleExpects) {
-  const auto jwt = parts(service_account_assertion(account("0123abcd"), read_only_scope, issued_at));
+  const auto jwt =
+      parts(service_account_assertion(account("0123abcd"), read_write_scope, issued_at));
   ASSERT_EQ(jwt.size(), 3u);
   EXPECT_EQ(jwt[0], base64url(R"({"alg":"RS256","typ":"JWT","kid":"0123abcd"})"));
   EXPECT_EQ(jwt[1], base64url(R"({"iss":"loader@project.iam.gserviceaccount.com",)"
-                              R"("scope":"https://www.googleapis.com/auth/devstorage.read_only",)"
+                              R"("scope":"https://www.googleapis.com/auth/devstorage.read_write",)"
                               R"("aud":"https://oauth2.googleapis.com/token",)"
                               R"("iat":1700000000,"exp":1700003600})"));
 }
 
 TEST(GcsJwt, AssertionOfAKeyWithoutIdHasNoKid) {
-  const auto jwt = parts(service_account_assertion(account(""), read_only_scope, issued_at));
+  const auto jwt = parts(service_account_assertion(account(""), read_write_scope, issued_at));
   ASSERT_EQ(jwt.size(), 3u);
   EXPECT_EQ(jwt[0], base64url(R"({"alg":"RS256","typ":"JWT"})"));
 }
@@ -95,7 +96,7 @@ TEST(GcsJwt, SignatureEqualsTheOpensslCommandsSignature) {
   if (!tensorstream::testing::Certificates::available()) {
     TENSORSTREAM_SKIP_UNLESS_CI("the openssl command is not installed");
   }
-  const std::string jwt = service_account_assertion(account("id"), read_only_scope, issued_at);
+  const std::string jwt = service_account_assertion(account("id"), read_write_scope, issued_at);
   const auto last_dot = jwt.rfind('.');
   TempDir dir;
   std::ofstream(dir.path() / "key.pem") << rsa_key().private_key;

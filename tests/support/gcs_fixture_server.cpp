@@ -9,6 +9,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/read.hpp>
+#include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 #include <algorithm>
@@ -47,16 +48,25 @@ struct GcsFixtureServer::Reply {
   std::string content_type;
   std::string content_range;
   std::string generation;  ///< x-goog-generation of a media download.
+  std::string location{};  ///< Location: a resumable upload's session URI.
+  std::string range{};     ///< Range: the bytes a resumable upload persisted.
+  bool hang_up = false;    ///< Close the connection instead of answering.
 };
 
 namespace {
 
 constexpr auto as_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::string_view storage_prefix = "/storage/v1/b/";
+constexpr std::string_view upload_prefix = "/upload/storage/v1/b/";
+constexpr std::size_t chunk_granularity = 256 << 10;
+// Uploads of the tests are a few MiB.
+constexpr std::uint64_t max_request_body = 64 << 20;
 constexpr std::string_view metadata_token_path =
     "/computeMetadata/v1/instance/service-accounts/default/token";
 constexpr std::string_view read_only_scope =
     "https://www.googleapis.com/auth/devstorage.read_only";
+constexpr std::string_view read_write_scope =
+    "https://www.googleapis.com/auth/devstorage.read_write";
 
 // Decodes %XY escapes (and '+' as a space in forms); a malformed escape stays as it is.
 std::string decode(std::string_view text, bool plus_is_space) {
@@ -148,6 +158,56 @@ GcsFixtureServer::Reply oauth_error(unsigned status, std::string_view error,
                       R"(","error_description":)" + json_string(description) + "}"};
 }
 
+// The error GCS sends with `status` to an upload.
+GcsFixtureServer::Reply upload_error(unsigned status) {
+  if (status == 403) {
+    return json_error(403,
+                      "loader@tensorstream-tests.iam.gserviceaccount.com does not have "
+                      "storage.objects.create access to the Google Cloud Storage object. "
+                      "Permission 'storage.objects.create' denied on resource (or it may not "
+                      "exist).",
+                      "forbidden");
+  }
+  if (status == 404) return json_error(404, "The specified bucket does not exist.", "notFound");
+  return json_error(status, "We encountered an internal error. Please try again.",
+                    "backendError");
+}
+
+// A Content-Range of an upload request: "bytes a-b/total", "bytes */total", total "*" when
+// unknown.
+struct UploadRange {
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> bytes;  // First and last.
+  std::optional<std::uint64_t> total;
+};
+
+std::optional<std::uint64_t> number(std::string_view text) {
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+std::optional<UploadRange> parse_upload_range(std::string_view header) {
+  constexpr std::string_view prefix = "bytes ";
+  const auto slash = header.find('/');
+  if (!header.starts_with(prefix) || slash == std::string_view::npos) return std::nullopt;
+  const auto range = header.substr(prefix.size(), slash - prefix.size());
+  const auto total = header.substr(slash + 1);
+  UploadRange parsed;
+  if (total != "*") {
+    parsed.total = number(total);
+    if (!parsed.total) return std::nullopt;
+  }
+  if (range == "*") return parsed;
+  const auto dash = range.find('-');
+  if (dash == std::string_view::npos) return std::nullopt;
+  const auto first = number(range.substr(0, dash));
+  const auto last = number(range.substr(dash + 1));
+  if (!first || !last || *last < *first) return std::nullopt;
+  parsed.bytes = {*first, *last};
+  return parsed;
+}
+
 std::string object_resource(const std::string& bucket, const std::string& name,
                             std::size_t size, std::int64_t generation) {
   return R"({"kind":"storage#object","name":)" + json_string(name) + R"(,"bucket":)" +
@@ -165,6 +225,11 @@ GcsFixtureServer::GcsFixtureServer(Options options)
 std::int64_t GcsFixtureServer::put(const std::string& bucket, const std::string& name,
                                    std::string bytes) {
   std::lock_guard lock(mutex_);
+  return store(bucket, name, std::move(bytes));
+}
+
+std::int64_t GcsFixtureServer::store(const std::string& bucket, const std::string& name,
+                                     std::string bytes) {
   buckets_[bucket][name] = Object{std::move(bytes), ++last_generation_};
   return last_generation_;
 }
@@ -203,23 +268,51 @@ std::vector<GcsFixtureServer::Request> GcsFixtureServer::requests() const {
   return requests_;
 }
 
+std::optional<std::string> GcsFixtureServer::stored(const std::string& bucket,
+                                                    const std::string& name) const {
+  std::lock_guard lock(mutex_);
+  const auto found_bucket = buckets_.find(bucket);
+  if (found_bucket == buckets_.end()) return std::nullopt;
+  const auto found = found_bucket->second.find(name);
+  if (found == found_bucket->second.end()) return std::nullopt;
+  return found->second.bytes;
+}
+
+std::size_t GcsFixtureServer::unfinished_sessions() const {
+  std::lock_guard lock(mutex_);
+  return static_cast<std::size_t>(
+      std::count_if(sessions_.begin(), sessions_.end(),
+                    [](const auto& entry) { return !entry.second.completed; }));
+}
+
 asio::awaitable<void> GcsFixtureServer::serve(tcp::socket socket) {
   boost::beast::flat_buffer buffer;
   for (;;) {
-    http::request<http::string_body> incoming;
-    if (auto [ec, n] = co_await http::async_read(socket, buffer, incoming, as_tuple); ec) {
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(max_request_body);
+    if (auto [ec, n] = co_await http::async_read(socket, buffer, parser, as_tuple); ec) {
       co_return;
     }
+    const auto& incoming = parser.get();
     const Request request{std::string(incoming.method_string()),
                           std::string(incoming.target()),
                           std::string(incoming[http::field::authorization]),
                           std::string(incoming[http::field::range]),
-                          std::string(incoming["Metadata-Flavor"]), incoming.body()};
+                          std::string(incoming["Metadata-Flavor"]),
+                          std::string(incoming[http::field::content_range]), incoming.body()};
     Reply reply = answer(request);
-    http::response<http::string_body> response(static_cast<http::status>(reply.status), 11);
+    if (reply.hang_up) co_return;
+    http::response<http::string_body> response;
+    response.version(11);
+    response.result(reply.status);
+    // Google's names; Beast knows 308 as Permanent Redirect and 499 not at all.
+    if (reply.status == 308) response.reason("Resume Incomplete");
+    if (reply.status == 499) response.reason("Client Closed Request");
     response.set(http::field::content_type, reply.content_type);
     if (!reply.content_range.empty()) response.set(http::field::content_range, reply.content_range);
     if (!reply.generation.empty()) response.set("x-goog-generation", reply.generation);
+    if (!reply.location.empty()) response.set(http::field::location, reply.location);
+    if (!reply.range.empty()) response.set(http::field::range, reply.range);
     response.body() = std::move(reply.body);
     response.keep_alive(incoming.keep_alive());
     response.prepare_payload();
@@ -246,7 +339,140 @@ GcsFixtureServer::Reply GcsFixtureServer::answer(const Request& request) {
   if (request.method == "GET" && path.starts_with(storage_prefix)) {
     return storage(path.substr(storage_prefix.size()), query, request);
   }
+  if (path.starts_with(upload_prefix)) {
+    return upload(path.substr(upload_prefix.size()), query, request);
+  }
   return json_error(404, "Not Found", "notFound");
+}
+
+std::optional<GcsFixtureServer::Reply> GcsFixtureServer::check_token(
+    const std::string& bucket, const Request& request) const {
+  if (!options_.require_token || public_buckets_.contains(bucket)) return std::nullopt;
+  constexpr std::string_view bearer = "Bearer ";
+  const std::string_view authorization = request.authorization;
+  if (authorization.empty()) {
+    return json_error(401,
+                      "Anonymous caller does not have storage.objects.get access to the Google "
+                      "Cloud Storage object. Permission 'storage.objects.get' denied on "
+                      "resource (or it may not exist).",
+                      "required");
+  }
+  if (!authorization.starts_with(bearer) ||
+      !tokens_.contains(std::string(authorization.substr(bearer.size())))) {
+    return json_error(401, "Invalid Credentials", "authError");
+  }
+  return std::nullopt;
+}
+
+GcsFixtureServer::Reply GcsFixtureServer::upload(std::string_view path, std::string_view query,
+                                                 const Request& request) {
+  const auto slash = path.find('/');
+  const std::string bucket = decode(path.substr(0, slash), false);
+  if (slash == std::string_view::npos || path.substr(slash) != "/o") {
+    return json_error(404, "Not Found", "notFound");
+  }
+  if (auto rejection = check_token(bucket, request)) return *rejection;
+  if (options_.on_upload) options_.on_upload(request.method, request.content_range);
+  constexpr std::string_view bearer = "Bearer ";
+  if (std::string_view(request.authorization).starts_with(bearer) &&
+      read_only_tokens_.contains(request.authorization.substr(bearer.size()))) {
+    return json_error(403, "Provided scope(s) are not authorized", "forbidden");
+  }
+  auto parameters = parse_pairs(query, false);
+  if (request.method == "DELETE") {
+    const auto found = sessions_.find(parameters["upload_id"]);
+    if (found == sessions_.end() || found->second.completed) {
+      return json_error(404, "No such upload session.", "notFound");
+    }
+    sessions_.erase(found);
+    return {499, "", "text/plain"};
+  }
+  if (upload_requests_++ < options_.fail_upload_first) {
+    return upload_error(options_.upload_fail_status);
+  }
+  if (request.method == "PUT" && parameters.contains("upload_id")) {
+    return chunk(parameters["upload_id"], request);
+  }
+  if (request.method != "POST") return json_error(405, "Method Not Allowed", "methodNotAllowed");
+  if (!buckets_.contains(bucket)) return upload_error(404);
+  const std::string& name = parameters["name"];
+  if (name.empty()) return json_error(400, "Required parameter: name", "required");
+  if (parameters["uploadType"] == "media") {
+    const auto generation = store(bucket, name, request.body);
+    return {200, object_resource(bucket, name, request.body.size(), generation)};
+  }
+  if (parameters["uploadType"] != "resumable") {
+    return json_error(400, "Invalid upload type.", "invalid");
+  }
+  const std::string id = "session-" + std::to_string(++last_session_);
+  sessions_[id] = Session{bucket, name, {}, false};
+  Reply reply{200, ""};
+  reply.location = endpoint() + std::string(upload_prefix) + std::string(path) + "?" +
+                   std::string(query) + "&upload_id=" + id;
+  return reply;
+}
+
+GcsFixtureServer::Reply GcsFixtureServer::chunk(const std::string& id, const Request& request) {
+  const auto found = sessions_.find(id);
+  if (found == sessions_.end()) return json_error(404, "No such upload session.", "notFound");
+  Session& session = found->second;
+  const auto completed = [&] {
+    const Object& object = buckets_.at(session.bucket).at(session.name);
+    return Reply{200, object_resource(session.bucket, session.name, object.bytes.size(),
+                                      object.generation)};
+  };
+  if (session.completed) return completed();
+  if (!request.body.empty() && failed_chunks_++ < options_.fail_chunks_first) {
+    return upload_error(options_.upload_fail_status);
+  }
+  const auto range = parse_upload_range(request.content_range);
+  if (!range || (range->bytes && range->bytes->second - range->bytes->first + 1 !=
+                                     request.body.size()) ||
+      (!range->bytes && !request.body.empty())) {
+    return json_error(400, "Invalid Content-Range: " + request.content_range, "invalid");
+  }
+  std::string& persisted = session.persisted;
+  if (range->bytes) {
+    const auto [first, last] = *range->bytes;
+    if (first > persisted.size()) {
+      return json_error(400,
+                        "Invalid request. According to the Content-Range header, the upload "
+                        "offset is " + std::to_string(first) + " byte(s), which exceeds already "
+                        "uploaded size of " + std::to_string(persisted.size()) + " byte(s).",
+                        "invalid");
+    }
+    std::string_view fresh = request.body;
+    fresh.remove_prefix(std::min<std::size_t>(fresh.size(), persisted.size() - first));
+    if (range->total) {
+      persisted += fresh;
+    } else if (request.body.size() >= 2 * chunk_granularity &&
+               cut_chunks_++ < options_.cut_chunks_first) {
+      const std::size_t half = request.body.size() / 2 / chunk_granularity * chunk_granularity;
+      if (first + half > persisted.size()) {
+        persisted += fresh.substr(0, first + half - persisted.size());
+      }
+      Reply cut;
+      cut.hang_up = true;
+      return cut;
+    } else {
+      // Only whole multiples of 256 KiB of a chunk of unknown total are persisted.
+      persisted += fresh;
+      persisted.resize(persisted.size() / chunk_granularity * chunk_granularity);
+    }
+  }
+  if (range->total && *range->total < persisted.size()) {
+    return json_error(400, "Invalid request: the object size " + std::to_string(*range->total) +
+                               " is smaller than the bytes uploaded.", "invalid");
+  }
+  if (range->total && *range->total == persisted.size()) {
+    store(session.bucket, session.name, std::move(persisted));
+    session.persisted.clear();
+    session.completed = true;
+    return completed();
+  }
+  Reply reply{308, ""};
+  if (!persisted.empty()) reply.range = "bytes=0-" + std::to_string(persisted.size() - 1);
+  return reply;
 }
 
 GcsFixtureServer::Reply GcsFixtureServer::storage(std::string_view path, std::string_view query,
@@ -257,21 +483,7 @@ GcsFixtureServer::Reply GcsFixtureServer::storage(std::string_view path, std::st
       slash == std::string_view::npos ? std::string_view{} : path.substr(slash);
   if (rest != "/o" && !rest.starts_with("/o/")) return json_error(404, "Not Found", "notFound");
 
-  if (options_.require_token && !public_buckets_.contains(bucket)) {
-    constexpr std::string_view bearer = "Bearer ";
-    const std::string_view authorization = request.authorization;
-    if (authorization.empty()) {
-      return json_error(401,
-                        "Anonymous caller does not have storage.objects.get access to the Google "
-                        "Cloud Storage object. Permission 'storage.objects.get' denied on "
-                        "resource (or it may not exist).",
-                        "required");
-    }
-    if (!authorization.starts_with(bearer) ||
-        !tokens_.contains(std::string(authorization.substr(bearer.size())))) {
-      return json_error(401, "Invalid Credentials", "authError");
-    }
-  }
+  if (auto rejection = check_token(bucket, request)) return *rejection;
   if (!buckets_.contains(bucket)) {
     return json_error(404, "The specified bucket does not exist.", "notFound");
   }
@@ -376,8 +588,9 @@ GcsFixtureServer::Reply GcsFixtureServer::token_grant(const Request& request) {
   auto form = parse_pairs(request.body, true);
   const std::string& grant = form["grant_type"];
   if (grant == "urn:ietf:params:oauth:grant-type:jwt-bearer") {
-    if (auto rejection = verify_assertion(form["assertion"])) return *rejection;
-    return token_reply();
+    bool read_only = false;
+    if (auto rejection = verify_assertion(form["assertion"], read_only)) return *rejection;
+    return token_reply(read_only);
   }
   if (grant == "refresh_token") {
     if (form["client_id"] != options_.client_id || form["client_secret"] != options_.client_secret) {
@@ -391,16 +604,17 @@ GcsFixtureServer::Reply GcsFixtureServer::token_grant(const Request& request) {
   return oauth_error(400, "unsupported_grant_type", "Invalid grant_type: " + grant);
 }
 
-GcsFixtureServer::Reply GcsFixtureServer::token_reply() {
+GcsFixtureServer::Reply GcsFixtureServer::token_reply(bool read_only) {
   std::string token = "ya29.fixture-token-" + std::to_string(tokens_.size() + 1);
   tokens_.insert(token);
+  if (read_only) read_only_tokens_.insert(token);
   return {200, R"({"access_token":")" + token + R"(","expires_in":)" +
                    std::to_string(options_.token_lifetime) + R"(,"token_type":"Bearer"})"};
 }
 
 // Google's answer to a bad assertion; nullopt for a good one.
 std::optional<GcsFixtureServer::Reply> GcsFixtureServer::verify_assertion(
-    const std::string& assertion) const {
+    const std::string& assertion, bool& read_only) const {
   const auto invalid = [](const std::string& description) {
     return oauth_error(400, "invalid_grant", description);
   };
@@ -450,9 +664,11 @@ std::optional<GcsFixtureServer::Reply> GcsFixtureServer::verify_assertion(
     return invalid("Invalid JWT: Token must be a short-lived token (60 minutes) and in a reasonable "
            "timeframe. Check your iat and exp values in the JWT claim.");
   }
-  if (claims_object["scope"].get(scope) || scope != read_only_scope) {
+  if (claims_object["scope"].get(scope) ||
+      (scope != read_only_scope && scope != read_write_scope)) {
     return oauth_error(400, "invalid_scope", "Invalid OAuth scope or ID token audience provided.");
   }
+  read_only = scope == read_only_scope;
   return std::nullopt;
 }
 

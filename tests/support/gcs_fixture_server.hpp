@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -30,10 +31,22 @@ namespace tensorstream::testing {
 /// - `GET /storage/v1/b/BUCKET/o?prefix=&delimiter=&pageToken=`: names in byte order,
 ///   `prefixes` with a delimiter, `page_size` entries per page and a `nextPageToken` that needs
 ///   percent-encoding. `fields` is ignored: responses hold whole resources.
+/// - `POST /upload/storage/v1/b/BUCKET/o?uploadType=media&name=OBJECT`: the body becomes the
+///   object, under a new generation; answered with the object resource.
+/// - Resumable uploads: `POST ...?uploadType=resumable&name=OBJECT` opens a session, answered 200
+///   with its URI in `Location` (the request's URI with `&upload_id=ID`). A `PUT` of that URI
+///   with `Content-Range: bytes a-b/*` appends the body (bytes already persisted are skipped;
+///   a gap is a 400), persists only a multiple of 256 KiB of it and answers 308 Resume
+///   Incomplete with `Range: bytes=0-N` (no Range while nothing is persisted). `bytes a-b/TOTAL`
+///   persists everything and, once TOTAL bytes are there, creates the object under a new
+///   generation (200 and the object resource, also to every later PUT). `bytes */*` and
+///   `bytes */TOTAL` ask for the status (the latter completes the upload when all bytes are
+///   there). `DELETE` cancels the session (499); unknown sessions are 404.
 /// - `POST /token`: the JWT bearer grant of the configured service account, whose RS256
-///   signature and claims (iss, scope, aud = token_uri(), iat, exp at most an hour later) are
-///   verified, and the refresh_token grant of the configured authorized user. Errors are OAuth
-///   error bodies with Google's messages.
+///   signature and claims (iss, scope devstorage.read_only or read_write, aud = token_uri(), iat,
+///   exp at most an hour later) are verified (uploads with a read_only token get 403 "Provided
+///   scope(s) are not authorized"), and the refresh_token grant of the configured authorized
+///   user. Errors are OAuth error bodies with Google's messages.
 /// - `GET /computeMetadata/v1/instance/service-accounts/default/token` with
 ///   `Metadata-Flavor: Google`.
 ///
@@ -64,6 +77,19 @@ class GcsFixtureServer {
     unsigned fail_status = 503;
     /// Answer the first K token grants with `fail_status`, as an overloaded token endpoint does.
     int fail_token_first = 0;
+    /// Answer the first K upload requests (media uploads, session starts, chunks and status
+    /// queries; not cancellations) with `upload_fail_status` and GCS's JSON error for it.
+    int fail_upload_first = 0;
+    unsigned upload_fail_status = 503;
+    /// Answer the first K chunks that carry bytes with `upload_fail_status`, persisting none.
+    int fail_chunks_first = 0;
+    /// Of the first K chunks that carry at least 512 KiB, persist only the first half (a
+    /// multiple of 256 KiB), then close the connection without an answer, as when a connection
+    /// breaks mid-chunk.
+    int cut_chunks_first = 0;
+    /// Called with every upload request before it is answered, on the server's thread, with
+    /// the server locked: it may only look at the request and post work elsewhere.
+    std::function<void(const std::string& method, const std::string& content_range)> on_upload{};
   };
 
   /// One request as received.
@@ -73,6 +99,7 @@ class GcsFixtureServer {
     std::string authorization;  ///< Empty when absent.
     std::string range;          ///< Empty when absent.
     std::string metadata_flavor;  ///< Empty when absent.
+    std::string content_range;    ///< Empty when absent.
     std::string body;
   };
 
@@ -111,6 +138,12 @@ class GcsFixtureServer {
   /// Every request received so far, in order.
   std::vector<Request> requests() const;
 
+  /// The bytes of object `name` of `bucket`; nullopt when there is none.
+  std::optional<std::string> stored(const std::string& bucket, const std::string& name) const;
+
+  /// The resumable upload sessions that were opened and neither completed nor cancelled.
+  std::size_t unfinished_sessions() const;
+
  /// What the server answers to one request (defined with the server).
   struct Reply;
 
@@ -122,13 +155,26 @@ class GcsFixtureServer {
   Reply object(const std::string& bucket, const std::string& name, std::string_view query,
                const Request& request);
   Reply list(const std::string& bucket, std::string_view query);
+  std::optional<Reply> check_token(const std::string& bucket, const Request& request) const;
+  Reply upload(std::string_view path, std::string_view query, const Request& request);
+  Reply chunk(const std::string& id, const Request& request);
+  std::int64_t store(const std::string& bucket, const std::string& name, std::string bytes);
   Reply token_grant(const Request& request);
-  Reply token_reply();
-  std::optional<Reply> verify_assertion(const std::string& assertion) const;
+  Reply token_reply(bool read_only = false);
+  // Sets `read_only` for an assertion of the devstorage.read_only scope.
+  std::optional<Reply> verify_assertion(const std::string& assertion, bool& read_only) const;
 
   struct Object {
     std::string bytes;
     std::int64_t generation = 0;
+  };
+
+  // A resumable upload session.
+  struct Session {
+    std::string bucket;
+    std::string name;
+    std::string persisted;
+    bool completed = false;
   };
 
   const Options options_;
@@ -137,8 +183,14 @@ class GcsFixtureServer {
   std::int64_t last_generation_ = 0;
   std::set<std::string> public_buckets_;
   std::set<std::string> tokens_;
+  std::set<std::string> read_only_tokens_;  // Issued for devstorage.read_only: no uploads.
   int media_requests_ = 0;
   int token_requests_ = 0;
+  int upload_requests_ = 0;
+  int cut_chunks_ = 0;
+  int failed_chunks_ = 0;
+  std::map<std::string, Session> sessions_;
+  int last_session_ = 0;
   std::vector<Request> requests_;
   LoopbackListener listener_;
 };

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -90,6 +91,13 @@ std::vector<std::string> lines_of(const std::string& text) {
     lines.push_back(text.substr(start, end - start));
     start = end + 1;
   }
+  return lines;
+}
+
+std::vector<std::string> sorted_tensor_lines(const std::string& out) {
+  auto lines = lines_of(out);
+  if (!lines.empty()) lines.pop_back();
+  std::sort(lines.begin(), lines.end());
   return lines;
 }
 

@@ -22,4 +22,8 @@ ProcessResult run_cli(std::vector<std::string> arguments);
 /// The lines of `text`, without their '\n'.
 std::vector<std::string> lines_of(const std::string& text);
 
+/// The tensor lines of a `stream` command's output, sorted (tensors complete in any order),
+/// without its last line: the summary, which names the URL and the timings.
+std::vector<std::string> sorted_tensor_lines(const std::string& out);
+
 }  // namespace tensorstream::testing

@@ -52,9 +52,10 @@ struct PrefetchResult {
 /// for bad options, StorageError naming the object or file that failed, including an object whose
 /// key would land outside `local_path`.
 ///
-/// `local_path` may also be a URL of a store that can write (`file://…`, `s3://bucket/prefix`):
-/// the objects are then written below that prefix through ObjectStore::create_writer, each
-/// visible only once complete (see ObjectWriter), and a failed copy stores nothing.
+/// `local_path` may also be a URL of a store that can write (`file://…`, `s3://bucket/prefix`,
+/// `gs://bucket/prefix`): the objects are then written below that prefix through
+/// ObjectStore::create_writer, each visible only once complete (see ObjectWriter), and a failed
+/// copy stores nothing.
 boost::asio::awaitable<PrefetchResult> prefetch(std::string remote_path,
                                                 std::filesystem::path local_path,
                                                 PrefetchOptions options = {});

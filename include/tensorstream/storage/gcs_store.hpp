@@ -23,7 +23,7 @@ template <class Version>
 class ObjectPins;
 
 /// Reads objects of one Cloud Storage bucket with `Range` media downloads of the JSON API over
-/// pooled keep-alive connections.
+/// pooled keep-alive connections, and writes them with media and resumable uploads.
 ///
 /// Keys are the URL paths of gs:// URLs: "/prefix/model.safetensors" names the object
 /// "prefix/model.safetensors" of the bucket, taken literally (no percent-decoding, as gcloud
@@ -59,7 +59,14 @@ class GcsStore final : public ObjectStore {
   /// Always true.
   bool can_list() const override { return true; }
 
-  /// Uploads to gs:// are not built yet: throws InvalidArgument naming the object.
+  /// Always true.
+  bool can_write() const override { return true; }
+
+  /// A writer of the object `key` ("/prefix/name"): a media upload for objects of at most
+  /// options.single_put_limit bytes, else a resumable upload in chunks of options.part_size
+  /// rounded up to a multiple of 256 KiB (at least 256 KiB), sent one at a time. Uploads carry
+  /// the bearer token reads do. Throws InvalidArgument naming the object for a prefix or options
+  /// out of range.
   std::unique_ptr<ObjectWriter> create_writer(std::string key,
                                               WriteOptions options = {}) override;
 
@@ -84,10 +91,12 @@ class GcsStore final : public ObjectStore {
 
  private:
   std::string bucket_;
+  boost::asio::any_io_executor executor_;  // Where destroyed writers cancel their uploads.
+  std::string origin_;                     // "scheme://host[:port]" of the endpoint.
   // The endpoint's path, if it has one (a proxy's, say), which every request target starts with.
   std::string path_prefix_;
   std::string description_;
-  std::unique_ptr<HttpClient> client_;
+  std::shared_ptr<HttpClient> client_;  // Shared with writers, which cancel in the background.
   std::unique_ptr<ObjectPins<ObjectVersion>> pins_;
 };
 

@@ -95,7 +95,7 @@ class ObjectStore {
   virtual boost::asio::awaitable<void> read_range(std::string key, std::uint64_t offset,
                                                   std::span<std::byte> destination) = 0;
 
-  /// Whether create_writer() is supported: file:// and s3:// yes, http(s):// and gs:// no.
+  /// Whether create_writer() is supported: file://, s3:// and gs:// yes, http(s):// no.
   virtual bool can_write() const { return false; }
 
   /// A writer that creates (or replaces) the object `key`, a key as read_range() takes it, e.g.

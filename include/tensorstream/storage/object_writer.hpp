@@ -9,14 +9,19 @@
 
 namespace tensorstream {
 
-/// How ObjectStore::create_writer uploads. Only s3:// uses these; file:// streams to disk.
+/// How ObjectStore::create_writer uploads. s3:// and gs:// use these; file:// streams to disk.
+///
+/// gs:// sends the parts as the chunks of a resumable upload, one at a time as GCS requires
+/// (max_parts_in_flight does not apply), each part_size rounded up to a multiple of 256 KiB;
+/// its part_size may be as small as 256 KiB. Such a writer holds at most
+/// max(single_put_limit, part_size) bytes.
 struct WriteOptions {
-  /// S3's smallest part (except the last), and its largest.
+  /// S3's smallest part (except the last), and the largest of S3 and GCS.
   static constexpr std::size_t min_part_size = std::size_t{5} << 20;
   static constexpr std::size_t max_part_size = std::size_t{5} << 30;
 
-  /// Objects of at most this many bytes go up in one PUT, buffered whole; larger ones as a
-  /// multipart upload.
+  /// Objects of at most this many bytes go up in one request (S3's PUT, GCS's media upload),
+  /// buffered whole; larger ones as a multipart (S3) or resumable (GCS) upload.
   std::size_t single_put_limit = std::size_t{8} << 20;
   /// Bytes of each part of a multipart upload but the last; min_part_size to max_part_size.
   /// S3 allows 10,000 parts, so this also bounds the object: 8 MiB parts reach 78 GiB.
@@ -31,11 +36,11 @@ struct WriteOptions {
 /// Nothing is visible under the object's name until commit() returns; then the whole object is,
 /// replacing any earlier one. A writer that fails, is aborted, or is destroyed uncommitted
 /// leaves the previous object (or none) in place and removes what it had stored: a file's
-/// temporary, an S3 multipart upload's parts.
+/// temporary, an S3 multipart upload's parts, a GCS resumable upload's session.
 ///
 /// Not thread-safe: call one member at a time, each awaited before the next. The writer must
 /// not outlive its store, and the store's executor must keep running until the writer is
-/// destroyed (an uncommitted S3 upload is aborted there).
+/// destroyed (an uncommitted S3 or GCS upload is aborted there).
 class ObjectWriter {
  public:
   /// Aborts an uncommitted object, with a warning in the log: prefer co_await abort().

@@ -9,9 +9,10 @@
 
 namespace tensorstream::gcs {
 
-/// The scope of the tokens tensorstream asks for: reading objects, nothing else.
-inline constexpr std::string_view read_only_scope =
-    "https://www.googleapis.com/auth/devstorage.read_only";
+/// The scope of the tokens tensorstream asks for: reading and writing objects, nothing else
+/// (writers upload with the tokens reads use).
+inline constexpr std::string_view read_write_scope =
+    "https://www.googleapis.com/auth/devstorage.read_write";
 
 /// How long a signed assertion is valid; Google accepts at most one hour.
 inline constexpr std::chrono::seconds assertion_lifetime{3600};

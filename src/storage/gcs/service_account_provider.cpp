@@ -16,7 +16,7 @@ std::string ServiceAccountProvider::name() const { return "service account " + k
 boost::asio::awaitable<AccessToken> ServiceAccountProvider::token() {
   std::string assertion;
   try {
-    assertion = service_account_assertion(key_, read_only_scope, std::chrono::system_clock::now());
+    assertion = service_account_assertion(key_, read_write_scope, std::chrono::system_clock::now());
   } catch (const InvalidArgument& error) {
     throw CredentialsError(name(), error.what(), true);
   }

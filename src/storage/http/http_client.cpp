@@ -47,6 +47,11 @@ std::size_t max_connections(const HttpOptions& options) {
   return std::min(options.max_connections, HttpOptions::max_connections_limit);
 }
 
+template <class Request>
+asio::awaitable<void> prepare_repeat(Request& request) {
+  if constexpr (requires { request.prepare_repeat(); }) co_await request.prepare_repeat();
+}
+
 // 429 and 503 (S3's SlowDown, GCS's rate limits) ask clients to send less.
 bool is_throttling(const Failure& failure) {
   return failure.status == 429 || failure.status == 503;
@@ -123,6 +128,7 @@ asio::awaitable<void> HttpClient::perform(Request& request, const std::string& u
     if (reused && (failure->before_response || failure->malformed)) {
       retries_.fetch_add(1, std::memory_order_relaxed);
       fresh = true;
+      co_await prepare_repeat(request);
       continue;
     }
     fresh = false;
@@ -137,6 +143,7 @@ asio::awaitable<void> HttpClient::perform(Request& request, const std::string& u
     if (auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable)); ec) {
       throw boost::system::system_error(ec);
     }
+    co_await prepare_repeat(request);
   }
 }
 

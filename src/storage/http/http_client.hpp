@@ -72,7 +72,8 @@ class HttpClient {
 
   /// Sends `body` to `target` (an upload or another request that changes the server's state)
   /// and returns its 200 or 204 response, whose body may have at most `max_size` bytes. Retried
-  /// like reads, resending the whole body: only for requests that may be repeated.
+  /// like reads, resending the whole body (or what body.before_repeat gives): only for requests
+  /// that may be repeated.
   boost::asio::awaitable<TextResponse> send(std::string_view target, const std::string& url,
                                             std::size_t max_size, RequestBody body);
 

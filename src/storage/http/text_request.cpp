@@ -1,6 +1,7 @@
 #include "storage/http/text_request.hpp"
 
 #include <boost/beast/http/error.hpp>
+#include <algorithm>
 #include <utility>
 
 #include "storage/http/exchange.hpp"
@@ -23,6 +24,7 @@ boost::asio::awaitable<std::optional<Failure>> TextRequest::attempt(Connection& 
   if (body_.method != "GET") {
     text += "Content-Length: " + std::to_string(body_.bytes.size()) + "\r\n";
   }
+  text += body_.headers;
   text += credentials_;
   text += "\r\n";
 
@@ -31,7 +33,9 @@ boost::asio::awaitable<std::optional<Failure>> TextRequest::attempt(Connection& 
     co_return failure;
   }
   const unsigned status = parser.get().result_int();
-  if (status != 200 && status != 204) {
+  if (status != 200 && status != 204 &&
+      std::find(body_.also_accepted.begin(), body_.also_accepted.end(), status) ==
+          body_.also_accepted.end()) {
     co_return co_await status_failure(connection, std::move(parser), read_timeout_);
   }
   const auto length = parser.content_length();
@@ -53,8 +57,20 @@ boost::asio::awaitable<std::optional<Failure>> TextRequest::attempt(Connection& 
   }
   connection.set_reusable(reader.keep_alive());
   response_.body = std::move(reader.get().body());
-  response_.etag = std::string(reader.get()[boost::beast::http::field::etag]);
+  const auto& head = reader.get();
+  response_.etag = std::string(head[boost::beast::http::field::etag]);
+  response_.status = status;
+  response_.location = std::string(head[boost::beast::http::field::location]);
+  response_.range = std::string(head[boost::beast::http::field::range]);
   co_return std::nullopt;
+}
+
+boost::asio::awaitable<void> TextRequest::prepare_repeat() {
+  if (!body_.before_repeat) co_return;
+  auto before_repeat = body_.before_repeat;
+  body_ = co_await before_repeat();
+  // The replacement decides the repeats after it too.
+  if (!body_.before_repeat) body_.before_repeat = std::move(before_repeat);
 }
 
 }  // namespace tensorstream

@@ -5,6 +5,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -16,17 +17,28 @@
 
 namespace tensorstream {
 
-/// The method and body of a request; a GET without body by default.
+/// The method and body of a request, and how it is answered; a GET without body by default.
 struct RequestBody {
   std::string_view method = "GET";
   std::span<const std::byte> bytes{};  ///< Sent with a Content-Length (none for a GET).
   std::string_view sha256{};           ///< Lowercase hex SHA-256 of `bytes`, when signed.
+  /// More header lines ("Name: value\r\n" each), e.g. GCS's Content-Range of an upload chunk.
+  std::string_view headers{};
+  /// Statuses that answer the request as 200 and 204 do, e.g. GCS's 308 Resume Incomplete.
+  std::span<const unsigned> also_accepted{};
+  /// Gives the request to send instead of this one when it is repeated after a failure, e.g.
+  /// the rest of a GCS upload chunk once the server said how much of it it kept. Null: the
+  /// same request is sent again. What the result points to must outlive the request.
+  std::function<boost::asio::awaitable<RequestBody>()> before_repeat{};
 };
 
 /// The answer to a TextRequest.
 struct TextResponse {
   std::string body;
-  std::string etag;  ///< The ETag header, as sent (quoted); empty when there is none.
+  std::string etag;      ///< The ETag header, as sent (quoted); empty when there is none.
+  unsigned status = 0;   ///< 200, 204 or one of RequestBody::also_accepted.
+  std::string location;  ///< The Location header; empty when there is none.
+  std::string range;     ///< The Range header (GCS's bytes persisted); empty when there is none.
 };
 
 /// A request of `target` whose 200 (or 204) response body is read whole, up to `max_size`
@@ -48,6 +60,10 @@ class TextRequest {
   /// Sends the request on `connection` and reads the response. A response body over the limit
   /// is a permanent failure; a truncated one a transient failure.
   boost::asio::awaitable<std::optional<Failure>> attempt(Connection& connection);
+
+  /// Replaces the request by what RequestBody::before_repeat gives, if set; called before every
+  /// repeat of the request.
+  boost::asio::awaitable<void> prepare_repeat();
 
   /// The response once an attempt succeeded.
   TextResponse& response() { return response_; }

@@ -6,8 +6,6 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
-#include <boost/asio/this_coro.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -125,18 +123,6 @@ asio::awaitable<void> abort_upload(std::shared_ptr<HttpClient> client,
   co_await abort_multipart_upload(*client, upload->object_target, upload->url, upload->id);
 }
 
-// Runs abort_upload to its end even when the caller was cancelled (the usual reason to abort):
-// the caller's cancellation is reset and not passed on.
-asio::awaitable<void> abort_uncancellable(std::shared_ptr<HttpClient> client,
-                                          std::shared_ptr<Upload> upload) {
-  co_await asio::this_coro::reset_cancellation_state();
-  const auto executor = co_await asio::this_coro::executor;
-  auto work = abort_upload(std::move(client), std::move(upload));
-  co_await asio::co_spawn(executor, std::move(work),
-                          asio::bind_cancellation_slot(asio::cancellation_slot(),
-                                                       asio::use_awaitable));
-}
-
 asio::awaitable<void> abort_in_background(std::shared_ptr<HttpClient> client,
                                           std::shared_ptr<Upload> upload) {
   try {
@@ -179,14 +165,14 @@ asio::awaitable<bool> abort_multipart_upload(HttpClient& client, std::string obj
 
 Writer::Writer(std::shared_ptr<HttpClient> client, asio::any_io_executor executor,
                std::string target, std::string url, WriteOptions options)
-    : client_(std::move(client)),
+    : UploadWriter(std::move(url)),
+      client_(std::move(client)),
       executor_(std::move(executor)),
       target_(std::move(target)),
-      url_(std::move(url)),
       options_(checked(url_, options)) {}
 
 Writer::~Writer() {
-  if (state_ != State::open) return;
+  if (!is_open()) return;
   if (!upload_) {
     log(LogLevel::warning, url_ + ": writer destroyed before commit; object not written");
     return;
@@ -194,34 +180,6 @@ Writer::~Writer() {
   log(LogLevel::warning, url_ + ": writer destroyed before commit; aborting multipart upload " +
                              upload_->id);
   asio::co_spawn(executor_, abort_in_background(client_, upload_), asio::detached);
-}
-
-void Writer::check_open() const {
-  if (state_ == State::committed) throw StateError(url_ + ": already committed");
-  if (state_ == State::aborted) throw StateError(url_ + ": the upload was aborted");
-}
-
-asio::awaitable<void> Writer::fail(std::exception_ptr error) {
-  state_ = State::aborted;
-  if (upload_) {
-    try {
-      co_await abort_uncancellable(client_, upload_);
-    } catch (const std::exception& abort_error) {
-      log(LogLevel::warning, abort_error.what());
-    }
-  }
-  std::rethrow_exception(error);
-}
-
-asio::awaitable<void> Writer::write(std::span<const std::byte> bytes) {
-  check_open();
-  std::exception_ptr error;
-  try {
-    co_await write_or_fail(bytes);
-  } catch (...) {
-    error = std::current_exception();
-  }
-  if (error) co_await fail(error);
 }
 
 asio::awaitable<void> Writer::write_or_fail(std::span<const std::byte> bytes) {
@@ -287,18 +245,6 @@ asio::awaitable<void> Writer::send_part(std::vector<std::byte> bytes) {
                  asio::bind_cancellation_slot(signal->slot(), asio::detached));
 }
 
-asio::awaitable<void> Writer::commit() {
-  check_open();
-  std::exception_ptr error;
-  try {
-    co_await commit_or_fail();
-  } catch (...) {
-    error = std::current_exception();
-  }
-  if (error) co_await fail(error);
-  state_ = State::committed;
-}
-
 asio::awaitable<void> Writer::commit_or_fail() {
   if (!upload_) {
     const std::string sha256 = hash_of(buffer_);
@@ -324,11 +270,9 @@ asio::awaitable<void> Writer::commit_or_fail() {
   check_complete_multipart_upload(answer.body, url_);
 }
 
-asio::awaitable<void> Writer::abort() {
-  if (state_ != State::open) co_return;
-  state_ = State::aborted;
+asio::awaitable<void> Writer::discard() {
   buffer_ = {};
-  if (upload_) co_await abort_uncancellable(client_, upload_);
+  if (upload_) co_await abort_upload(client_, upload_);
 }
 
 }  // namespace tensorstream::s3

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "tensorstream/storage/object_writer.hpp"
+#include "storage/upload_writer.hpp"
 
 namespace tensorstream {
 
@@ -34,7 +34,7 @@ boost::asio::awaitable<bool> abort_multipart_upload(HttpClient& client, std::str
 /// its body and retried by the HttpClient like reads. commit() sends the last part and
 /// CompleteMultipartUpload; a failure anywhere, abort(), or destruction cancels the parts in
 /// flight and sends AbortMultipartUpload, so no parts stay stored.
-class Writer final : public ObjectWriter {
+class Writer final : public UploadWriter {
  public:
   /// Writes the object at request target `target` (bucket prefix and URI-encoded key) through
   /// `client`; part uploads run on a strand of `executor`. Throws InvalidArgument naming `url`
@@ -43,34 +43,24 @@ class Writer final : public ObjectWriter {
          std::string target, std::string url, WriteOptions options);
   ~Writer() override;
 
-  const std::string& url() const override { return url_; }
-  boost::asio::awaitable<void> write(std::span<const std::byte> bytes) override;
-  boost::asio::awaitable<void> commit() override;
-  boost::asio::awaitable<void> abort() override;
-
   /// The state a multipart upload shares with its part uploads, which may outlive the writer.
   struct Upload;
 
  private:
-  enum class State { open, committed, aborted };
-
-  void check_open() const;
+  boost::asio::awaitable<void> write_or_fail(std::span<const std::byte> bytes) override;
+  boost::asio::awaitable<void> commit_or_fail() override;
+  // Cancels the parts in flight and aborts the multipart upload, if one was started.
+  boost::asio::awaitable<void> discard() override;
   boost::asio::awaitable<void> start_multipart();
   // Waits for room, then uploads `bytes` as the next part in the background.
   boost::asio::awaitable<void> send_part(std::vector<std::byte> bytes);
-  // Aborts the upload after `error` and throws `error`.
-  boost::asio::awaitable<void> fail(std::exception_ptr error);
-  boost::asio::awaitable<void> write_or_fail(std::span<const std::byte> bytes);
-  boost::asio::awaitable<void> commit_or_fail();
 
   std::shared_ptr<HttpClient> client_;
   boost::asio::any_io_executor executor_;
   std::string target_;
-  std::string url_;
   WriteOptions options_;
   std::vector<std::byte> buffer_;
   std::shared_ptr<Upload> upload_;  // Null until the object outgrows one PUT.
-  State state_ = State::open;
 };
 
 }  // namespace s3

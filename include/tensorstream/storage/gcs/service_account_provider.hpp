@@ -18,7 +18,7 @@ struct ServiceAccountKey {
   std::string token_uri{google_token_uri};  ///< Where the signed JWT is exchanged.
 };
 
-/// Signs a JWT (RS256; issuer the account, scope devstorage.read_only, audience the token URI,
+/// Signs a JWT (RS256; issuer the account, scope devstorage.read_write, audience the token URI,
 /// valid for one hour) with the key and exchanges it at the key's token URI (OAuth 2.0 JWT
 /// bearer grant) for an access token.
 class ServiceAccountProvider : public TokenProvider {

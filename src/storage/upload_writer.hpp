@@ -1,0 +1,54 @@
+#pragma once
+// The life of an ObjectWriter that uploads to a network store: open until committed, aborted by
+// abort() or by any failure, and what it uploaded discarded whichever way it ends uncommitted.
+
+#include <boost/asio/awaitable.hpp>
+#include <cstddef>
+#include <exception>
+#include <span>
+#include <string>
+#include <utility>
+
+#include "tensorstream/storage/object_writer.hpp"
+
+namespace tensorstream {
+
+/// An ObjectWriter whose write() and commit() abort it when they fail, before throwing, and
+/// whose abort() discards the upload once, also when the caller was cancelled (the usual
+/// reason to abort). Subclasses upload; this class keeps the state.
+class UploadWriter : public ObjectWriter {
+ public:
+  explicit UploadWriter(std::string url) : url_(std::move(url)) {}
+
+  const std::string& url() const final { return url_; }
+  boost::asio::awaitable<void> write(std::span<const std::byte> bytes) final;
+  boost::asio::awaitable<void> commit() final;
+  boost::asio::awaitable<void> abort() final;
+
+ protected:
+  /// Whether neither commit(), abort() nor a failure has ended the writer.
+  bool is_open() const { return state_ == State::open; }
+
+  /// Buffers or uploads `bytes`; what it throws aborts the writer.
+  virtual boost::asio::awaitable<void> write_or_fail(std::span<const std::byte> bytes) = 0;
+  /// Completes the upload; what it throws aborts the writer.
+  virtual boost::asio::awaitable<void> commit_or_fail() = 0;
+  /// Frees the buffers and removes what was uploaded. Throws StorageError naming what stays
+  /// stored when the store refuses.
+  virtual boost::asio::awaitable<void> discard() = 0;
+
+  const std::string url_;  ///< The object's URL, as used in messages.
+
+ private:
+  enum class State { open, committed, aborted };
+
+  void check_open() const;
+  // Runs discard() to its end: the caller's cancellation is reset and not passed on.
+  boost::asio::awaitable<void> discard_uncancellable();
+  // Aborts after `error`, logging a failure to discard, and throws `error`.
+  boost::asio::awaitable<void> fail(std::exception_ptr error);
+
+  State state_ = State::open;
+};
+
+}  // namespace tensorstream
