@@ -195,6 +195,18 @@ TEST_F(ServerTest, ClientThatHangsUpWhileTheHandlerWaitsCancelsIt) {
   expect_attach_works(socket_path_, 0);
 }
 
+TEST_F(ServerTest, ClientThatShutsDownItsWritingSideStillGetsItsReply) {
+  start();
+  const UniqueFd client = connect_raw(socket_path_);
+  write_raw(client.get(), framed("{\"op\":\"attach\",\"rank\":5}"));
+  ASSERT_EQ(::shutdown(client.get(), SHUT_WR), 0);
+  hold_.await_waiting(1);
+  hold_.release();
+  const Message reply = reply_then_close(client.get());
+  EXPECT_EQ(reply.json, attach_json(0));
+  EXPECT_EQ(reply.fds.size(), 2u);
+}
+
 TEST_F(ServerTest, ClientThatHangsUpMidReplyDoesNotHurtTheServer) {
   start();
   {
