@@ -36,10 +36,12 @@ std::string milliseconds(std::chrono::milliseconds duration) {
 StorageError connect_failure(const std::string& path, int error) {
   switch (error) {
     case ENOENT: return StorageError(path, "no server is listening (no socket file)", true);
-    case ECONNREFUSED: return StorageError(path, "no server is listening (connection refused)", true);
+    case ECONNREFUSED:
+      return StorageError(path, "no server is listening (connection refused)", true);
     case EAGAIN: return StorageError(path, "the server accepts no connection (backlog full)", true);
     default:
-      return StorageError(path, "cannot connect: " + std::error_code(error, std::system_category()).message());
+      return StorageError(
+          path, "cannot connect: " + std::error_code(error, std::system_category()).message());
   }
 }
 
@@ -86,7 +88,8 @@ ReceivedReply checked_reply(const std::string& path, Message message) {
 asio::awaitable<void> exchange(Socket& socket, std::string path, std::string_view request_json,
                                std::size_t max_reply_bytes, Message& reply) {
   const asio::local::stream_protocol::endpoint endpoint(path);
-  auto [connect_error] = co_await socket.async_connect(endpoint, asio::as_tuple(asio::use_awaitable));
+  auto [connect_error] =
+      co_await socket.async_connect(endpoint, asio::as_tuple(asio::use_awaitable));
   if (connect_error) throw connect_failure(path, connect_error.value());
   MessageSender sender(request_json, {});
   try {

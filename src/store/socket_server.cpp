@@ -348,9 +348,9 @@ SocketServer::SocketServer(asio::any_io_executor executor, SocketServerOptions o
   state_ = std::make_shared<State>(std::move(executor), std::move(options), std::move(handler));
   state_->bind();
   asio::co_spawn(state_->strand, accept_loop(state_),
-                 asio::bind_cancellation_slot(state_->accept_cancel.slot(),
-                                              asio::bind_executor(state_->strand,
-                                                                  [](const std::exception_ptr&) {})));
+                 asio::bind_cancellation_slot(
+                     state_->accept_cancel.slot(),
+                     asio::bind_executor(state_->strand, [](const std::exception_ptr&) {})));
 }
 
 SocketServer::~SocketServer() {

@@ -140,7 +140,7 @@ TEST(StoreClient, RequestBuilders) {
   EXPECT_EQ(status_request(), "{\"op\":\"status\"}");
 }
 
-TEST_F(ServerTest, ClientGivesUpAtItsTimeout) {
+TEST_F(StoreServerTest, ClientGivesUpAtItsTimeout) {
   start();
   try {
     request(socket_path_, attach_request(5, timeout), std::chrono::milliseconds(200));
@@ -153,7 +153,7 @@ TEST_F(ServerTest, ClientGivesUpAtItsTimeout) {
   hold_.await_cancelled(1);
 }
 
-TEST_F(ServerTest, AsyncRequestReceivesTheRegions) {
+TEST_F(StoreServerTest, AsyncRequestReceivesTheRegions) {
   start();
   ReceivedReply reply = tensorstream::testing::run_task(
       async_request(socket_path_, attach_request(1, timeout), timeout));
@@ -163,7 +163,7 @@ TEST_F(ServerTest, AsyncRequestReceivesTheRegions) {
   EXPECT_EQ(mapped_content(reply.fds[1].get()), kv_cache(1));
 }
 
-TEST_F(ServerTest, AsyncRequestReportsErrorsAndTimeouts) {
+TEST_F(StoreServerTest, AsyncRequestReportsErrorsAndTimeouts) {
   start();
   const std::string path = socket_path_.string();
   try {
@@ -191,12 +191,13 @@ TEST_F(ServerTest, AsyncRequestReportsErrorsAndTimeouts) {
   }
 }
 
-TEST_F(ServerTest, CancellingAnAsyncRequestClosesTheConnection) {
+TEST_F(StoreServerTest, CancellingAnAsyncRequestClosesTheConnection) {
   start();
   asio::io_context client_io;
   asio::cancellation_signal cancel;
-  auto done = asio::co_spawn(client_io, async_request(socket_path_, attach_request(5, timeout), timeout),
-                             asio::bind_cancellation_slot(cancel.slot(), asio::use_future));
+  auto done =
+      asio::co_spawn(client_io, async_request(socket_path_, attach_request(5, timeout), timeout),
+                     asio::bind_cancellation_slot(cancel.slot(), asio::use_future));
   std::thread client([&] { client_io.run(); });
   hold_.await_waiting(1);
   // Emitted where the request runs: cancellation slots are not thread-safe.

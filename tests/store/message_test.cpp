@@ -25,7 +25,9 @@ std::pair<UniqueFd, UniqueFd> socket_pair() {
   return {UniqueFd(fds[0]), UniqueFd(fds[1])};
 }
 
-std::chrono::steady_clock::time_point later() { return std::chrono::steady_clock::now() + patience; }
+std::chrono::steady_clock::time_point later() {
+  return std::chrono::steady_clock::now() + patience;
+}
 
 TEST(StoreMessage, ArrivesWholeFromSingleBytes) {
   auto [sender, receiver] = socket_pair();

@@ -157,7 +157,7 @@ class Hold {
 
 /// A server on `dir/store.sock`, run by one thread; ranks 0 and 1 each have a read-only
 /// "weights" region and a writable "kv_cache" region (memfds with known content).
-class ServerTest : public ::testing::Test {
+class StoreServerTest : public ::testing::Test {
  public:
   static std::string weights(int rank) {
     return "weights of rank " + std::to_string(rank) + std::string(5000, 'w');
@@ -174,7 +174,7 @@ class ServerTest : public ::testing::Test {
   }
 
  protected:
-  ServerTest() : runner_([this] { io_.run(); }) {
+  StoreServerTest() : runner_([this] { io_.run(); }) {
     // The reactor opens its descriptors (epoll, eventfd, timerfd) with the first I/O object:
     // before any count of open descriptors.
     asio::steady_timer reactor(io_);
@@ -184,7 +184,7 @@ class ServerTest : public ::testing::Test {
     }
   }
 
-  ~ServerTest() override {
+  ~StoreServerTest() override {
     if (server_) stop();
     work_.reset();
     runner_.join();

@@ -30,13 +30,13 @@ std::string reply_json(const std::string& error, const std::string& kind) {
 // An attach of `rank` that must succeed and carry the rank's two regions.
 void expect_attach_works(const std::filesystem::path& path, int rank) {
   const ReceivedReply reply = request(path, attach_request(rank, timeout), timeout);
-  EXPECT_EQ(reply.json, ServerTest::attach_json(rank));
+  EXPECT_EQ(reply.json, StoreServerTest::attach_json(rank));
   ASSERT_EQ(reply.fds.size(), 2u);
-  EXPECT_EQ(mapped_content(reply.fds[0].get()), ServerTest::weights(rank));
-  EXPECT_EQ(mapped_content(reply.fds[1].get()), ServerTest::kv_cache(rank));
+  EXPECT_EQ(mapped_content(reply.fds[0].get()), StoreServerTest::weights(rank));
+  EXPECT_EQ(mapped_content(reply.fds[1].get()), StoreServerTest::kv_cache(rank));
 }
 
-TEST_F(ServerTest, AttachPassesTheRankRegionsWithTheReply) {
+TEST_F(StoreServerTest, AttachPassesTheRankRegionsWithTheReply) {
   start();
   const ReceivedReply reply = request(socket_path_, attach_request(1, timeout), timeout);
   EXPECT_EQ(reply.json, attach_json(1));
@@ -54,7 +54,7 @@ TEST_F(ServerTest, AttachPassesTheRankRegionsWithTheReply) {
   }
 }
 
-TEST_F(ServerTest, RegionsAreSharedNotCopied) {
+TEST_F(StoreServerTest, RegionsAreSharedNotCopied) {
   start();
   const ReceivedReply reply = request(socket_path_, attach_request(0, timeout), timeout);
   ASSERT_EQ(reply.fds.size(), 2u);
@@ -64,14 +64,14 @@ TEST_F(ServerTest, RegionsAreSharedNotCopied) {
   EXPECT_EQ(mapped_content(regions_[0][1].get()).substr(0, written.size()), written);
 }
 
-TEST_F(ServerTest, StatusHasNoDescriptors) {
+TEST_F(StoreServerTest, StatusHasNoDescriptors) {
   start();
   const ReceivedReply reply = request(socket_path_, status_request(), timeout);
   EXPECT_EQ(reply.json, status_json);
   EXPECT_TRUE(reply.fds.empty());
 }
 
-TEST_F(ServerTest, HandlerSeesTheRequestAndItsPeer) {
+TEST_F(StoreServerTest, HandlerSeesTheRequestAndItsPeer) {
   start();
   request(socket_path_, "{\"op\":\"attach\",\"rank\":1,\"timeout_ms\":1234,\"extra\":[1]}",
           timeout);
@@ -90,7 +90,7 @@ TEST_F(ServerTest, HandlerSeesTheRequestAndItsPeer) {
   EXPECT_EQ(seen[2].op, Operation::status);
 }
 
-TEST_F(ServerTest, MalformedRequestsGetAnErrorReplyAndTheServerGoesOn) {
+TEST_F(StoreServerTest, MalformedRequestsGetAnErrorReplyAndTheServerGoesOn) {
   start();
   const std::string over_limit("\x01\x00\x01\x00", 4);  // 65537
   const std::vector<std::pair<std::string, std::string>> cases = {
@@ -107,11 +107,11 @@ TEST_F(ServerTest, MalformedRequestsGetAnErrorReplyAndTheServerGoesOn) {
       {framed(""), reply_json("the request is not valid JSON", "invalid_argument")},
       {framed("{\"op\":\"attach\",\"rank\":0}\xff"),
        reply_json("the request is not valid JSON", "invalid_argument")},
-      {framed("[\"attach\",0]"), reply_json("the request is not a JSON object", "invalid_argument")},
+      {framed("[\"attach\",0]"),
+       reply_json("the request is not a JSON object", "invalid_argument")},
       {framed("{\"rank\":0}"), reply_json("the request has no \\\"op\\\"", "invalid_argument")},
       {framed("{\"op\":1}"), reply_json("\\\"op\\\" must be a string", "invalid_argument")},
-      {framed("{\"op\":\"attach\"}"),
-       reply_json("attach needs \\\"rank\\\"", "invalid_argument")},
+      {framed("{\"op\":\"attach\"}"), reply_json("attach needs \\\"rank\\\"", "invalid_argument")},
       {framed("{\"op\":\"attach\",\"rank\":-1}"),
        reply_json("\\\"rank\\\" must be an integer from 0 to 4294967295", "invalid_argument")},
       {framed("{\"op\":\"attach\",\"rank\":1.5}"),
@@ -134,7 +134,7 @@ TEST_F(ServerTest, MalformedRequestsGetAnErrorReplyAndTheServerGoesOn) {
   }
 }
 
-TEST_F(ServerTest, DescriptorsSentWithARequestAreClosed) {
+TEST_F(StoreServerTest, DescriptorsSentWithARequestAreClosed) {
   const std::size_t before = open_descriptors();
   start();
   {
@@ -149,7 +149,7 @@ TEST_F(ServerTest, DescriptorsSentWithARequestAreClosed) {
   EXPECT_EQ(open_descriptors(), before);
 }
 
-TEST_F(ServerTest, SilentAndStalledClientsAreDisconnectedAtTheDeadline) {
+TEST_F(StoreServerTest, SilentAndStalledClientsAreDisconnectedAtTheDeadline) {
   SocketServerOptions options = this->options();
   options.request_timeout = std::chrono::milliseconds(300);
   start(options, default_handler());
@@ -164,7 +164,7 @@ TEST_F(ServerTest, SilentAndStalledClientsAreDisconnectedAtTheDeadline) {
   expect_attach_works(socket_path_, 1);
 }
 
-TEST_F(ServerTest, ClientsThatHangUpMidRequestDoNotDisturbOthers) {
+TEST_F(StoreServerTest, ClientsThatHangUpMidRequestDoNotDisturbOthers) {
   start();
   std::vector<std::thread> workers;
   for (int i = 0; i < 8; ++i) {
@@ -184,7 +184,7 @@ TEST_F(ServerTest, ClientsThatHangUpMidRequestDoNotDisturbOthers) {
   expect_attach_works(socket_path_, 1);
 }
 
-TEST_F(ServerTest, ClientThatHangsUpWhileTheHandlerWaitsCancelsIt) {
+TEST_F(StoreServerTest, ClientThatHangsUpWhileTheHandlerWaitsCancelsIt) {
   start();
   {
     const UniqueFd client = connect_raw(socket_path_);
@@ -195,7 +195,7 @@ TEST_F(ServerTest, ClientThatHangsUpWhileTheHandlerWaitsCancelsIt) {
   expect_attach_works(socket_path_, 0);
 }
 
-TEST_F(ServerTest, ClientThatShutsDownItsWritingSideStillGetsItsReply) {
+TEST_F(StoreServerTest, ClientThatShutsDownItsWritingSideStillGetsItsReply) {
   start();
   const UniqueFd client = connect_raw(socket_path_);
   write_raw(client.get(), framed("{\"op\":\"attach\",\"rank\":5}"));
@@ -207,7 +207,7 @@ TEST_F(ServerTest, ClientThatShutsDownItsWritingSideStillGetsItsReply) {
   EXPECT_EQ(reply.fds.size(), 2u);
 }
 
-TEST_F(ServerTest, ClientThatHangsUpMidReplyDoesNotHurtTheServer) {
+TEST_F(StoreServerTest, ClientThatHangsUpMidReplyDoesNotHurtTheServer) {
   start();
   {
     const UniqueFd client = connect_raw(socket_path_);
@@ -218,7 +218,7 @@ TEST_F(ServerTest, ClientThatHangsUpMidReplyDoesNotHurtTheServer) {
   expect_attach_works(socket_path_, 1);
 }
 
-TEST_F(ServerTest, EightConcurrentClientsEachGetTheirRegions) {
+TEST_F(StoreServerTest, EightConcurrentClientsEachGetTheirRegions) {
   start();
   std::vector<std::thread> workers;
   for (int i = 0; i < 8; ++i) {
@@ -229,7 +229,7 @@ TEST_F(ServerTest, EightConcurrentClientsEachGetTheirRegions) {
   for (auto& worker : workers) worker.join();
 }
 
-TEST_F(ServerTest, OneConnectionOverTheLimitIsTurnedAway) {
+TEST_F(StoreServerTest, OneConnectionOverTheLimitIsTurnedAway) {
   SocketServerOptions options = this->options();
   options.max_connections = 1;
   start(options, default_handler());
@@ -243,7 +243,8 @@ TEST_F(ServerTest, OneConnectionOverTheLimitIsTurnedAway) {
     request(socket_path_, status_request(), timeout);
     ADD_FAILURE() << "no exception";
   } catch (const StorageError& error) {
-    EXPECT_STREQ(error.what(), (socket_path_.string() + ": too many connections (at most 1)").c_str());
+    EXPECT_STREQ(error.what(),
+                 (socket_path_.string() + ": too many connections (at most 1)").c_str());
     EXPECT_TRUE(error.transient());
   }
   hold_.release();
@@ -251,7 +252,7 @@ TEST_F(ServerTest, OneConnectionOverTheLimitIsTurnedAway) {
   expect_attach_works(socket_path_, 1);
 }
 
-TEST_F(ServerTest, PeerOutsideThePolicyIsRefusedWithNothingElse) {
+TEST_F(StoreServerTest, PeerOutsideThePolicyIsRefusedWithNothingElse) {
   SocketServerOptions options = this->options();
   options.allow_own_uid = false;
   options.allowed_uids = {::geteuid() + 1};
@@ -272,7 +273,7 @@ TEST_F(ServerTest, PeerOutsideThePolicyIsRefusedWithNothingElse) {
   EXPECT_TRUE(requests().empty());
 }
 
-TEST_F(ServerTest, PeerAllowedByUidOrGid) {
+TEST_F(StoreServerTest, PeerAllowedByUidOrGid) {
   for (const bool by_uid : {true, false}) {
     SocketServerOptions options = this->options();
     options.allow_own_uid = false;
@@ -284,7 +285,7 @@ TEST_F(ServerTest, PeerAllowedByUidOrGid) {
   }
 }
 
-TEST_F(ServerTest, SocketFileIsPrivateAndRemovedOnStop) {
+TEST_F(StoreServerTest, SocketFileIsPrivateAndRemovedOnStop) {
   start();
   struct stat status {};
   ASSERT_EQ(::lstat(socket_path_.c_str(), &status), 0);
@@ -302,13 +303,13 @@ TEST_F(ServerTest, SocketFileIsPrivateAndRemovedOnStop) {
   }
 }
 
-TEST_F(ServerTest, DestructionRemovesTheSocketFile) {
+TEST_F(StoreServerTest, DestructionRemovesTheSocketFile) {
   start();
   server_.reset();
   EXPECT_FALSE(std::filesystem::exists(std::filesystem::symlink_status(socket_path_)));
 }
 
-TEST_F(ServerTest, SecondServerOnALivePathRefusesToStart) {
+TEST_F(StoreServerTest, SecondServerOnALivePathRefusesToStart) {
   start();
   try {
     SocketServer second(io_.get_executor(), options(), default_handler());
@@ -320,7 +321,7 @@ TEST_F(ServerTest, SecondServerOnALivePathRefusesToStart) {
   expect_attach_works(socket_path_, 0);
 }
 
-TEST_F(ServerTest, StaleSocketFileIsReplaced) {
+TEST_F(StoreServerTest, StaleSocketFileIsReplaced) {
   {
     const UniqueFd stale(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     const sockaddr_un address = unix_address(socket_path_.string());
@@ -338,7 +339,7 @@ TEST_F(ServerTest, StaleSocketFileIsReplaced) {
   expect_attach_works(socket_path_, 1);
 }
 
-TEST_F(ServerTest, UnsafeOrUnusablePathsAreRefused) {
+TEST_F(StoreServerTest, UnsafeOrUnusablePathsAreRefused) {
   const std::string path = socket_path_.string();
   const auto refusal = [&](const SocketServerOptions& options) {
     try {
@@ -370,7 +371,7 @@ TEST_F(ServerTest, UnsafeOrUnusablePathsAreRefused) {
             long_path.path.string() + ": a socket path is at most 107 bytes long");
 }
 
-TEST_F(ServerTest, HandlerErrorsReachTheClientAsTheirKind) {
+TEST_F(StoreServerTest, HandlerErrorsReachTheClientAsTheirKind) {
   start(options(), [](Request request) -> asio::awaitable<Reply> {
     switch (request.rank) {
       case 0: throw NotFoundError("s3://bucket/rank0.traw", "HTTP 404 Not Found");
@@ -402,8 +403,10 @@ TEST_F(ServerTest, HandlerErrorsReachTheClientAsTheirKind) {
     return {"none", ""};
   };
   using Failure = std::pair<std::string, std::string>;
-  EXPECT_EQ(failure(0), Failure("NotFoundError", path + ": s3://bucket/rank0.traw: HTTP 404 Not Found"));
-  EXPECT_EQ(failure(1), Failure("StorageError", path + ": s3://bucket/rank1.traw: HTTP 503 Slow Down"));
+  EXPECT_EQ(failure(0),
+            Failure("NotFoundError", path + ": s3://bucket/rank0.traw: HTTP 404 Not Found"));
+  EXPECT_EQ(failure(1),
+            Failure("StorageError", path + ": s3://bucket/rank1.traw: HTTP 503 Slow Down"));
   EXPECT_EQ(failure(2), Failure("DeadlineExceeded", path + ": rank 2 is not loaded after 10 ms"));
   EXPECT_EQ(failure(3), Failure("FormatError", path + ": rank3.traw: bad magic"));
   EXPECT_EQ(failure(4), Failure("StateError", path + ": the server is stopping"));
@@ -415,7 +418,7 @@ TEST_F(ServerTest, HandlerErrorsReachTheClientAsTheirKind) {
             "{\"error\":\"out of memory\\nsecond line\",\"kind\":\"error\"}");
 }
 
-TEST_F(ServerTest, ReplyWithTooManyDescriptorsBecomesAnError) {
+TEST_F(StoreServerTest, ReplyWithTooManyDescriptorsBecomesAnError) {
   const UniqueFd region = memfd_with("x");
   start(options(), [&region](Request) -> asio::awaitable<Reply> {
     Reply reply;
@@ -429,7 +432,7 @@ TEST_F(ServerTest, ReplyWithTooManyDescriptorsBecomesAnError) {
             reply_json("a message carries 254 descriptors; at most 253 fit in one", "error"));
 }
 
-TEST_F(ServerTest, StopCancelsWaitingHandlersAndClosesTheirConnections) {
+TEST_F(StoreServerTest, StopCancelsWaitingHandlersAndClosesTheirConnections) {
   start();
   const UniqueFd client = connect_raw(socket_path_);
   write_raw(client.get(), framed("{\"op\":\"attach\",\"rank\":5}"));
@@ -440,7 +443,7 @@ TEST_F(ServerTest, StopCancelsWaitingHandlersAndClosesTheirConnections) {
   EXPECT_EQ(::recv(client.get(), &byte, 1, 0), 0);
 }
 
-TEST_F(ServerTest, NoDescriptorLeaksOverTheServersLife) {
+TEST_F(StoreServerTest, NoDescriptorLeaksOverTheServersLife) {
   const std::size_t before = open_descriptors();
   start();
   expect_attach_works(socket_path_, 0);
