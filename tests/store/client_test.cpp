@@ -68,12 +68,8 @@ TEST(StoreClient, MalformedReplyIsRefusedAndItsDescriptorsClosed) {
     const std::size_t before = open_descriptors();
     {
       OneShotServer server(path, reply, {region.get(), region.get()});
-      try {
-        request(path, status_request(), timeout);
-        ADD_FAILURE() << "no exception";
-      } catch (const FormatError& error) {
-        EXPECT_EQ(error.what(), path.string() + message);
-      }
+      const auto error = thrown<FormatError>([&] { request(path, status_request(), timeout); });
+      EXPECT_EQ(error.what(), path.string() + message);
     }
     EXPECT_EQ(open_descriptors(), before);
   }
@@ -87,12 +83,9 @@ TEST(StoreClient, ErrorReplyClosesItsDescriptors) {
   {
     OneShotServer server(path, "{\"error\":\"rank 3 is not served\",\"kind\":\"invalid_argument\"}",
                          {region.get()});
-    try {
-      request(path, attach_request(3, timeout), timeout);
-      ADD_FAILURE() << "no exception";
-    } catch (const InvalidArgument& error) {
-      EXPECT_EQ(error.what(), path.string() + ": rank 3 is not served");
-    }
+    const auto error =
+        thrown<InvalidArgument>([&] { request(path, attach_request(3, timeout), timeout); });
+    EXPECT_EQ(error.what(), path.string() + ": rank 3 is not served");
   }
   EXPECT_EQ(open_descriptors(), before);
 }
@@ -101,37 +94,29 @@ TEST(StoreClient, ErrorOfAnUnknownKindIsAnError) {
   tensorstream::testing::TempDir dir;
   const auto path = dir.path() / "fake.sock";
   OneShotServer server(path, "{\"error\":\"the disk is on fire\"}", {});
-  try {
-    request(path, status_request(), timeout);
-    ADD_FAILURE() << "no exception";
-  } catch (const StorageError&) {
-    ADD_FAILURE() << "too specific";
-  } catch (const Error& error) {
-    EXPECT_EQ(error.what(), path.string() + ": the disk is on fire");
-  }
+  const auto error = thrown<Error>([&] {
+    try {
+      request(path, status_request(), timeout);
+    } catch (const StorageError&) {
+      ADD_FAILURE() << "too specific";
+    }
+  });
+  EXPECT_EQ(error.what(), path.string() + ": the disk is on fire");
 }
 
 TEST(StoreClient, ReplyOverTheLimitIsRefused) {
   tensorstream::testing::TempDir dir;
   const auto path = dir.path() / "fake.sock";
   OneShotServer server(path, "{\"manifest\":\"" + std::string(100, 'm') + "\"}", {});
-  try {
-    request(path, status_request(), timeout, 64);
-    ADD_FAILURE() << "no exception";
-  } catch (const FormatError& error) {
-    EXPECT_EQ(error.what(),
-              path.string() + ": a message of 115 bytes exceeds the limit of 64 bytes");
-  }
+  const auto error = thrown<FormatError>([&] { request(path, status_request(), timeout, 64); });
+  EXPECT_EQ(error.what(),
+            path.string() + ": a message of 115 bytes exceeds the limit of 64 bytes");
 }
 
 TEST(StoreClient, PathLongerThanAnAddressIsRefused) {
   const std::string path = "/tmp/" + std::string(110, 's');
-  try {
-    request(path, status_request(), timeout);
-    ADD_FAILURE() << "no exception";
-  } catch (const InvalidArgument& error) {
-    EXPECT_EQ(error.what(), path + ": a socket path is at most 107 bytes long");
-  }
+  const auto error = thrown<InvalidArgument>([&] { request(path, status_request(), timeout); });
+  EXPECT_EQ(error.what(), path + ": a socket path is at most 107 bytes long");
 }
 
 TEST(StoreClient, RequestBuilders) {
@@ -142,13 +127,10 @@ TEST(StoreClient, RequestBuilders) {
 
 TEST_F(StoreServerTest, ClientGivesUpAtItsTimeout) {
   start();
-  try {
-    request(socket_path_, attach_request(5, timeout), std::chrono::milliseconds(200));
-    ADD_FAILURE() << "no exception";
-  } catch (const StorageError& error) {
-    EXPECT_EQ(error.what(), socket_path_.string() + ": no reply within 200 ms");
-    EXPECT_TRUE(error.transient());
-  }
+  const auto error = thrown<StorageError>(
+      [&] { request(socket_path_, attach_request(5, timeout), std::chrono::milliseconds(200)); });
+  EXPECT_EQ(error.what(), socket_path_.string() + ": no reply within 200 ms");
+  EXPECT_TRUE(error.transient());
   // The server saw the client go and let the handler go too.
   hold_.await_cancelled(1);
 }
@@ -164,31 +146,24 @@ TEST_F(StoreServerTest, AsyncRequestReceivesTheRegions) {
 }
 
 TEST_F(StoreServerTest, AsyncRequestReportsErrorsAndTimeouts) {
+  using tensorstream::testing::run_task;
   start();
   const std::string path = socket_path_.string();
-  try {
-    tensorstream::testing::run_task(
-        async_request(socket_path_, attach_request(9, timeout), timeout));
-    ADD_FAILURE() << "no exception";
-  } catch (const InvalidArgument& error) {
-    EXPECT_EQ(error.what(), path + ": rank 9 is not served");
-  }
-  try {
-    tensorstream::testing::run_task(async_request(socket_path_, attach_request(5, timeout),
-                                                  std::chrono::milliseconds(200)));
-    ADD_FAILURE() << "no exception";
-  } catch (const StorageError& error) {
-    EXPECT_EQ(error.what(), path + ": no reply within 200 ms");
-  }
+  const auto refused = thrown<InvalidArgument>(
+      [&] { run_task(async_request(socket_path_, attach_request(9, timeout), timeout)); });
+  EXPECT_EQ(refused.what(), path + ": rank 9 is not served");
+
+  const auto late = thrown<StorageError>([&] {
+    run_task(
+        async_request(socket_path_, attach_request(5, timeout), std::chrono::milliseconds(200)));
+  });
+  EXPECT_EQ(late.what(), path + ": no reply within 200 ms");
   hold_.await_cancelled(1);
-  try {
-    tensorstream::testing::run_task(
-        async_request(dir_.path() / "none.sock", status_request(), timeout));
-    ADD_FAILURE() << "no exception";
-  } catch (const StorageError& error) {
-    EXPECT_EQ(error.what(), (dir_.path() / "none.sock").string() +
-                                ": no server is listening (no socket file)");
-  }
+
+  const auto none = dir_.path() / "none.sock";
+  const auto missing =
+      thrown<StorageError>([&] { run_task(async_request(none, status_request(), timeout)); });
+  EXPECT_EQ(missing.what(), none.string() + ": no server is listening (no socket file)");
 }
 
 TEST_F(StoreServerTest, CancellingAnAsyncRequestClosesTheConnection) {
@@ -203,12 +178,8 @@ TEST_F(StoreServerTest, CancellingAnAsyncRequestClosesTheConnection) {
   // Emitted where the request runs: cancellation slots are not thread-safe.
   asio::post(client_io, [&] { cancel.emit(asio::cancellation_type::terminal); });
   client.join();
-  try {
-    done.get();
-    ADD_FAILURE() << "no exception";
-  } catch (const boost::system::system_error& error) {
-    EXPECT_EQ(error.code(), asio::error::operation_aborted);
-  }
+  const auto error = thrown<boost::system::system_error>([&] { done.get(); });
+  EXPECT_EQ(error.code(), asio::error::operation_aborted);
   hold_.await_cancelled(1);
 }
 

@@ -79,12 +79,8 @@ TEST(StoreMessage, LargeMessageCrossesAFullSocketBuffer) {
 TEST(StoreMessage, LengthOverTheLimitIsAFormatError) {
   auto [sender, receiver] = socket_pair();
   write_raw(sender.get(), framed(std::string(65, 'x')));
-  try {
-    receive_message(receiver.get(), 64, later());
-    ADD_FAILURE() << "no exception";
-  } catch (const FormatError& error) {
-    EXPECT_STREQ(error.what(), "a message of 65 bytes exceeds the limit of 64 bytes");
-  }
+  const auto error = thrown<FormatError>([&] { receive_message(receiver.get(), 64, later()); });
+  EXPECT_STREQ(error.what(), "a message of 65 bytes exceeds the limit of 64 bytes");
 }
 
 TEST(StoreMessage, HangUpBeforeTheEndIsEof) {
@@ -92,46 +88,34 @@ TEST(StoreMessage, HangUpBeforeTheEndIsEof) {
     auto [sender, receiver] = socket_pair();
     write_raw(sender.get(), framed("{\"op\":\"status\"}").substr(0, cut));
     sender.reset();
-    try {
-      receive_message(receiver.get(), 1024, later());
-      ADD_FAILURE() << "no exception";
-    } catch (const boost::system::system_error& error) {
-      EXPECT_EQ(error.code(), boost::asio::error::eof) << cut;
-    }
+    const auto error = thrown<boost::system::system_error>(
+        [&] { receive_message(receiver.get(), 1024, later()); });
+    EXPECT_EQ(error.code(), boost::asio::error::eof) << cut;
   }
 }
 
 TEST(StoreMessage, ReceiveGivesUpAtTheDeadline) {
   auto [sender, receiver] = socket_pair();
   write_raw(sender.get(), "\x05");
-  try {
+  const auto error = thrown<boost::system::system_error>([&] {
     receive_message(receiver.get(), 1024,
                     std::chrono::steady_clock::now() + std::chrono::milliseconds(20));
-    ADD_FAILURE() << "no exception";
-  } catch (const boost::system::system_error& error) {
-    EXPECT_EQ(error.code(), boost::asio::error::timed_out);
-  }
+  });
+  EXPECT_EQ(error.code(), boost::asio::error::timed_out);
 }
 
 TEST(StoreMessage, SendToAClosedPeerIsAnErrorNotASignal) {
   auto [sender, receiver] = socket_pair();
   receiver.reset();
-  try {
-    send_message(sender.get(), "{}", {}, later());
-    ADD_FAILURE() << "no exception";
-  } catch (const boost::system::system_error& error) {
-    EXPECT_EQ(error.code(), boost::asio::error::broken_pipe);
-  }
+  const auto error =
+      thrown<boost::system::system_error>([&] { send_message(sender.get(), "{}", {}, later()); });
+  EXPECT_EQ(error.code(), boost::asio::error::broken_pipe);
 }
 
 TEST(StoreMessage, TooManyDescriptorsAreRefusedBeforeSending) {
   const std::vector<int> fds(max_reply_descriptors + 1, 0);
-  try {
-    MessageSender sender("{}", fds);
-    ADD_FAILURE() << "no exception";
-  } catch (const InvalidArgument& error) {
-    EXPECT_STREQ(error.what(), "a message carries 254 descriptors; at most 253 fit in one");
-  }
+  const auto error = thrown<InvalidArgument>([&] { MessageSender sender("{}", fds); });
+  EXPECT_STREQ(error.what(), "a message carries 254 descriptors; at most 253 fit in one");
 }
 
 TEST(StoreMessage, PeerCredentialsAreThisProcess) {

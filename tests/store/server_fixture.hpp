@@ -110,6 +110,17 @@ inline Message reply_then_close(int fd) {
   return reply;
 }
 
+/// A copy of the `E` that `action` throws; throws std::logic_error when it throws nothing.
+template <class E, class Action>
+E thrown(Action&& action) {
+  try {
+    action();
+  } catch (const E& error) {
+    return error;
+  }
+  throw std::logic_error("no exception was thrown");
+}
+
 /// Lets test handlers wait until the test releases them, and tells the test who waits.
 class Hold {
  public:

@@ -27,6 +27,13 @@ std::string reply_json(const std::string& error, const std::string& kind) {
   return "{\"error\":\"" + error + "\",\"kind\":\"" + kind + "\"}";
 }
 
+// Runs `body(0)` ... `body(7)` at once, each on a thread of its own.
+void on_eight_threads(const std::function<void(int)>& body) {
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i) threads.emplace_back(body, i);
+  for (auto& thread : threads) thread.join();
+}
+
 // An attach of `rank` that must succeed and carry the rank's two regions.
 void expect_attach_works(const std::filesystem::path& path, int rank) {
   const ReceivedReply reply = request(path, attach_request(rank, timeout), timeout);
@@ -166,21 +173,17 @@ TEST_F(StoreServerTest, SilentAndStalledClientsAreDisconnectedAtTheDeadline) {
 
 TEST_F(StoreServerTest, ClientsThatHangUpMidRequestDoNotDisturbOthers) {
   start();
-  std::vector<std::thread> workers;
-  for (int i = 0; i < 8; ++i) {
-    workers.emplace_back([this, i] {
-      for (int round = 0; round < 5; ++round) {
-        if (i % 2 == 0) {
-          expect_attach_works(socket_path_, i % 4 / 2);
-          continue;
-        }
-        const UniqueFd client = connect_raw(socket_path_);
-        const std::string bytes = framed("{\"op\":\"attach\",\"rank\":1}");
-        write_raw(client.get(), bytes.substr(0, round % 2 == 0 ? 4 : 10));
+  on_eight_threads([this](int i) {
+    for (int round = 0; round < 5; ++round) {
+      if (i % 2 == 0) {
+        expect_attach_works(socket_path_, i % 4 / 2);
+        continue;
       }
-    });
-  }
-  for (auto& worker : workers) worker.join();
+      const UniqueFd client = connect_raw(socket_path_);
+      const std::string bytes = framed("{\"op\":\"attach\",\"rank\":1}");
+      write_raw(client.get(), bytes.substr(0, round % 2 == 0 ? 4 : 10));
+    }
+  });
   expect_attach_works(socket_path_, 1);
 }
 
@@ -220,13 +223,9 @@ TEST_F(StoreServerTest, ClientThatHangsUpMidReplyDoesNotHurtTheServer) {
 
 TEST_F(StoreServerTest, EightConcurrentClientsEachGetTheirRegions) {
   start();
-  std::vector<std::thread> workers;
-  for (int i = 0; i < 8; ++i) {
-    workers.emplace_back([this, i] {
-      for (int round = 0; round < 10; ++round) expect_attach_works(socket_path_, (i + round) % 2);
-    });
-  }
-  for (auto& worker : workers) worker.join();
+  on_eight_threads([this](int i) {
+    for (int round = 0; round < 10; ++round) expect_attach_works(socket_path_, (i + round) % 2);
+  });
 }
 
 TEST_F(StoreServerTest, OneConnectionOverTheLimitIsTurnedAway) {
@@ -239,14 +238,11 @@ TEST_F(StoreServerTest, OneConnectionOverTheLimitIsTurnedAway) {
   const UniqueFd extra = connect_raw(socket_path_);
   EXPECT_EQ(reply_then_close(extra.get()).json,
             reply_json("too many connections (at most 1)", "unavailable"));
-  try {
-    request(socket_path_, status_request(), timeout);
-    ADD_FAILURE() << "no exception";
-  } catch (const StorageError& error) {
-    EXPECT_STREQ(error.what(),
-                 (socket_path_.string() + ": too many connections (at most 1)").c_str());
-    EXPECT_TRUE(error.transient());
-  }
+  const auto error =
+      thrown<StorageError>([&] { request(socket_path_, status_request(), timeout); });
+  EXPECT_STREQ(error.what(),
+               (socket_path_.string() + ": too many connections (at most 1)").c_str());
+  EXPECT_TRUE(error.transient());
   hold_.release();
   EXPECT_EQ(reply_then_close(waiting.get()).json, attach_json(0));
   expect_attach_works(socket_path_, 1);
@@ -264,12 +260,9 @@ TEST_F(StoreServerTest, PeerOutsideThePolicyIsRefusedWithNothingElse) {
   const Message reply = reply_then_close(client.get());
   EXPECT_EQ(reply.json, reply_json(refusal, "permission_denied"));
   EXPECT_TRUE(reply.fds.empty());
-  try {
-    request(socket_path_, attach_request(0, timeout), timeout);
-    ADD_FAILURE() << "no exception";
-  } catch (const Error& error) {
-    EXPECT_STREQ(error.what(), (socket_path_.string() + ": " + refusal).c_str());
-  }
+  const auto error =
+      thrown<Error>([&] { request(socket_path_, attach_request(0, timeout), timeout); });
+  EXPECT_STREQ(error.what(), (socket_path_.string() + ": " + refusal).c_str());
   EXPECT_TRUE(requests().empty());
 }
 
@@ -293,14 +286,11 @@ TEST_F(StoreServerTest, SocketFileIsPrivateAndRemovedOnStop) {
   EXPECT_EQ(status.st_mode & 07777, 0600u);
   stop();
   EXPECT_FALSE(std::filesystem::exists(std::filesystem::symlink_status(socket_path_)));
-  try {
-    request(socket_path_, status_request(), timeout);
-    ADD_FAILURE() << "no exception";
-  } catch (const StorageError& error) {
-    EXPECT_STREQ(error.what(),
-                 (socket_path_.string() + ": no server is listening (no socket file)").c_str());
-    EXPECT_TRUE(error.transient());
-  }
+  const auto error =
+      thrown<StorageError>([&] { request(socket_path_, status_request(), timeout); });
+  EXPECT_STREQ(error.what(),
+               (socket_path_.string() + ": no server is listening (no socket file)").c_str());
+  EXPECT_TRUE(error.transient());
 }
 
 TEST_F(StoreServerTest, DestructionRemovesTheSocketFile) {
@@ -311,13 +301,10 @@ TEST_F(StoreServerTest, DestructionRemovesTheSocketFile) {
 
 TEST_F(StoreServerTest, SecondServerOnALivePathRefusesToStart) {
   start();
-  try {
-    SocketServer second(io_.get_executor(), options(), default_handler());
-    ADD_FAILURE() << "no exception";
-  } catch (const StateError& error) {
-    EXPECT_STREQ(error.what(),
-                 (socket_path_.string() + ": another server is listening on this socket").c_str());
-  }
+  const auto error = thrown<StateError>(
+      [&] { SocketServer second(io_.get_executor(), options(), default_handler()); });
+  EXPECT_STREQ(error.what(),
+               (socket_path_.string() + ": another server is listening on this socket").c_str());
   expect_attach_works(socket_path_, 0);
 }
 
@@ -328,13 +315,10 @@ TEST_F(StoreServerTest, StaleSocketFileIsReplaced) {
     ASSERT_EQ(::bind(stale.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)),
               0);
   }
-  try {
-    request(socket_path_, status_request(), timeout);
-    ADD_FAILURE() << "no exception";
-  } catch (const StorageError& error) {
-    EXPECT_STREQ(error.what(),
-                 (socket_path_.string() + ": no server is listening (connection refused)").c_str());
-  }
+  const auto error =
+      thrown<StorageError>([&] { request(socket_path_, status_request(), timeout); });
+  EXPECT_STREQ(error.what(),
+               (socket_path_.string() + ": no server is listening (connection refused)").c_str());
   start();
   expect_attach_works(socket_path_, 1);
 }
