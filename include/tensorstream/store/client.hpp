@@ -1,0 +1,54 @@
+#pragma once
+/// @file
+/// Asking a store server over its Unix socket (README.md, "Store server protocol").
+
+#include <boost/asio/awaitable.hpp>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tensorstream/store/unique_fd.hpp"
+
+namespace tensorstream::store {
+
+/// The longest reply a client accepts by default (a manifest of a few thousand tensors is well
+/// under 1 MiB).
+inline constexpr std::size_t default_max_reply_bytes = 16 * 1024 * 1024;
+
+/// A successful reply: its JSON text (an object without "error") and the descriptors that came
+/// with it, in fd_index order, close-on-exec and owned by the caller.
+struct ReceivedReply {
+  std::string json;           ///< The reply's JSON object.
+  std::vector<UniqueFd> fds;  ///< The descriptors passed with it.
+};
+
+/// The JSON text of an attach request for `rank`, waiting up to `timeout` for it to load.
+std::string attach_request(std::uint32_t rank, std::chrono::milliseconds timeout);
+
+/// The JSON text of a status request.
+std::string status_request();
+
+/// Sends `request_json` to the server at `socket_path` and returns its reply; blocks the
+/// calling thread for at most about `timeout` in all (connecting, sending, waiting for the
+/// reply; an attach's own wait counts too, so give more than its timeout_ms).
+/// @throws StorageError naming the path and cause when no server is listening (transient:
+///   it may be starting), the connection fails or `timeout` passes; FormatError when the reply
+///   is not a JSON object or exceeds `max_reply_bytes`; an error reply as the exception its
+///   "kind" names (InvalidArgument, NotFoundError, StorageError, DeadlineExceeded, ...; Error
+///   for others) with the message `socket_path: message`. Descriptors that came with a reply
+///   that is not returned are closed.
+ReceivedReply request(const std::filesystem::path& socket_path, std::string_view request_json,
+                      std::chrono::milliseconds timeout,
+                      std::size_t max_reply_bytes = default_max_reply_bytes);
+
+/// request() as a coroutine: suspends instead of blocking. Cancelling it closes the connection
+/// and throws boost::system::system_error (operation_aborted).
+boost::asio::awaitable<ReceivedReply> async_request(
+    std::filesystem::path socket_path, std::string request_json, std::chrono::milliseconds timeout,
+    std::size_t max_reply_bytes = default_max_reply_bytes);
+
+}  // namespace tensorstream::store

@@ -1,0 +1,117 @@
+#include "store/wire.hpp"
+
+#include <simdjson.h>
+
+#include <cstdint>
+#include <limits>
+
+#include "safetensors/json_string.hpp"
+#include "tensorstream/error.hpp"
+
+namespace tensorstream::store {
+namespace {
+
+// An optional non-negative integer member no larger than `max`.
+bool read_count(const simdjson::dom::object& request, std::string_view key, std::uint64_t max,
+                std::uint64_t& value) {
+  simdjson::dom::element member;
+  if (request[key].get(member) == simdjson::NO_SUCH_FIELD) return false;
+  if (member.get_uint64().get(value) != simdjson::SUCCESS || value > max) {
+    throw InvalidArgument(json_string(key) + " must be an integer from 0 to " +
+                          std::to_string(max));
+  }
+  return true;
+}
+
+}  // namespace
+
+Request parse_request(std::string_view json) {
+  simdjson::dom::parser parser;
+  const simdjson::padded_string padded(json);
+  simdjson::dom::element document;
+  if (parser.parse(padded).get(document) != simdjson::SUCCESS) {
+    throw InvalidArgument("the request is not valid JSON");
+  }
+  simdjson::dom::object request;
+  if (document.get_object().get(request) != simdjson::SUCCESS) {
+    throw InvalidArgument("the request is not a JSON object");
+  }
+  simdjson::dom::element op_member;
+  if (request["op"].get(op_member) == simdjson::NO_SUCH_FIELD) {
+    throw InvalidArgument("the request has no \"op\"");
+  }
+  std::string_view op;
+  if (op_member.get_string().get(op) != simdjson::SUCCESS) {
+    throw InvalidArgument("\"op\" must be a string");
+  }
+  Request parsed;
+  if (op == "status") {
+    parsed.op = Operation::status;
+    return parsed;
+  }
+  if (op != "attach") {
+    throw InvalidArgument("unknown op " + json_string(op) + " (expected \"attach\" or \"status\")");
+  }
+  parsed.op = Operation::attach;
+  std::uint64_t rank = 0;
+  if (!read_count(request, "rank", std::numeric_limits<std::uint32_t>::max(), rank)) {
+    throw InvalidArgument("attach needs \"rank\"");
+  }
+  parsed.rank = static_cast<std::uint32_t>(rank);
+  std::uint64_t timeout = 0;
+  if (read_count(request, "timeout_ms", static_cast<std::uint64_t>(max_attach_timeout.count()),
+                 timeout)) {
+    parsed.timeout = std::chrono::milliseconds(timeout);
+  }
+  return parsed;
+}
+
+std::string error_reply(std::string_view message, std::string_view kind) {
+  std::string reply = "{\"error\":";
+  append_json_string(reply, message);
+  reply += ",\"kind\":";
+  append_json_string(reply, kind);
+  reply += '}';
+  return reply;
+}
+
+std::string error_reply(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const NotFoundError& e) {
+    return error_reply(e.what(), "not_found");
+  } catch (const StorageError& e) {
+    return error_reply(e.what(), "storage");
+  } catch (const FormatError& e) {
+    return error_reply(e.what(), "format");
+  } catch (const InvalidArgument& e) {
+    return error_reply(e.what(), "invalid_argument");
+  } catch (const StateError& e) {
+    return error_reply(e.what(), "state");
+  } catch (const Cancelled& e) {
+    return error_reply(e.what(), "cancelled");
+  } catch (const DeadlineExceeded& e) {
+    return error_reply(e.what(), "deadline_exceeded");
+  } catch (const std::exception& e) {
+    return error_reply(e.what(), "error");
+  } catch (...) {
+    return error_reply("the handler threw a non-standard exception", "error");
+  }
+}
+
+void throw_error_reply(const std::string& socket_path, std::string_view message,
+                       std::string_view kind) {
+  const std::string text(message);
+  const std::string full = socket_path + ": " + text;
+  if (kind == "invalid_argument") throw InvalidArgument(full);
+  if (kind == "not_found") throw NotFoundError(socket_path, text);
+  if (kind == "storage") throw StorageError(socket_path, text);
+  if (kind == "unavailable") throw StorageError(socket_path, text, true);
+  if (kind == "format") throw FormatError(full);
+  if (kind == "state") throw StateError(full);
+  if (kind == "cancelled") throw Cancelled(full);
+  if (kind == "deadline_exceeded") throw DeadlineExceeded(full);
+  throw Error(full);
+}
+
+}  // namespace tensorstream::store

@@ -1,0 +1,27 @@
+#pragma once
+// The JSON side of the protocol: parsing requests, writing and reading error replies.
+
+#include <exception>
+#include <string>
+#include <string_view>
+
+#include "tensorstream/store/protocol.hpp"
+
+namespace tensorstream::store {
+
+/// Parses and validates a request's JSON text; `peer` is left empty.
+/// @throws InvalidArgument naming what is wrong, worded for the client.
+Request parse_request(std::string_view json);
+
+/// `{"error":message,"kind":kind}`.
+std::string error_reply(std::string_view message, std::string_view kind);
+
+/// The error reply for an exception a handler threw: its message, and its kind from its type.
+std::string error_reply(const std::exception_ptr& error);
+
+/// Throws the tensorstream exception an error reply of `kind` stands for, its message
+/// `socket_path: message`.
+[[noreturn]] void throw_error_reply(const std::string& socket_path, std::string_view message,
+                                    std::string_view kind);
+
+}  // namespace tensorstream::store

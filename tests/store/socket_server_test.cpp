@@ -1,0 +1,455 @@
+#include "tensorstream/store/socket_server.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "store/message.hpp"
+#include "store/server_fixture.hpp"
+#include "tensorstream/error.hpp"
+#include "tensorstream/store/client.hpp"
+
+namespace tensorstream::store::testing {
+namespace {
+
+constexpr std::chrono::milliseconds timeout{30'000};
+
+std::string reply_json(const std::string& error, const std::string& kind) {
+  return "{\"error\":\"" + error + "\",\"kind\":\"" + kind + "\"}";
+}
+
+// Runs `body(0)` ... `body(7)` at once, each on a thread of its own.
+void on_eight_threads(const std::function<void(int)>& body) {
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i) threads.emplace_back(body, i);
+  for (auto& thread : threads) thread.join();
+}
+
+// An attach of `rank` that must succeed and carry the rank's two regions.
+void expect_attach_works(const std::filesystem::path& path, int rank) {
+  const ReceivedReply reply = request(path, attach_request(rank, timeout), timeout);
+  EXPECT_EQ(reply.json, StoreServerTest::attach_json(rank));
+  ASSERT_EQ(reply.fds.size(), 2u);
+  EXPECT_EQ(mapped_content(reply.fds[0].get()), StoreServerTest::weights(rank));
+  EXPECT_EQ(mapped_content(reply.fds[1].get()), StoreServerTest::kv_cache(rank));
+}
+
+TEST_F(StoreServerTest, AttachPassesTheRankRegionsWithTheReply) {
+  start();
+  const ReceivedReply reply = request(socket_path_, attach_request(1, timeout), timeout);
+  EXPECT_EQ(reply.json, attach_json(1));
+  ASSERT_EQ(reply.fds.size(), 2u);
+  EXPECT_EQ(mapped_content(reply.fds[0].get()), weights(1));
+  EXPECT_EQ(mapped_content(reply.fds[1].get()), kv_cache(1));
+  for (std::size_t i = 0; i < 2; ++i) {
+    // New descriptors of the same memory, close-on-exec in the receiver.
+    struct stat received {}, served {};
+    ASSERT_EQ(::fstat(reply.fds[i].get(), &received), 0);
+    ASSERT_EQ(::fstat(regions_[1][i].get(), &served), 0);
+    EXPECT_NE(reply.fds[i].get(), regions_[1][i].get());
+    EXPECT_EQ(received.st_ino, served.st_ino);
+    EXPECT_EQ(::fcntl(reply.fds[i].get(), F_GETFD) & FD_CLOEXEC, FD_CLOEXEC);
+  }
+}
+
+TEST_F(StoreServerTest, RegionsAreSharedNotCopied) {
+  start();
+  const ReceivedReply reply = request(socket_path_, attach_request(0, timeout), timeout);
+  ASSERT_EQ(reply.fds.size(), 2u);
+  const std::string written = "written by the worker";
+  ASSERT_EQ(::pwrite(reply.fds[1].get(), written.data(), written.size(), 0),
+            static_cast<ssize_t>(written.size()));
+  EXPECT_EQ(mapped_content(regions_[0][1].get()).substr(0, written.size()), written);
+}
+
+TEST_F(StoreServerTest, StatusHasNoDescriptors) {
+  start();
+  const ReceivedReply reply = request(socket_path_, status_request(), timeout);
+  EXPECT_EQ(reply.json, status_json);
+  EXPECT_TRUE(reply.fds.empty());
+}
+
+TEST_F(StoreServerTest, HandlerSeesTheRequestAndItsPeer) {
+  start();
+  request(socket_path_, "{\"op\":\"attach\",\"rank\":1,\"timeout_ms\":1234,\"extra\":[1]}",
+          timeout);
+  request(socket_path_, "{\"op\":\"attach\",\"rank\":0}", timeout);
+  request(socket_path_, "{\"op\":\"status\",\"rank\":\"ignored\"}", timeout);
+  const std::vector<Request> seen = requests();
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0].op, Operation::attach);
+  EXPECT_EQ(seen[0].rank, 1u);
+  EXPECT_EQ(seen[0].timeout, std::chrono::milliseconds(1234));
+  EXPECT_EQ(seen[0].peer.pid, ::getpid());
+  EXPECT_EQ(seen[0].peer.uid, ::geteuid());
+  EXPECT_EQ(seen[0].peer.gid, ::getegid());
+  EXPECT_EQ(seen[1].rank, 0u);
+  EXPECT_EQ(seen[1].timeout, default_attach_timeout);
+  EXPECT_EQ(seen[2].op, Operation::status);
+}
+
+TEST_F(StoreServerTest, MalformedRequestsGetAnErrorReplyAndTheServerGoesOn) {
+  start();
+  const std::string over_limit("\x01\x00\x01\x00", 4);  // 65537
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {framed("{\"op\":\"detach\",\"rank\":0}"),
+       reply_json("unknown op \\\"detach\\\" (expected \\\"attach\\\" or \\\"status\\\")",
+                  "invalid_argument")},
+      {"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+       reply_json("a message of 542393671 bytes exceeds the limit of 65536 bytes",
+                  "invalid_argument")},
+      {over_limit,
+       reply_json("a message of 65537 bytes exceeds the limit of 65536 bytes", "invalid_argument")},
+      {framed("{\"op\":\"attach\",\"rank\":"),
+       reply_json("the request is not valid JSON", "invalid_argument")},
+      {framed(""), reply_json("the request is not valid JSON", "invalid_argument")},
+      {framed("{\"op\":\"attach\",\"rank\":0}\xff"),
+       reply_json("the request is not valid JSON", "invalid_argument")},
+      {framed("[\"attach\",0]"),
+       reply_json("the request is not a JSON object", "invalid_argument")},
+      {framed("{\"rank\":0}"), reply_json("the request has no \\\"op\\\"", "invalid_argument")},
+      {framed("{\"op\":1}"), reply_json("\\\"op\\\" must be a string", "invalid_argument")},
+      {framed("{\"op\":\"attach\"}"), reply_json("attach needs \\\"rank\\\"", "invalid_argument")},
+      {framed("{\"op\":\"attach\",\"rank\":-1}"),
+       reply_json("\\\"rank\\\" must be an integer from 0 to 4294967295", "invalid_argument")},
+      {framed("{\"op\":\"attach\",\"rank\":1.5}"),
+       reply_json("\\\"rank\\\" must be an integer from 0 to 4294967295", "invalid_argument")},
+      {framed("{\"op\":\"attach\",\"rank\":\"1\"}"),
+       reply_json("\\\"rank\\\" must be an integer from 0 to 4294967295", "invalid_argument")},
+      {framed("{\"op\":\"attach\",\"rank\":0,\"timeout_ms\":86400001}"),
+       reply_json("\\\"timeout_ms\\\" must be an integer from 0 to 86400000", "invalid_argument")},
+      {framed("{\"op\":\"attach\",\"rank\":9}"),
+       reply_json("rank 9 is not served", "invalid_argument")},
+  };
+  for (const auto& [bytes, expected] : cases) {
+    SCOPED_TRACE(bytes);
+    const UniqueFd client = connect_raw(socket_path_);
+    write_raw(client.get(), bytes);
+    const Message reply = reply_then_close(client.get());
+    EXPECT_EQ(reply.json, expected);
+    EXPECT_TRUE(reply.fds.empty());
+    expect_attach_works(socket_path_, 1);
+  }
+}
+
+TEST_F(StoreServerTest, DescriptorsSentWithARequestAreClosed) {
+  const std::size_t before = open_descriptors();
+  start();
+  {
+    const UniqueFd client = connect_raw(socket_path_);
+    const UniqueFd passed = memfd_with("unwanted");
+    const int fds[] = {passed.get(), passed.get(), passed.get()};
+    send_message(client.get(), "{\"op\":\"status\"}", fds,
+                 std::chrono::steady_clock::now() + patience);
+    EXPECT_EQ(reply_then_close(client.get()).json, status_json);
+  }
+  stop();
+  EXPECT_EQ(open_descriptors(), before);
+}
+
+TEST_F(StoreServerTest, SilentAndStalledClientsAreDisconnectedAtTheDeadline) {
+  SocketServerOptions options = this->options();
+  options.request_timeout = std::chrono::milliseconds(1000);
+  start(options, default_handler());
+  const std::string expected =
+      reply_json("no complete request within 1000 ms", "deadline_exceeded");
+  const UniqueFd silent = connect_raw(socket_path_);
+  const UniqueFd stalled = connect_raw(socket_path_);
+  write_raw(stalled.get(), framed("{\"op\":\"status\"}").substr(0, 9));
+  expect_attach_works(socket_path_, 0);
+  EXPECT_EQ(reply_then_close(silent.get()).json, expected);
+  EXPECT_EQ(reply_then_close(stalled.get()).json, expected);
+  expect_attach_works(socket_path_, 1);
+}
+
+TEST_F(StoreServerTest, ClientsThatHangUpMidRequestDoNotDisturbOthers) {
+  start();
+  on_eight_threads([this](int i) {
+    for (int round = 0; round < 5; ++round) {
+      if (i % 2 == 0) {
+        expect_attach_works(socket_path_, i % 4 / 2);
+        continue;
+      }
+      const UniqueFd client = connect_raw(socket_path_);
+      const std::string bytes = framed("{\"op\":\"attach\",\"rank\":1}");
+      write_raw(client.get(), bytes.substr(0, round % 2 == 0 ? 4 : 10));
+    }
+  });
+  expect_attach_works(socket_path_, 1);
+}
+
+TEST_F(StoreServerTest, ClientThatHangsUpWhileTheHandlerWaitsCancelsIt) {
+  start();
+  {
+    const UniqueFd client = connect_raw(socket_path_);
+    write_raw(client.get(), framed("{\"op\":\"attach\",\"rank\":5}"));
+    hold_.await_waiting(1);
+  }
+  hold_.await_cancelled(1);
+  expect_attach_works(socket_path_, 0);
+}
+
+TEST_F(StoreServerTest, ClientThatShutsDownItsWritingSideStillGetsItsReply) {
+  start();
+  const UniqueFd client = connect_raw(socket_path_);
+  write_raw(client.get(), framed("{\"op\":\"attach\",\"rank\":5}"));
+  ASSERT_EQ(::shutdown(client.get(), SHUT_WR), 0);
+  hold_.await_waiting(1);
+  hold_.release();
+  const Message reply = reply_then_close(client.get());
+  EXPECT_EQ(reply.json, attach_json(0));
+  EXPECT_EQ(reply.fds.size(), 2u);
+}
+
+TEST_F(StoreServerTest, ClientThatHangsUpMidReplyDoesNotHurtTheServer) {
+  start();
+  {
+    const UniqueFd client = connect_raw(socket_path_);
+    write_raw(client.get(), framed("{\"op\":\"attach\",\"rank\":7}"));
+    char prefix[4];
+    ASSERT_EQ(::recv(client.get(), prefix, sizeof(prefix), MSG_WAITALL), 4);
+  }
+  expect_attach_works(socket_path_, 1);
+}
+
+TEST_F(StoreServerTest, EightConcurrentClientsEachGetTheirRegions) {
+  start();
+  on_eight_threads([this](int i) {
+    for (int round = 0; round < 10; ++round) expect_attach_works(socket_path_, (i + round) % 2);
+  });
+}
+
+TEST_F(StoreServerTest, OneConnectionOverTheLimitIsTurnedAway) {
+  SocketServerOptions options = this->options();
+  options.max_connections = 1;
+  start(options, default_handler());
+  const UniqueFd waiting = connect_raw(socket_path_);
+  write_raw(waiting.get(), framed("{\"op\":\"attach\",\"rank\":5}"));
+  hold_.await_waiting(1);
+  const UniqueFd extra = connect_raw(socket_path_);
+  EXPECT_EQ(reply_then_close(extra.get()).json,
+            reply_json("too many connections (at most 1)", "unavailable"));
+  const auto error =
+      thrown<StorageError>([&] { request(socket_path_, status_request(), timeout); });
+  EXPECT_STREQ(error.what(),
+               (socket_path_.string() + ": too many connections (at most 1)").c_str());
+  EXPECT_TRUE(error.transient());
+  hold_.release();
+  EXPECT_EQ(reply_then_close(waiting.get()).json, attach_json(0));
+  expect_attach_works(socket_path_, 1);
+}
+
+TEST_F(StoreServerTest, PeerOutsideThePolicyIsRefusedWithNothingElse) {
+  SocketServerOptions options = this->options();
+  options.allow_own_uid = false;
+  options.allowed_uids = {::geteuid() + 1};
+  options.allowed_gids = {::getegid() + 1};
+  start(options, default_handler());
+  const std::string refusal = "uid " + std::to_string(::geteuid()) + " is not allowed to attach";
+  // The refusal comes at once, before any request: writing one could meet a closed socket.
+  const UniqueFd client = connect_raw(socket_path_);
+  const Message reply = reply_then_close(client.get());
+  EXPECT_EQ(reply.json, reply_json(refusal, "permission_denied"));
+  EXPECT_TRUE(reply.fds.empty());
+  const auto error =
+      thrown<Error>([&] { request(socket_path_, attach_request(0, timeout), timeout); });
+  EXPECT_STREQ(error.what(), (socket_path_.string() + ": " + refusal).c_str());
+  EXPECT_TRUE(requests().empty());
+}
+
+TEST_F(StoreServerTest, PeerAllowedByUidOrGid) {
+  for (const bool by_uid : {true, false}) {
+    SocketServerOptions options = this->options();
+    options.allow_own_uid = false;
+    if (by_uid) options.allowed_uids = {::geteuid()};
+    if (!by_uid) options.allowed_gids = {::getegid()};
+    start(options, default_handler());
+    expect_attach_works(socket_path_, 1);
+    stop();
+  }
+}
+
+TEST_F(StoreServerTest, SocketFileIsPrivateAndRemovedOnStop) {
+  start();
+  struct stat status {};
+  ASSERT_EQ(::lstat(socket_path_.c_str(), &status), 0);
+  EXPECT_TRUE(S_ISSOCK(status.st_mode));
+  EXPECT_EQ(status.st_mode & 07777, 0600u);
+  stop();
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::symlink_status(socket_path_)));
+  const auto error =
+      thrown<StorageError>([&] { request(socket_path_, status_request(), timeout); });
+  EXPECT_STREQ(error.what(),
+               (socket_path_.string() + ": no server is listening (no socket file)").c_str());
+  EXPECT_TRUE(error.transient());
+}
+
+TEST_F(StoreServerTest, DestructionRemovesTheSocketFile) {
+  start();
+  server_.reset();
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::symlink_status(socket_path_)));
+}
+
+TEST_F(StoreServerTest, SecondServerOnALivePathRefusesToStart) {
+  start();
+  const auto error = thrown<StateError>(
+      [&] { SocketServer second(io_.get_executor(), options(), default_handler()); });
+  EXPECT_STREQ(error.what(),
+               (socket_path_.string() + ": another server is listening on this socket").c_str());
+  expect_attach_works(socket_path_, 0);
+}
+
+TEST_F(StoreServerTest, StaleSocketFileIsReplaced) {
+  {
+    const UniqueFd stale(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    const sockaddr_un address = unix_address(socket_path_.string());
+    ASSERT_EQ(::bind(stale.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)),
+              0);
+  }
+  const auto error =
+      thrown<StorageError>([&] { request(socket_path_, status_request(), timeout); });
+  EXPECT_STREQ(error.what(),
+               (socket_path_.string() + ": no server is listening (connection refused)").c_str());
+  start();
+  expect_attach_works(socket_path_, 1);
+}
+
+TEST_F(StoreServerTest, UnsafeOrUnusablePathsAreRefused) {
+  const std::string path = socket_path_.string();
+  const auto refusal = [&](const SocketServerOptions& options) {
+    try {
+      SocketServer server(io_.get_executor(), options, default_handler());
+    } catch (const InvalidArgument& error) {
+      return std::string(error.what());
+    }
+    return std::string("no exception");
+  };
+  std::ofstream(socket_path_) << "not a socket";
+  EXPECT_EQ(refusal(options()), path + ": exists and is not a socket");
+  std::filesystem::remove(socket_path_);
+
+  std::filesystem::permissions(dir_.path(), std::filesystem::perms::all);
+  EXPECT_EQ(refusal(options()), path + ": directory " + dir_.path().string() +
+                                    " is writable by other users; put the socket in a directory "
+                                    "only the server's user can write");
+  std::filesystem::permissions(dir_.path(), std::filesystem::perms::owner_all);
+
+  SocketServerOptions missing = options();
+  missing.path = dir_.path() / "missing" / "store.sock";
+  EXPECT_EQ(refusal(missing), missing.path.string() + ": cannot use directory " +
+                                  (dir_.path() / "missing").string() +
+                                  ": No such file or directory");
+
+  SocketServerOptions long_path = options();
+  long_path.path = dir_.path() / std::string(120, 'x');
+  EXPECT_EQ(refusal(long_path),
+            long_path.path.string() + ": a socket path is at most 107 bytes long");
+}
+
+TEST_F(StoreServerTest, HandlerErrorsReachTheClientAsTheirKind) {
+  start(options(), [](Request request) -> asio::awaitable<Reply> {
+    switch (request.rank) {
+      case 0: throw NotFoundError("s3://bucket/rank0.traw", "HTTP 404 Not Found");
+      case 1: throw StorageError("s3://bucket/rank1.traw", "HTTP 503 Slow Down", true);
+      case 2: throw DeadlineExceeded("rank 2 is not loaded after 10 ms");
+      case 3: throw FormatError("rank3.traw: bad magic");
+      case 4: throw StateError("the server is stopping");
+      default: throw std::runtime_error("out of memory\nsecond line");
+    }
+    co_return Reply{};
+  });
+  const std::string path = socket_path_.string();
+  const auto failure = [&](std::uint32_t rank) -> std::pair<std::string, std::string> {
+    try {
+      request(socket_path_, attach_request(rank, timeout), timeout);
+    } catch (const NotFoundError& error) {
+      return {"NotFoundError", error.what()};
+    } catch (const StorageError& error) {
+      return {"StorageError", error.what()};
+    } catch (const DeadlineExceeded& error) {
+      return {"DeadlineExceeded", error.what()};
+    } catch (const FormatError& error) {
+      return {"FormatError", error.what()};
+    } catch (const StateError& error) {
+      return {"StateError", error.what()};
+    } catch (const Error& error) {
+      return {"Error", error.what()};
+    }
+    return {"none", ""};
+  };
+  using Failure = std::pair<std::string, std::string>;
+  EXPECT_EQ(failure(0),
+            Failure("NotFoundError", path + ": s3://bucket/rank0.traw: HTTP 404 Not Found"));
+  EXPECT_EQ(failure(1),
+            Failure("StorageError", path + ": s3://bucket/rank1.traw: HTTP 503 Slow Down"));
+  EXPECT_EQ(failure(2), Failure("DeadlineExceeded", path + ": rank 2 is not loaded after 10 ms"));
+  EXPECT_EQ(failure(3), Failure("FormatError", path + ": rank3.traw: bad magic"));
+  EXPECT_EQ(failure(4), Failure("StateError", path + ": the server is stopping"));
+  EXPECT_EQ(failure(6), Failure("Error", path + ": out of memory\nsecond line"));
+
+  const UniqueFd client = connect_raw(socket_path_);
+  write_raw(client.get(), framed("{\"op\":\"attach\",\"rank\":6}"));
+  EXPECT_EQ(reply_then_close(client.get()).json,
+            "{\"error\":\"out of memory\\nsecond line\",\"kind\":\"error\"}");
+}
+
+TEST_F(StoreServerTest, ReplyWithTooManyDescriptorsBecomesAnError) {
+  const UniqueFd region = memfd_with("x");
+  start(options(), [&region](Request) -> asio::awaitable<Reply> {
+    Reply reply;
+    reply.json = "{}";
+    reply.fds.assign(max_reply_descriptors + 1, region.get());
+    co_return reply;
+  });
+  const UniqueFd client = connect_raw(socket_path_);
+  write_raw(client.get(), framed("{\"op\":\"status\"}"));
+  EXPECT_EQ(reply_then_close(client.get()).json,
+            reply_json("a message carries 254 descriptors; at most 253 fit in one", "error"));
+}
+
+TEST_F(StoreServerTest, StopCancelsWaitingHandlersAndClosesTheirConnections) {
+  start();
+  const UniqueFd client = connect_raw(socket_path_);
+  write_raw(client.get(), framed("{\"op\":\"attach\",\"rank\":5}"));
+  hold_.await_waiting(1);
+  stop();
+  hold_.await_cancelled(1);
+  char byte;
+  EXPECT_EQ(::recv(client.get(), &byte, 1, 0), 0);
+}
+
+TEST_F(StoreServerTest, NoDescriptorLeaksOverTheServersLife) {
+  const std::size_t before = open_descriptors();
+  start();
+  expect_attach_works(socket_path_, 0);
+  request(socket_path_, status_request(), timeout);
+  for (const std::string& bytes : {framed("{\"op\":\"nope\"}"), std::string("\xff\xff\xff\xff")}) {
+    const UniqueFd client = connect_raw(socket_path_);
+    write_raw(client.get(), bytes);
+    reply_then_close(client.get());
+  }
+  {
+    const UniqueFd dropped = connect_raw(socket_path_);
+    write_raw(dropped.get(), framed("{\"op\":\"attach\",\"rank\":1}").substr(0, 6));
+  }
+  {
+    const UniqueFd waiting = connect_raw(socket_path_);
+    write_raw(waiting.get(), framed("{\"op\":\"attach\",\"rank\":5}"));
+    hold_.await_waiting(1);
+  }
+  hold_.await_cancelled(1);
+  stop();
+  EXPECT_EQ(open_descriptors(), before);
+}
+
+}  // namespace
+}  // namespace tensorstream::store::testing
