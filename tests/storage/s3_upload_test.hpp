@@ -7,12 +7,16 @@
 #include <ctime>
 #include <functional>
 #include <optional>
+#include <mutex>
 #include <regex>
+#include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "storage/s3rver_test.hpp"
+#include "support/fault_proxy.hpp"
 #include "support/run_task.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/s3_store.hpp"
@@ -121,18 +125,42 @@ class S3UploadTest : public S3rverTest {
   }
 
   /// A FaultProxy answer that carries out AbortMultipartUpload on s3rver's storage, counting
-  /// the aborts in aborts_, and leaves other requests to s3rver.
-  std::function<std::string(const std::string&, const std::string&)> abort_emulation() {
-    return [this](const std::string& method, const std::string& target) -> std::string {
+  /// the aborts in aborts_, and leaves other requests to s3rver. As on S3, a part sent for an
+  /// aborted upload fails with NoSuchUpload.
+  ///
+  /// With `deferred`, the upload is removed only by settle(): for tests where a part may still
+  /// be forwarded to s3rver when the abort arrives, since s3rver dies (an unhandled ENOENT) when
+  /// the directory of a part it is writing disappears.
+  Answer abort_emulation(bool deferred = false) {
+    return [this, deferred](const std::string& method, const std::string& target) -> std::string {
       static const std::regex upload_id(".*[?&]uploadId=([0-9a-f]+).*");
       std::smatch match;
-      if (method != "DELETE" || !std::regex_match(target, match, upload_id)) return {};
+      if (!std::regex_match(target, match, upload_id)) return {};
+      const std::lock_guard lock(aborted_mutex_);
+      const std::string id = match[1];
+      if (method == "PUT") return aborted_.contains(id) ? no_such_upload : std::string{};
+      if (method != "DELETE") return {};
       ++aborts_;
-      const bool removed = s3rver_->remove_upload("models", match[1]);
-      return removed ? "HTTP/1.1 204 No Content\r\nContent-Length: 0\r\n\r\n"
-                     : "HTTP/1.1 404 Not Found\r\nContent-Type: application/xml\r\n"
-                       "Content-Length: 40\r\n\r\n<Error><Code>NoSuchUpload</Code></Error>";
+      const bool known = aborted_.insert(id).second && s3rver_->has_upload("models", id);
+      if (!deferred && known) s3rver_->remove_upload("models", id);
+      return known ? no_content : no_such_upload;
     };
+  }
+
+  /// Waits until `proxy` holds no upload, then removes the aborted uploads: those of a deferred
+  /// abort_emulation(), and those that parts forwarded before their abort recreated (S3 discards
+  /// such parts; s3rver stores them). Fails the test if uploads stay in flight for 30 s.
+  void settle(const tensorstream::testing::FaultProxy& proxy) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (proxy.uploads_in_flight() != 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ADD_FAILURE() << proxy.uploads_in_flight() << " uploads still in flight after 30 s";
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    const std::lock_guard lock(aborted_mutex_);
+    for (const auto& id : aborted_) s3rver_->remove_upload("models", id);
   }
 
   /// abort_emulation() plus ListMultipartUploads answered from s3rver's storage: one page of
@@ -154,6 +182,10 @@ class S3UploadTest : public S3rverTest {
 
   boost::asio::io_context io_;
   std::atomic<int> aborts_{0};
+
+ private:
+  std::mutex aborted_mutex_;
+  std::set<std::string> aborted_;
 };
 
 }  // namespace tensorstream::s3::testing

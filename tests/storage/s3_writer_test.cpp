@@ -199,7 +199,7 @@ TEST_F(S3WriterTest, AWriterDestroyedBeforeCommitAbortsItsUpload) {
 TEST_F(S3WriterTest, ACancelledUploadIsAbortedAndLeavesNothing) {
   boost::asio::cancellation_signal cancel;
   std::atomic<bool> cancelling{false};
-  const auto emulate_abort = abort_emulation();
+  const auto emulate_abort = abort_emulation(true);
   // Cancelled when the first part reaches the proxy, not after a fixed time, which a slow
   // (sanitized) run may spend before it has created the upload. The signal is emitted on the
   // thread running io_, as Asio requires.
@@ -224,6 +224,7 @@ TEST_F(S3WriterTest, ACancelledUploadIsAbortedAndLeavesNothing) {
   EXPECT_GE(proxy.uploads(), 1);
   EXPECT_LT(proxy.uploads(), 13) << "the upload finished before it was cancelled";
   EXPECT_EQ(aborts_, 1);
+  settle(proxy);
   EXPECT_TRUE(s3rver_->unfinished_uploads("models").empty());
   EXPECT_FALSE(exists("/cancelled.bin"));
 }

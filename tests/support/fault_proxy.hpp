@@ -81,6 +81,9 @@ class FaultProxy {
   /// The most uploads the proxy held at once, from their header's arrival to the answer.
   int max_uploads_in_flight() const { return max_uploads_in_flight_.load(); }
 
+  /// Uploads the proxy holds now: received or forwarded, and not yet answered or dropped.
+  int uploads_in_flight() const { return uploads_in_flight_.load(); }
+
   /// Faults injected so far.
   int injected() const { return injected_.load(); }
 

@@ -151,6 +151,11 @@ std::vector<S3rverServer::Upload> S3rverServer::unfinished_upload_details(
   return uploads;
 }
 
+bool S3rverServer::has_upload(const std::string& bucket, const std::string& id) const {
+  std::error_code error;
+  return std::filesystem::is_directory(uploads_directory(bucket) / id, error);
+}
+
 bool S3rverServer::remove_upload(const std::string& bucket, const std::string& id) const {
   std::error_code error;
   return std::filesystem::remove_all(uploads_directory(bucket) / id, error) > 0;

@@ -90,6 +90,9 @@ class S3rverServer {
   /// ListMultipartUploads would list.
   std::vector<Upload> unfinished_upload_details(const std::string& bucket) const;
 
+  /// Whether `bucket` holds the unfinished multipart upload `id`.
+  bool has_upload(const std::string& bucket, const std::string& id) const;
+
   /// What AbortMultipartUpload would do, which s3rver answers with 405 MethodNotAllowed: removes
   /// the upload `id` of `bucket` with its parts. Returns whether there was one.
   bool remove_upload(const std::string& bucket, const std::string& id) const;
