@@ -1,13 +1,21 @@
 // `tensorstream partition`: what a user sees, and that what it writes streams back.
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <thread>
 
+#include "storage/s3_upload_test.hpp"
+#include "support/child_process.hpp"
+#include "support/fault_proxy.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
+#include "tensorstream/model/synthetic_model.hpp"
+#include "tensorstream/safetensors/writer.hpp"
 
 namespace tensorstream {
 namespace {
@@ -100,6 +108,76 @@ TEST_F(PartitionCli, AMissingSourceIsARuntimeErrorNamingIt) {
   EXPECT_NE(result.err.find((dir_.path() / "nothing").string()), std::string::npos) << result.err;
   EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
   EXPECT_FALSE(fs::exists(raw()));
+}
+
+class PartitionS3Cli : public s3::testing::S3UploadTest {
+ protected:
+  // A one-layer Llama with a 20 MiB embedding: at TP 1 and 2 it goes up in 8 MiB parts.
+  void SetUp() override {
+    S3UploadTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    const LlamaConfig config{.hidden_size = 256, .intermediate_size = 512, .num_layers = 1,
+                             .num_heads = 8, .num_kv_heads = 2, .vocab_size = 40000,
+                             .max_position_embeddings = 2048};
+    write_safetensors(model_.path() / "model.safetensors", llama_tensors(config),
+                      [](const TensorSpec& tensor, std::uint64_t offset, std::span<std::byte> out) {
+                        fill_synthetic_bytes(tensor.name, offset, out);
+                      });
+    std::ofstream(model_.path() / "config.json")
+        << "{\"hidden_size\":256,\"num_attention_heads\":8,\"num_key_value_heads\":2}";
+    s3rver_->put_directory("models", "hf/big/", model_.path());
+  }
+
+  TempDir model_;
+};
+
+// A partition killed in the middle of a multipart upload leaves no visible object, only the
+// unfinished upload; rerun with --abort-stale, it removes that upload and completes exactly.
+TEST_F(PartitionS3Cli, AKilledRunLeavesNoPartialObjectAndAbortStaleCleansUpAfterIt) {
+  std::atomic<pid_t> child{0};
+  std::atomic<bool> killed{false};
+  testing::FaultProxy killer(s3rver_->port(), {.answer = [&](const std::string& method,
+                                                             const std::string& target) {
+    if (method == "PUT" && target.find("partNumber=") != std::string::npos &&
+        !killed.exchange(true)) {
+      while (child.load() == 0) std::this_thread::yield();
+      ::kill(child.load(), SIGKILL);
+    }
+    return std::string{};
+  }});
+  set("AWS_ENDPOINT_URL", killer.endpoint());
+  TempDir logs;
+  testing::ChildProcess run({TENSORSTREAM_CLI_PATH, "partition", "s3://models/hf/big/",
+                             "s3://models/raw/big/", "--tp", "1,2"},
+                            logs.path() / "partition.log");
+  child = run.pid();
+  const int status = run.wait();
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+      << testing::read_text_file(logs.path() / "partition.log");
+  settle(killer);
+  const auto left = s3rver_->unfinished_uploads("models").size();
+  EXPECT_GE(left, 1u);
+  EXPECT_FALSE(exists("/raw/big/TP1/shard0/model.embed_tokens.weight.bin"));
+  EXPECT_FALSE(exists("/raw/big/config.json"));
+
+  testing::FaultProxy cleaner(s3rver_->port(), {.answer = multipart_emulation()});
+  set("AWS_ENDPOINT_URL", cleaner.endpoint());
+  const auto rerun = run_cli({"partition", "s3://models/hf/big/", "s3://models/raw/big/", "--tp",
+                              "1,2", "--overwrite", "--abort-stale"});
+  ASSERT_EQ(rerun.exit_code, 0) << rerun.err;
+  EXPECT_TRUE(rerun.out.starts_with("removed " + std::to_string(left) +
+                                    " stale uploads under s3://models/raw/big/\n"))
+      << rerun.out;
+  EXPECT_TRUE(s3rver_->unfinished_uploads("models").empty());
+
+  // TP 1's tensors are the source's, byte for byte.
+  set("AWS_ENDPOINT_URL", s3rver_->endpoint());
+  const auto streamed = run_cli({"stream", "s3://models/raw/big/", "--tp", "1", "--json",
+                                 "--checksum", "sha256"});
+  const auto source =
+      run_cli({"stream", model_.path().string(), "--json", "--checksum", "sha256"});
+  ASSERT_EQ(streamed.exit_code, 0) << streamed.err;
+  EXPECT_EQ(testing::sorted_tensor_lines(streamed.out), testing::sorted_tensor_lines(source.out));
 }
 
 }  // namespace
