@@ -174,7 +174,7 @@ void register_partition_command(CLI::App& app) {
       ->required();
   command
       ->add_option("dst", arguments->destination,
-                   "Where to write: a local directory, file:// or s3:// prefix")
+                   "Where to write: a local directory, or a file://, s3:// or gs:// prefix")
       ->required();
   command->add_option("--tp", arguments->sizes, "Tensor-parallel sizes, comma-separated")
       ->delimiter(',')

@@ -15,7 +15,9 @@
 
 #include "storage/s3rver_test.hpp"
 #include "support/fault_proxy.hpp"
+#include "support/gcs_fixture_server.hpp"
 #include "support/run_task.hpp"
+#include "support/scoped_environment.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
@@ -475,6 +477,26 @@ TEST_F(PartitionS3, APermanentUploadFailureNamesTheObjectAndLeavesNoPartialObjec
   }
   set("AWS_ENDPOINT_URL", s3rver_->endpoint());
   EXPECT_TRUE(keys("/raw/").empty());
+}
+
+// The same through gs://: read from and written to the GCS fixture, TP 1's 5.9 MiB embedding as a
+// resumable upload in 5 MiB chunks, and no upload session left open.
+TEST(PartitionGcs, BucketToBucketMatchesTheOracleAndLeavesNoOpenSession) {
+  testing::GcsFixtureServer gcs({.require_token = false});
+  testing::ScopedEnvironment environment(
+      {"GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_CONFIG", "GCE_METADATA_HOST"});
+  environment.set("STORAGE_EMULATOR_HOST", gcs.host());
+  TempDir dir;
+  write_model(dir.path(), gqa_config());
+  gcs.put_directory("models", "hf/gqa/", dir.path());
+  auto options = small_reads();
+  options.write.single_put_limit = 5 << 20;
+  options.write.part_size = 5 << 20;
+  const auto report =
+      partition_checkpoint_blocking("gs://models/hf/gqa/", "gs://models/raw/gqa/", options);
+  EXPECT_EQ(report.objects, llama_tensors(gqa_config()).size() * 15);
+  expect_all_ranks_match_oracle("gs://models/raw/gqa/", gqa_config(), {1, 2, 4, 8});
+  EXPECT_EQ(gcs.unfinished_sessions(), 0u);
 }
 
 }  // namespace
