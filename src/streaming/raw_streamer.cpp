@@ -288,17 +288,21 @@ class RawStreamer::Engine {
   asio::awaitable<void> plan() {
     for (auto& read : reads_) {
       const std::uint64_t bytes = read.memory();
-      if (!budget_->try_acquire(bytes)) {
-        {
-          std::lock_guard lock(outbox_->mutex);
+      // Taking the memory, counting the read in flight and clearing the blocked request happen
+      // together under the outbox's lock: a stall check in between would see the memory taken
+      // while the read still looks blocked, and blame the consumer for it.
+      const auto reserve = [&] {
+        std::lock_guard lock(outbox_->mutex);
+        if (!budget_->try_acquire(bytes)) {
           outbox_->blocked_request = bytes;
           check_stall_locked();
+          return false;
         }
-        const auto acquired = [&] { return budget_->try_acquire(bytes); };
-        co_await memory_released_.wait(acquired);
-        std::lock_guard lock(outbox_->mutex);
         outbox_->blocked_request.reset();
-      }
+        outbox_->jobs_in_flight += read.tensors.size();
+        return true;
+      };
+      co_await memory_released_.wait(reserve);
       auto job = std::make_shared<Job>();
       job->read = std::move(read);
       const std::uint64_t length = job->read.length;
@@ -310,10 +314,6 @@ class RawStreamer::Engine {
         }
       }
       job->chunks_left = chunk_count(length, *options_.chunk_size);
-      {
-        std::lock_guard lock(outbox_->mutex);
-        outbox_->jobs_in_flight += job->read.tensors.size();
-      }
       if (job->chunks_left == 0) {
         deliver(*job);
         continue;
