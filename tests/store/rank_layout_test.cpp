@@ -43,10 +43,10 @@ const TensorEntry& entry(const RankLayout& layout, std::string_view name) {
   throw std::runtime_error("no tensor " + std::string(name));
 }
 
-std::vector<std::string> names(const RankLayout& layout) {
-  std::vector<std::string> result;
-  for (const auto& tensor : layout.manifest.tensors) result.push_back(tensor.name);
-  return result;
+// Whether the manifest lists a tensor `name`.
+bool serves(const RankLayout& layout, std::string_view name) {
+  return std::any_of(layout.manifest.tensors.begin(), layout.manifest.tensors.end(),
+                     [&](const TensorEntry& tensor) { return tensor.name == name; });
 }
 
 std::string message_of(std::span<const TensorSpec> tensors, std::string_view config,
@@ -171,16 +171,12 @@ TEST(RankLayout, LayerWithoutValueProjectionIsNotFused) {
     return tensor.name == "model.layers.1.self_attn.v_proj.weight";
   });
   const auto layout = plan_rank_layout(tensors, gqa_config, 0, 2, true, {});
-  const auto served = names(layout);
-  const auto has = [&](std::string_view name) {
-    return std::find(served.begin(), served.end(), name) != served.end();
-  };
-  EXPECT_TRUE(has("model.layers.0.self_attn.qkv_proj.weight"));
-  EXPECT_FALSE(has("model.layers.1.self_attn.qkv_proj.weight"));
-  EXPECT_TRUE(has("model.layers.1.self_attn.q_proj.weight"));
-  EXPECT_TRUE(has("model.layers.1.self_attn.k_proj.weight"));
+  EXPECT_TRUE(serves(layout, "model.layers.0.self_attn.qkv_proj.weight"));
+  EXPECT_FALSE(serves(layout, "model.layers.1.self_attn.qkv_proj.weight"));
+  EXPECT_TRUE(serves(layout, "model.layers.1.self_attn.q_proj.weight"));
+  EXPECT_TRUE(serves(layout, "model.layers.1.self_attn.k_proj.weight"));
   // The biases are all there, so they are still fused.
-  EXPECT_TRUE(has("model.layers.1.self_attn.qkv_proj.bias"));
+  EXPECT_TRUE(serves(layout, "model.layers.1.self_attn.qkv_proj.bias"));
   expect_consistent(layout, tensors);
 }
 
@@ -191,14 +187,10 @@ TEST(RankLayout, PartsOfDifferentDtypeOrWidthAreNotFused) {
     if (tensor.name == "model.layers.1.self_attn.k_proj.weight") tensor.shape = {4, 16};
   }
   const auto layout = plan_rank_layout(tensors, gqa_config, 0, 2, true, {});
-  const auto served = names(layout);
-  const auto has = [&](std::string_view name) {
-    return std::find(served.begin(), served.end(), name) != served.end();
-  };
-  EXPECT_FALSE(has("model.layers.0.mlp.gate_up_proj.weight"));
-  EXPECT_TRUE(has("model.layers.1.mlp.gate_up_proj.weight"));
-  EXPECT_FALSE(has("model.layers.1.self_attn.qkv_proj.weight"));
-  EXPECT_TRUE(has("model.layers.0.self_attn.qkv_proj.weight"));
+  EXPECT_FALSE(serves(layout, "model.layers.0.mlp.gate_up_proj.weight"));
+  EXPECT_TRUE(serves(layout, "model.layers.1.mlp.gate_up_proj.weight"));
+  EXPECT_FALSE(serves(layout, "model.layers.1.self_attn.qkv_proj.weight"));
+  EXPECT_TRUE(serves(layout, "model.layers.0.self_attn.qkv_proj.weight"));
   expect_consistent(layout, tensors);
 }
 
