@@ -1,0 +1,67 @@
+#pragma once
+/// @file
+/// A region of shared memory that the store server fills once and hands to workers as a
+/// descriptor: a memfd, sealed read-only for the weights.
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "tensorstream/store/unique_fd.hpp"
+
+namespace tensorstream::store {
+
+/// Owns a memfd of a fixed size (zero-filled by the kernel) and the server's mapping of it.
+/// Workers map the descriptor themselves; their mappings outlive this object, since the kernel
+/// keeps the memory while any mapping or descriptor refers to it.
+class SharedRegion {
+ public:
+  /// Creates the memfd `name` (its name in /proc/<pid>/fd, and in messages) of `size` bytes,
+  /// close-on-exec and sealable, mapped read-write. A zero-byte region has no mapping. Throws
+  /// StorageError naming the region and the errno text.
+  SharedRegion(std::string name, std::uint64_t size);
+  SharedRegion(SharedRegion&& other) noexcept;
+  SharedRegion& operator=(SharedRegion&& other) noexcept;
+  SharedRegion(const SharedRegion&) = delete;
+  SharedRegion& operator=(const SharedRegion&) = delete;
+  ~SharedRegion();
+
+  /// The region, to fill. Throws StateError once sealed.
+  std::span<std::byte> writable();
+
+  /// Makes the region read-only for good: drops the writable mapping (F_SEAL_WRITE is refused
+  /// while any writable shared mapping exists), adds F_SEAL_SHRINK, F_SEAL_GROW, F_SEAL_WRITE and
+  /// F_SEAL_SEAL, then maps it read-only so that bytes() still works. Throws StateError when
+  /// already sealed, StorageError naming the region and the errno text otherwise (EBUSY while
+  /// someone else holds a writable mapping); the region stays writable when sealing fails.
+  void seal_read_only();
+
+  /// Whether seal_read_only() succeeded.
+  bool sealed() const noexcept { return sealed_; }
+
+  /// The region's bytes, read-only.
+  std::span<const std::byte> bytes() const noexcept {
+    return {static_cast<const std::byte*>(mapping_), mapping_ ? static_cast<std::size_t>(size_) : 0};
+  }
+
+  /// The memfd, still owned: pass it to workers (SCM_RIGHTS duplicates it).
+  int fd() const noexcept { return fd_.get(); }
+  /// Size in bytes.
+  std::uint64_t size() const noexcept { return size_; }
+  /// The name given at creation.
+  const std::string& name() const noexcept { return name_; }
+
+ private:
+  void map(int protection);
+  void unmap() noexcept;
+  [[noreturn]] void fail(const std::string& operation, int error) const;
+
+  std::string name_;
+  std::uint64_t size_ = 0;
+  UniqueFd fd_;
+  void* mapping_ = nullptr;
+  bool sealed_ = false;
+};
+
+}  // namespace tensorstream::store
