@@ -287,7 +287,13 @@ class RawStreamer::Engine {
   // Allocates each read's memory as the budget allows and queues its chunks.
   asio::awaitable<void> plan() {
     for (auto& read : reads_) {
-      const std::uint64_t bytes = read.memory();
+      // Placed tensors take none of the budget; a coalesced run's scratch always does.
+      std::vector<std::byte*> places(read.tensors.size(), nullptr);
+      std::uint64_t bytes = read.memory();
+      for (std::size_t i = 0; options_.placement && i < read.tensors.size(); ++i) {
+        places[i] = options_.placement(*read.tensors[i], read.file->url);
+        if (places[i] != nullptr) bytes -= read.tensors[i]->byte_size();
+      }
       // Taking the memory, counting the read in flight and clearing the blocked request happen
       // together under the outbox's lock: a stall check in between would see the memory taken
       // while the read still looks blocked, and blame the consumer for it.
@@ -307,11 +313,16 @@ class RawStreamer::Engine {
       job->read = std::move(read);
       const std::uint64_t length = job->read.length;
       // Each allocation gives its own bytes back to the budget: together what was acquired.
-      job->data = memory_->allocate(length);
+      // Placed memory is the caller's, never freed here.
+      const auto place = [&](std::size_t i) -> std::shared_ptr<std::byte> {
+        if (places[i] == nullptr) return memory_->allocate(job->read.tensors[i]->byte_size());
+        return {places[i], [](std::byte*) {}};
+      };
       if (job->read.coalesced()) {
-        for (const TensorInfo* tensor : job->read.tensors) {
-          job->copies.push_back(memory_->allocate(tensor->byte_size()));
-        }
+        job->data = memory_->allocate(length);
+        for (std::size_t i = 0; i < job->read.tensors.size(); ++i) job->copies.push_back(place(i));
+      } else {
+        job->data = place(0);
       }
       job->chunks_left = chunk_count(length, *options_.chunk_size);
       if (job->chunks_left == 0) {

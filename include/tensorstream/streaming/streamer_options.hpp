@@ -4,8 +4,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <string>
 
+#include "tensorstream/safetensors/header.hpp"
 #include "tensorstream/storage/store_options.hpp"
 
 namespace tensorstream {
@@ -19,6 +22,13 @@ enum class ReadOrder {
   /// but each one's memory is reserved only after that of every tensor before it.
   file_order,
 };
+
+/// Where a stream lands a tensor instead of memory of its own: a pointer to `tensor.byte_size()`
+/// writable bytes, aligned for the tensor's dtype, that stay valid until the stream is destroyed
+/// (a shared-memory region, pinned memory), or nullptr for the stream's own memory. Called on the
+/// stream's planning thread, once per tensor, with the URL of the file it comes from.
+using TensorPlacement =
+    std::function<std::byte*(const TensorInfo& tensor, const std::string& object)>;
 
 /// Options of SafeTensorsStreamer and RawStreamer. The defaults match the Python original.
 ///
@@ -52,6 +62,11 @@ struct StreamerOptions {
   /// released. Such a reorder buffer therefore never stalls on memory_limit, whatever the limit;
   /// it holds at most memory_limit bytes (or one larger tensor).
   ReadOrder read_order = ReadOrder::smallest_first;
+  /// Where tensors land; unset, each gets memory of the stream's own. A placed tensor's bytes are
+  /// read straight into the given memory, which does not count towards memory_limit; the yielded
+  /// StreamedTensor points into it and is valid only as long as the caller keeps it. Small
+  /// tensors read together with their neighbours are still copied out of a shared read.
+  TensorPlacement placement{};
   /// Threads running the stream's network and file I/O.
   std::size_t io_threads = 2;
   /// Options of the backends.
