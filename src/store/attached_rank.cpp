@@ -43,7 +43,7 @@ struct AttachedState {
 
 namespace {
 
-// Which mapping `entry` lies in.
+// The mapping `entry` lies in, checked: an entry need not come from this manifest.
 const detail::Mapping& mapping_of(const detail::AttachedState& state, const TensorEntry& entry) {
   const auto region = state.regions.find(entry.region);
   if (region == state.regions.end()) {
@@ -51,7 +51,12 @@ const detail::Mapping& mapping_of(const detail::AttachedState& state, const Tens
                           " names region " + json_string(entry.region) +
                           ", which the manifest does not have");
   }
-  return state.mappings[region->second];
+  const auto& mapping = state.mappings[region->second];
+  if (entry.bytes > mapping.size || entry.offset > mapping.size - entry.bytes) {
+    throw InvalidArgument(state.where + ": tensor " + json_string(entry.name) +
+                          " lies outside region " + json_string(entry.region));
+  }
+  return mapping;
 }
 
 }  // namespace
@@ -148,11 +153,12 @@ AttachedRank attach(const std::filesystem::path& socket_path, std::uint32_t rank
 
 boost::asio::awaitable<AttachedRank> async_attach(std::filesystem::path socket_path,
                                                   std::uint32_t rank, AttachOptions options) {
+  const std::string where = socket_path.string();
   std::string request_json = attach_request(rank, options.timeout);
   const std::chrono::milliseconds timeout = options.timeout + transfer_margin;
-  ReceivedReply reply = co_await async_request(socket_path, std::move(request_json), timeout,
-                                               options.max_reply_bytes);
-  co_return AttachedRank(std::move(reply), socket_path.string(), options.private_weights);
+  ReceivedReply reply = co_await async_request(std::move(socket_path), std::move(request_json),
+                                               timeout, options.max_reply_bytes);
+  co_return AttachedRank(std::move(reply), where, options.private_weights);
 }
 
 }  // namespace tensorstream::store

@@ -40,7 +40,6 @@ class ManifestParser {
     od::object top;
     if (doc.get_object().get(top) != simdjson::SUCCESS) fail("", "not one JSON object");
     std::set<std::string, std::less<>> seen;
-    bool saw_kv_cache = false;
     for (auto field_result : top) {
       od::field field;
       if (const auto ec = std::move(field_result).get(field)) fail_json("", ec);
@@ -74,7 +73,6 @@ class ManifestParser {
         parse_regions(value, name);
       } else if (key == "kv_cache") {
         manifest_.kv_cache = parse_kv_cache(value, name);
-        saw_kv_cache = true;
       } else if (key == "tensors") {
         parse_tensors(value, name);
       }
@@ -87,7 +85,6 @@ class ManifestParser {
          {"version", "rank", "tp", "device", "model", "config", "fused", "regions", "tensors"}) {
       if (!seen.contains(required)) fail(required, "is missing");
     }
-    if (!saw_kv_cache) manifest_.kv_cache.reset();
     check_regions();
     check_tensors();
     return std::move(manifest_);

@@ -83,6 +83,18 @@ TEST_F(AttachedRankTest, WeightsAreReadOnlyAndTheKvCacheIsShared) {
   EXPECT_EQ(mapped_content(kv_.get()), expected);
 }
 
+TEST_F(AttachedRankTest, EntriesOfAnotherManifestAreChecked) {
+  start_attach_server();
+  const AttachedRank rank = attach(socket_path_, 0);
+  const TensorEntry outside{"big", Dtype::U8, {512}, "weights", 768, 512};
+  EXPECT_EQ(thrown<InvalidArgument>([&] { rank.bytes(outside); }).what(),
+            socket_path_.string() + ": tensor \"big\" lies outside region \"weights\"");
+  const TensorEntry elsewhere{"gpu", Dtype::U8, {1}, "gpu", 0, 1};
+  EXPECT_EQ(thrown<InvalidArgument>([&] { rank.writable_bytes(elsewhere); }).what(),
+            socket_path_.string() +
+                ": tensor \"gpu\" names region \"gpu\", which the manifest does not have");
+}
+
 TEST_F(AttachedRankTest, PrivateWeightsAreCopyOnWrite) {
   start_attach_server();
   AttachOptions options;

@@ -61,7 +61,8 @@ class AttachedRank {
   const TensorEntry* find(std::string_view name) const;
 
   /// The bytes of `entry` (one of manifest().tensors), valid while this or keep_alive() lives.
-  /// @throws InvalidArgument when `entry` names a region the manifest does not have.
+  /// @throws InvalidArgument when `entry` names a region the manifest does not have or lies
+  ///   outside it.
   std::span<const std::byte> bytes(const TensorEntry& entry) const;
 
   /// bytes() for writing: `entry` must lie in a writable region (or in any region when mapped
