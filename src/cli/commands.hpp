@@ -29,4 +29,8 @@ void register_partition_command(CLI::App& app);
 /// `tensorstream cleanup URL ...`: removes temporaries and uploads that killed writers left.
 void register_cleanup_command(CLI::App& app);
 
+/// `tensorstream attach SOCKET --rank R ...`: maps a rank a store server serves and lists its
+/// tensors.
+void register_attach_command(CLI::App& app);
+
 }  // namespace tensorstream::cli

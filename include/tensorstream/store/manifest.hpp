@@ -86,7 +86,10 @@ std::string to_json(const Manifest& manifest);
 
 /// Parses and checks a manifest: the version, every field's type, regions whose fd_index values
 /// are 0..n-1 without repeats, tensors of known dtypes whose bytes match their shape and lie
-/// inside their region at aligned offsets. `where` names the source in messages (the socket).
+/// inside their region at aligned offsets. Every member but "kv_cache" is required; unknown
+/// members are ignored. config_json is the raw text of "config" as it appears in `json` (not
+/// re-serialized), so that parse_manifest(to_json(m)) == m. `where` names the source in messages
+/// (the socket).
 /// Throws FormatError naming `where` and the field.
 Manifest parse_manifest(std::string_view json, std::string_view where);
 

@@ -1,0 +1,26 @@
+#pragma once
+/// @file
+/// torch::Tensor views over an attached rank's mapped memory (in tensorstream::tensorstream, the
+/// library linked with libtorch).
+
+#include <ATen/core/Tensor.h>
+
+#include <map>
+#include <string>
+
+#include "tensorstream/store/attached_rank.hpp"
+
+namespace tensorstream::store {
+
+/// Every tensor of `rank` by name, as CPU tensors over the mapped bytes: no copy, the dtype of
+/// the manifest (F8_E5M2 and F8_E4M3 as uint8, libtorch 1.13 having no float8 types). Each
+/// tensor keeps the rank's mappings alive (AttachedRank::keep_alive), so it stays valid after
+/// `rank` is gone.
+///
+/// Tensors of the KV cache are writable, and writes are the server's shared memory. Tensors over
+/// read-only weights are mapped PROT_READ: an in-place operation on them (add_, copy_, ...)
+/// crashes the process with SIGSEGV, unless the rank was attached with
+/// AttachOptions::private_weights (private copy-on-write pages).
+std::map<std::string, at::Tensor> torch_tensors(const AttachedRank& rank);
+
+}  // namespace tensorstream::store

@@ -1,0 +1,164 @@
+#include "tensorstream/store/attached_rank.hpp"
+
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "safetensors/json_string.hpp"
+#include "tensorstream/error.hpp"
+
+namespace tensorstream::store {
+
+namespace detail {
+
+struct Mapping {
+  std::byte* data = nullptr;  // nullptr for an empty region: mmap refuses a length of 0.
+  std::size_t size = 0;
+  bool writable = false;
+};
+
+struct AttachedState {
+  std::string where;
+  Manifest manifest;
+  std::vector<Mapping> mappings;  // In manifest.regions order.
+  std::unordered_map<std::string_view, const TensorEntry*> tensors;
+  std::unordered_map<std::string_view, std::size_t> regions;
+
+  AttachedState() = default;
+  AttachedState(const AttachedState&) = delete;
+  AttachedState& operator=(const AttachedState&) = delete;
+  ~AttachedState() {
+    for (const auto& mapping : mappings) {
+      if (mapping.data != nullptr) ::munmap(mapping.data, mapping.size);
+    }
+  }
+};
+
+}  // namespace detail
+
+namespace {
+
+// The mapping `entry` lies in, checked: an entry need not come from this manifest.
+const detail::Mapping& mapping_of(const detail::AttachedState& state, const TensorEntry& entry) {
+  const auto region = state.regions.find(entry.region);
+  if (region == state.regions.end()) {
+    throw InvalidArgument(state.where + ": tensor " + json_string(entry.name) +
+                          " names region " + json_string(entry.region) +
+                          ", which the manifest does not have");
+  }
+  const auto& mapping = state.mappings[region->second];
+  if (entry.bytes > mapping.size || entry.offset > mapping.size - entry.bytes) {
+    throw InvalidArgument(state.where + ": tensor " + json_string(entry.name) +
+                          " lies outside region " + json_string(entry.region));
+  }
+  return mapping;
+}
+
+}  // namespace
+
+AttachedRank::AttachedRank(ReceivedReply reply, std::string_view where, bool private_weights)
+    : state_(std::make_shared<detail::AttachedState>()) {
+  auto& state = *state_;
+  state.where = std::string(where);
+  state.manifest = parse_manifest(reply.json, where);
+  const auto& regions = state.manifest.regions;
+  if (reply.fds.size() != regions.size()) {
+    throw FormatError(state.where + ": the reply passed " + std::to_string(reply.fds.size()) +
+                      " descriptors for " + std::to_string(regions.size()) + " regions");
+  }
+  for (std::size_t i = 0; i < regions.size(); ++i) {
+    const auto& region = regions[i];
+    const int fd = reply.fds[region.fd_index].get();
+    struct stat status {};
+    if (::fstat(fd, &status) != 0) {
+      throw StorageError(state.where,
+                         "fstat of region " + json_string(region.name) + " failed: " +
+                             std::strerror(errno));
+    }
+    if (static_cast<std::uint64_t>(status.st_size) < region.bytes) {
+      throw FormatError(state.where + ": region " + json_string(region.name) + " has " +
+                        std::to_string(status.st_size) + " bytes, the manifest says " +
+                        std::to_string(region.bytes));
+    }
+    detail::Mapping mapping;
+    mapping.size = region.bytes;
+    mapping.writable = region.writable || private_weights;
+    if (region.bytes > 0) {
+      const int flags = region.writable || !private_weights ? MAP_SHARED : MAP_PRIVATE;
+      const int protection = mapping.writable ? PROT_READ | PROT_WRITE : PROT_READ;
+      void* memory = ::mmap(nullptr, region.bytes, protection, flags, fd, 0);
+      if (memory == MAP_FAILED) {
+        throw StorageError(state.where, "cannot map region " + json_string(region.name) +
+                                            " (" + std::to_string(region.bytes) +
+                                            " bytes): " + std::strerror(errno));
+      }
+      mapping.data = static_cast<std::byte*>(memory);
+    }
+    state.mappings.push_back(mapping);
+    state.regions.emplace(region.name, i);
+  }
+  // The mappings keep the memory; the descriptors are of no further use.
+  reply.fds.clear();
+  for (const auto& tensor : state.manifest.tensors) state.tensors.emplace(tensor.name, &tensor);
+}
+
+const Manifest& AttachedRank::manifest() const noexcept { return state_->manifest; }
+
+const std::string& AttachedRank::where() const noexcept { return state_->where; }
+
+const TensorEntry* AttachedRank::find(std::string_view name) const {
+  const auto found = state_->tensors.find(name);
+  return found == state_->tensors.end() ? nullptr : found->second;
+}
+
+std::span<const std::byte> AttachedRank::bytes(const TensorEntry& entry) const {
+  const auto& mapping = mapping_of(*state_, entry);
+  if (entry.bytes == 0) return {};
+  return {mapping.data + entry.offset, entry.bytes};
+}
+
+std::span<std::byte> AttachedRank::writable_bytes(const TensorEntry& entry) const {
+  const auto& mapping = mapping_of(*state_, entry);
+  if (!mapping.writable) {
+    throw InvalidArgument(state_->where + ": tensor " + json_string(entry.name) +
+                          " lies in read-only region " + json_string(entry.region));
+  }
+  if (entry.bytes == 0) return {};
+  return {mapping.data + entry.offset, entry.bytes};
+}
+
+bool AttachedRank::is_writable(const TensorEntry& entry) const {
+  return mapping_of(*state_, entry).writable;
+}
+
+std::shared_ptr<const void> AttachedRank::keep_alive() const noexcept { return state_; }
+
+namespace {
+
+constexpr std::chrono::seconds transfer_margin{10};
+
+}  // namespace
+
+AttachedRank attach(const std::filesystem::path& socket_path, std::uint32_t rank,
+                    const AttachOptions& options) {
+  ReceivedReply reply = request(socket_path, attach_request(rank, options.timeout),
+                                options.timeout + transfer_margin, options.max_reply_bytes);
+  return AttachedRank(std::move(reply), socket_path.string(), options.private_weights);
+}
+
+boost::asio::awaitable<AttachedRank> async_attach(std::filesystem::path socket_path,
+                                                  std::uint32_t rank, AttachOptions options) {
+  const std::string where = socket_path.string();
+  std::string request_json = attach_request(rank, options.timeout);
+  const std::chrono::milliseconds timeout = options.timeout + transfer_margin;
+  ReceivedReply reply = co_await async_request(std::move(socket_path), std::move(request_json),
+                                               timeout, options.max_reply_bytes);
+  co_return AttachedRank(std::move(reply), where, options.private_weights);
+}
+
+}  // namespace tensorstream::store
