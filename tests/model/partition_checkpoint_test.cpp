@@ -412,6 +412,15 @@ TEST_F(PartitionS3, BucketToBucketMatchesTheOracleAndLeavesNoUnfinishedUpload) {
   EXPECT_TRUE(s3rver_->unfinished_uploads("models").empty());
 }
 
+// The tiny preset, whose 4 key-value heads are replicated at TP 8, through s3rver.
+TEST_F(PartitionS3, TinyLlamaMatchesTheOracleForTp1To8) {
+  TempDir dir;
+  generate_synthetic_model(dir.path());
+  s3rver_->put_directory("models", "hf/tiny/", dir.path());
+  partition_checkpoint_blocking("s3://models/hf/tiny/", "s3://models/raw/tiny/", small_reads());
+  expect_all_ranks_match_oracle("s3://models/raw/tiny/", synthetic_preset("tiny"), {1, 2, 4, 8});
+}
+
 TEST_F(PartitionS3, ANonEmptyPrefixIsRefusedAndAMissingBucketFailsBeforeAnyUpload) {
   TempDir dir;
   generate_synthetic_model(dir.path());
