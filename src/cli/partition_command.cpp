@@ -28,9 +28,7 @@ struct PartitionArguments {
   bool overwrite = false;
   bool abort_stale = false;
   std::size_t uploads = PartitionOptions{}.max_uploads;
-  std::string chunk_size = "16MiB";
-  std::size_t concurrency = 32;
-  std::string memory_limit = "512MiB";
+  SourceReadFlags read;
   bool json = false;
   StoreFlags store;
 };
@@ -126,10 +124,7 @@ void run_partition(const PartitionArguments& arguments) {
   options.overwrite = arguments.overwrite;
   options.abort_stale = arguments.abort_stale;
   options.max_uploads = arguments.uploads;
-  options.stream.chunk_size = parse_byte_size(arguments.chunk_size, "--chunk-size");
-  options.stream.max_concurrency = arguments.concurrency;
-  options.stream.memory_limit = parse_byte_size(arguments.memory_limit, "--memory-limit");
-  options.stream.store = apply_store_flags(arguments.store);
+  options.stream = apply_source_read_flags(arguments.read, arguments.store);
 
   SharedProgress shared;
   options.on_progress = [&shared](const PartitionProgress& progress) { shared.set(progress); };
@@ -195,16 +190,9 @@ void register_partition_command(CLI::App& app) {
   command->add_option("--uploads", arguments->uploads, "Objects uploaded at once")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  command->add_option("--chunk-size", arguments->chunk_size, "Bytes per range read of SRC")
-      ->capture_default_str();
-  command->add_option("--concurrency", arguments->concurrency, "Range reads of SRC in flight")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  command
-      ->add_option("--memory-limit", arguments->memory_limit,
-                   "Tensor memory of SRC held at once (upload buffers come on top)")
-      ->capture_default_str();
   command->add_flag("--json", arguments->json, "Print the summary as one JSON object");
+  add_source_read_flags(*command, arguments->read,
+                        "Memory for tensors of SRC and upload buffers together");
   add_store_flags(*command, arguments->store);
   command->callback([arguments] { run_partition(*arguments); });
 }

@@ -18,9 +18,7 @@ struct ShardArguments {
   int tensor_parallel_size = 0;
   std::optional<std::int64_t> kv_heads;
   std::string max_part_size = "5GiB";
-  std::string chunk_size = "16MiB";
-  std::size_t concurrency = 32;
-  std::string memory_limit = "512MiB";
+  SourceReadFlags read;
   StoreFlags store;
 };
 
@@ -29,10 +27,7 @@ void run_shard(const ShardArguments& arguments) {
   options.tensor_parallel_size = arguments.tensor_parallel_size;
   options.num_key_value_heads = arguments.kv_heads;
   options.max_part_size = parse_byte_size(arguments.max_part_size, "--max-part-size");
-  options.stream.chunk_size = parse_byte_size(arguments.chunk_size, "--chunk-size");
-  options.stream.max_concurrency = arguments.concurrency;
-  options.stream.memory_limit = parse_byte_size(arguments.memory_limit, "--memory-limit");
-  options.stream.store = apply_store_flags(arguments.store);
+  options.stream = apply_source_read_flags(arguments.read, arguments.store);
 
   const auto start = std::chrono::steady_clock::now();
   const ShardReport report = shard_checkpoint(arguments.source, arguments.destination, options);
@@ -72,14 +67,7 @@ void register_shard_command(CLI::App& app) {
       ->add_option("--max-part-size", arguments->max_part_size,
                    "Most tensor bytes per file; files are split between tensors")
       ->capture_default_str();
-  command->add_option("--chunk-size", arguments->chunk_size, "Bytes per range read of SRC")
-      ->capture_default_str();
-  command->add_option("--concurrency", arguments->concurrency, "Range reads of SRC in flight")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  command
-      ->add_option("--memory-limit", arguments->memory_limit, "Tensor memory of SRC held at once")
-      ->capture_default_str();
+  add_source_read_flags(*command, arguments->read, "Tensor memory of SRC held at once");
   add_store_flags(*command, arguments->store);
   command->callback([arguments] { run_shard(*arguments); });
 }

@@ -1,5 +1,7 @@
 #include "cli/store_flags.hpp"
 
+#include "byte_size.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -60,6 +62,25 @@ StoreOptions apply_store_flags(const StoreFlags& flags, StoreOptions options) {
   if (flags.retries) options.http.max_retries = *flags.retries;
   if (flags.connect_timeout) options.http.connect_timeout = milliseconds(*flags.connect_timeout);
   if (flags.timeout) options.http.read_timeout = milliseconds(*flags.timeout);
+  return options;
+}
+
+void add_source_read_flags(CLI::App& command, SourceReadFlags& flags,
+                           const std::string& memory_help) {
+  command.add_option("--chunk-size", flags.chunk_size, "Bytes per range read of SRC")
+      ->capture_default_str();
+  command.add_option("--concurrency", flags.concurrency, "Range reads of SRC in flight")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  command.add_option("--memory-limit", flags.memory_limit, memory_help)->capture_default_str();
+}
+
+StreamerOptions apply_source_read_flags(const SourceReadFlags& flags, const StoreFlags& store,
+                                        StreamerOptions options) {
+  options.chunk_size = parse_byte_size(flags.chunk_size, "--chunk-size");
+  options.max_concurrency = flags.concurrency;
+  options.memory_limit = parse_byte_size(flags.memory_limit, "--memory-limit");
+  options.store = apply_store_flags(store, options.store);
   return options;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "tensorstream/storage/store_options.hpp"
+#include "tensorstream/streaming/streamer_options.hpp"
 
 namespace tensorstream::cli {
 
@@ -20,6 +21,21 @@ struct StoreFlags {
   std::optional<double> connect_timeout;  ///< Seconds to resolve, connect and handshake.
   std::optional<double> timeout;  ///< Seconds without a byte before a request is retried.
 };
+
+/// How a command that rewrites a checkpoint (shard, partition) reads its source.
+struct SourceReadFlags {
+  std::string chunk_size = "16MiB";    ///< --chunk-size
+  std::size_t concurrency = 32;        ///< --concurrency
+  std::string memory_limit = "512MiB";  ///< --memory-limit
+};
+
+/// Adds --chunk-size, --concurrency and --memory-limit (described by `memory_help`) to `command`.
+void add_source_read_flags(CLI::App& command, SourceReadFlags& flags,
+                           const std::string& memory_help);
+
+/// `options` reading as `flags` say, with the store options `store` gives.
+StreamerOptions apply_source_read_flags(const SourceReadFlags& flags, const StoreFlags& store,
+                                        StreamerOptions options = {});
 
 /// Adds --no-sign-request, --region, --endpoint-url, --ca-bundle, --retries, --connect-timeout
 /// and --timeout to `command`, storing into `flags` (which must outlive parsing).
