@@ -1,6 +1,5 @@
 #include "tensorstream/model/partition_checkpoint.hpp"
 
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -35,8 +34,8 @@ namespace {
 
 namespace asio = boost::asio;
 
-// Rank tensors that are not one contiguous run of the source are cut into a buffer of this
-// size, piece by piece, whatever their size.
+// Rank tensors are cut out of the source tensor into a buffer of this size, piece by piece,
+// whatever their size: the writers copy what they are given anyway.
 constexpr std::size_t cut_buffer_size = std::size_t{1} << 20;
 
 // Weights in formats other than safetensors that a Hugging Face repository may carry beside it:
@@ -219,8 +218,8 @@ std::uint64_t tensor_memory(const PartitionOptions& options,
   return limit - buffers;
 }
 
-// Appends the rank's tensor of `source` (the full tensor's bytes) to `writer`, cutting what is
-// not one contiguous run of the source through `buffer`.
+// Appends the rank's tensor of `source` (the full tensor's bytes) to `writer`, cut through
+// `buffer`.
 asio::awaitable<void> write_part(ObjectWriter& writer, const TensorSpec& full, const RankPart& part,
                                  std::span<const std::byte> source, std::vector<std::byte>& buffer,
                                  const std::function<void(std::uint64_t)>& on_written) {
