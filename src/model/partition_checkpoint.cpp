@@ -137,7 +137,10 @@ Plan make_plan(const std::vector<detail::SourceFile>& files, const HeadConfig& h
     for (int rank = 0; rank < tp_size; ++rank) {
       std::vector<TensorSpec> rank_specs;
       for (auto& tensor : plan.tensors) {
-        RankPart part{tp_size, rank, partition_tensor(tensor.spec, heads, tp_size, rank)};
+        RankPart part;
+        part.tp_size = tp_size;
+        part.rank = rank;
+        part.partition = partition_tensor(tensor.spec, heads, tp_size, rank);
         const TensorSpec rank_spec{tensor.spec.name, tensor.spec.dtype, part.partition.shape};
         part.bytes = tensor_byte_size(rank_spec);
         if (options.format == PartitionFormat::traw) {
