@@ -83,6 +83,11 @@ class AttachServerTest : public StoreServerTest {
 
   void start_attach_server() { start(options(), attach_handler()); }
 
+  // The server's thread reads the descriptors: it is stopped before they are closed.
+  ~AttachServerTest() override {
+    if (server_) stop();
+  }
+
   UniqueFd weights_;
   UniqueFd kv_;
 };
