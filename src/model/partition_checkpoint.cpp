@@ -468,8 +468,9 @@ asio::awaitable<PartitionReport> partition(std::string source, std::string desti
       source_url.is_prefix() ? source_url.path
                              : source_url.path.substr(0, source_url.path.rfind('/') + 1);
   const auto source_store = open_store(source_url, executor, options.stream.store);
-  // Local directories by their absolute path, which is how stores key them.
-  if (destination.find("://") == std::string::npos && !destination.empty()) {
+  // Local directories by their absolute path, which is how stores key them; a mistyped URL is
+  // refused first, before it becomes a path.
+  if (Url::parse(destination).scheme == "file" && destination.find("://") == std::string::npos) {
     destination = std::filesystem::absolute(destination).lexically_normal().string();
   }
   const auto target =

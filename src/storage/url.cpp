@@ -1,6 +1,8 @@
 #include "tensorstream/storage/url.hpp"
 
+#include <cctype>
 #include <charconv>
+#include <string>
 
 #include "tensorstream/error.hpp"
 
@@ -13,6 +15,17 @@ std::uint16_t default_port(std::string_view scheme) {
   return 0;
 }
 
+std::string lowercase(std::string_view text) {
+  std::string result(text);
+  for (auto& c : result) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return result;
+}
+
+bool is_supported(std::string_view scheme) {
+  return scheme == "file" || scheme == "http" || scheme == "https" || scheme == "s3" ||
+         scheme == "gs";
+}
+
 }  // namespace
 
 Url Url::parse(std::string_view text) {
@@ -23,19 +36,25 @@ Url Url::parse(std::string_view text) {
   const auto scheme_end = text.find("://");
   if (scheme_end == std::string_view::npos) {
     if (text.empty()) throw fail("empty");
+    // "s3:/bucket/x" is a mistyped URL far more often than a local folder named "s3:", and
+    // taking it as a path would write the user's model somewhere they did not mean.
+    const auto colon = text.find(':');
+    if (colon != std::string_view::npos && is_supported(lowercase(text.substr(0, colon)))) {
+      throw fail("a URL needs '" + lowercase(text.substr(0, colon)) +
+                 "://'; write ./" + std::string(text) + " for a local path");
+    }
     url.scheme = "file";
     url.path = std::string(text);
     return url;
   }
-  url.scheme = std::string(text.substr(0, scheme_end));
-  for (auto& c : url.scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  url.scheme = lowercase(text.substr(0, scheme_end));
   std::string_view rest = text.substr(scheme_end + 3);
   if (url.scheme == "file") {
     if (rest.empty() || rest.front() != '/') throw fail("file URLs need an absolute path");
     url.path = std::string(rest);
     return url;
   }
-  if (url.scheme != "http" && url.scheme != "https" && url.scheme != "s3" && url.scheme != "gs") {
+  if (!is_supported(url.scheme)) {
     throw fail("unsupported scheme '" + url.scheme + "' (use file, http, https, s3 or gs)");
   }
   const auto authority_end = rest.find_first_of("/?");

@@ -100,6 +100,25 @@ TEST_F(PartitionCli, BadArgumentsAreOneLineUsageErrors) {
   EXPECT_FALSE(fs::exists(raw()));
 }
 
+// One slash short, the destination once became a local folder named "s3:" and the run "succeeded".
+TEST_F(PartitionCli, AMistypedUrlIsAUsageErrorNotALocalFolder) {
+  for (const std::string command : {"partition", "shard"}) {
+    const auto result = run_cli({command, model().string(), "s3:/bucket/raw", "--tp", "2"});
+    EXPECT_EQ(result.exit_code, 2) << command;
+    EXPECT_EQ(result.err,
+              "tensorstream: error: invalid URL 's3:/bucket/raw': a URL needs 's3://'; write "
+              "./s3:/bucket/raw for a local path\n")
+        << command;
+  }
+  const auto gen = run_cli({"gen-model", "GS:bucket/m", "--preset", "tiny"});
+  EXPECT_EQ(gen.exit_code, 2);
+  EXPECT_EQ(gen.err,
+            "tensorstream: error: invalid URL 'GS:bucket/m': a URL needs 'gs://'; write "
+            "./GS:bucket/m for a local path\n");
+  EXPECT_FALSE(fs::exists("s3:"));
+  EXPECT_FALSE(fs::exists("GS:bucket"));
+}
+
 TEST_F(PartitionCli, AMissingSourceIsARuntimeErrorNamingIt) {
   const auto result =
       run_cli({"partition", (dir_.path() / "nothing").string(), raw().string(), "--tp", "2"});

@@ -25,5 +25,13 @@ TEST(Url, BracketsInsideABracketedHostAreRejected) {
   }
 }
 
+TEST(Url, ASchemeWithoutItsSlashesIsAMistakeNotALocalPath) {
+  for (const std::string text : {"s3:/bucket/key", "https:host/x", "file:/abs"}) {
+    EXPECT_THROW(Url::parse(text), InvalidArgument) << text;
+  }
+  EXPECT_EQ(Url::parse("./s3:/bucket").path, "./s3:/bucket");
+  EXPECT_EQ(Url::parse("weights:v2/model.safetensors").path, "weights:v2/model.safetensors");
+}
+
 }  // namespace
 }  // namespace tensorstream
