@@ -33,4 +33,8 @@ void register_cleanup_command(CLI::App& app);
 /// tensors.
 void register_attach_command(CLI::App& app);
 
+/// `tensorstream serve SRC --tp N --socket PATH ...`: loads ranks into shared memory and serves
+/// them to workers until SIGTERM or SIGINT.
+void register_serve_command(CLI::App& app);
+
 }  // namespace tensorstream::cli

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   tensorstream::cli::register_shard_command(app);
   tensorstream::cli::register_partition_command(app);
   tensorstream::cli::register_cleanup_command(app);
+  tensorstream::cli::register_serve_command(app);
   tensorstream::cli::register_attach_command(app);
   try {
     app.parse(argc, argv);

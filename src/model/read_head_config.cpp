@@ -9,7 +9,7 @@ namespace tensorstream::detail {
 // A Hugging Face config.json is a few KB; anything far larger is not one.
 constexpr std::uint64_t max_config_size = 16ull << 20;
 
-boost::asio::awaitable<HeadConfig> read_head_config(ObjectStore& store, std::string key) {
+boost::asio::awaitable<std::string> read_config_text(ObjectStore& store, std::string key) {
   const auto size = co_await store.size(key);
   if (size > max_config_size) {
     throw InvalidArgument(store.url(key) + ": " + std::to_string(size) +
@@ -17,6 +17,11 @@ boost::asio::awaitable<HeadConfig> read_head_config(ObjectStore& store, std::str
   }
   std::string text(size, '\0');
   co_await store.read_range(key, 0, std::as_writable_bytes(std::span(text)));
+  co_return text;
+}
+
+boost::asio::awaitable<HeadConfig> read_head_config(ObjectStore& store, std::string key) {
+  const std::string text = co_await read_config_text(store, key);
   co_return parse_head_config(text, store.url(key));
 }
 

@@ -17,6 +17,7 @@
 #include <string>
 #include <utility>
 
+#include "exception_message.hpp"
 #include "tensorstream/async/condition_variable.hpp"
 #include "tensorstream/log.hpp"
 
@@ -125,16 +126,6 @@ class CredentialCache {
     return value && (!value->expiration || now < *value->expiration);
   }
 
-  static std::string message_of(const std::exception_ptr& error) {
-    try {
-      std::rethrow_exception(error);
-    } catch (const std::exception& e) {
-      return e.what();
-    } catch (...) {
-      return "unknown error";
-    }
-  }
-
   // Static, with the state by value: the frame keeps the state alive if the cache goes first.
   static boost::asio::awaitable<T> look(std::shared_ptr<State> state) {
     std::unique_lock lock(state->mutex);
@@ -172,7 +163,7 @@ class CredentialCache {
       failure = std::current_exception();
     }
     if (unexpired(old, state->clock())) {
-      log(LogLevel::warning, state->kept_warning + message_of(failure));
+      log(LogLevel::warning, state->kept_warning + detail::exception_message(failure));
       pending.end(Outcome{old, nullptr}, false);
       co_return *old;
     }

@@ -1,0 +1,270 @@
+#include <unistd.h>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "byte_size.hpp"
+#include "cli/commands.hpp"
+#include "cli/json_writer.hpp"
+#include "cli/progress_bar.hpp"
+#include "cli/store_flags.hpp"
+#include "tensorstream/error.hpp"
+#include "tensorstream/store/store_server.hpp"
+
+namespace tensorstream::cli {
+namespace {
+
+namespace asio = boost::asio;
+
+struct ServeArguments {
+  std::string source;
+  int tensor_parallel_size = 1;
+  std::vector<int> ranks;
+  std::string socket;
+  bool no_fuse = false;
+  std::optional<std::int64_t> kv_cache_blocks;
+  std::string kv_cache_memory;
+  std::int64_t block_size = 16;
+  std::string kv_dtype;
+  std::vector<uid_t> allow_uids;
+  std::vector<gid_t> allow_gids;
+  std::string ready_file;
+  SourceReadFlags read;
+  StoreFlags store;
+};
+
+double gigabytes_per_second(std::uint64_t bytes, double seconds) {
+  return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0.0;
+}
+
+std::string fixed(double value, int decimals) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*f", decimals, value);
+  return text;
+}
+
+std::string rank_line(const store::RankReady& ready) {
+  std::string line = "{";
+  append_key(line, "rank");
+  line += std::to_string(ready.rank);
+  append_key(line, "tensors");
+  line += std::to_string(ready.tensors);
+  append_key(line, "bytes");
+  line += std::to_string(ready.weight_bytes);
+  append_key(line, "kv_cache_bytes");
+  line += std::to_string(ready.kv_cache_bytes);
+  append_key(line, "seconds");
+  line += fixed(ready.seconds.count(), 3);
+  return line + '}';
+}
+
+std::string ready_line(const std::string& socket, const std::vector<int>& ranks,
+                       std::uint64_t bytes, double seconds) {
+  std::string line = "{";
+  append_key(line, "ready");
+  line += '{';
+  append_key(line, "socket");
+  append_json_string(line, socket);
+  append_key(line, "ranks");
+  append_int_array(line, std::vector<std::int64_t>(ranks.begin(), ranks.end()));
+  append_key(line, "bytes");
+  line += std::to_string(bytes);
+  append_key(line, "seconds");
+  line += fixed(seconds, 3);
+  append_key(line, "gb_per_s");
+  line += fixed(gigabytes_per_second(bytes, seconds), 3);
+  return line + "}}";
+}
+
+// Written whole under a temporary name, then renamed: a supervisor never reads half of it.
+void write_ready_file(const std::filesystem::path& path, const std::string& line) {
+  const auto temporary = path.string() + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << line << '\n';
+    if (!out.flush()) throw StorageError(temporary, "cannot write the ready file");
+  }
+  std::error_code ec;
+  std::filesystem::rename(temporary, path, ec);
+  if (ec) throw StorageError(path.string(), "cannot write the ready file: " + ec.message());
+}
+
+store::StoreServerOptions server_options(const ServeArguments& arguments) {
+  store::StoreServerOptions options;
+  options.tensor_parallel_size = arguments.tensor_parallel_size;
+  options.ranks = arguments.ranks;
+  options.fuse = !arguments.no_fuse;
+  options.kv_cache.num_blocks = arguments.kv_cache_blocks;
+  if (!arguments.kv_cache_memory.empty()) {
+    options.kv_cache.memory = parse_byte_size(arguments.kv_cache_memory, "--kv-cache-memory");
+  }
+  options.kv_cache.block_size = arguments.block_size;
+  if (!arguments.kv_dtype.empty()) {
+    options.kv_cache.dtype = parse_dtype(arguments.kv_dtype);
+    if (!options.kv_cache.dtype) {
+      throw InvalidArgument("--kv-dtype: unknown dtype '" + arguments.kv_dtype +
+                            "' (e.g. BF16, F16, F32, F8_E4M3)");
+    }
+  }
+  options.stream = apply_source_read_flags(arguments.read, arguments.store);
+  options.socket.path = arguments.socket;
+  options.socket.allowed_uids = arguments.allow_uids;
+  options.socket.allowed_gids = arguments.allow_gids;
+  return options;
+}
+
+// Bytes landed over all ranks, written by the server's thread, drawn by the progress bar's.
+class LoadProgress {
+ public:
+  void set(std::uint64_t loaded, std::uint64_t total) {
+    std::lock_guard lock(mutex_);
+    loaded_ = loaded;
+    total_ = total;
+  }
+
+  std::string render() const {
+    std::uint64_t loaded = 0;
+    std::uint64_t total = 0;
+    {
+      std::lock_guard lock(mutex_);
+      loaded = loaded_;
+      total = total_;
+    }
+    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start_;
+    return progress_bar(static_cast<double>(loaded), static_cast<double>(total)) + " " +
+           format_byte_size(loaded) + " / " + format_byte_size(total) + "  " +
+           fixed(gigabytes_per_second(loaded, elapsed.count()), 2) + " GB/s";
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::uint64_t loaded_ = 0;
+  std::uint64_t total_ = 0;
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+void run_serve(const ServeArguments& arguments) {
+  const auto options = server_options(arguments);
+  asio::io_context io;
+  // Caught from before the socket exists, so that a SIGTERM never leaves the socket file behind.
+  asio::signal_set signals(io, SIGINT, SIGTERM);
+  store::StoreServer server(io.get_executor(), arguments.source, options);
+
+  std::vector<int> ranks = arguments.ranks;
+  if (ranks.empty()) {
+    for (int rank = 0; rank < arguments.tensor_parallel_size; ++rank) ranks.push_back(rank);
+  }
+  LoadProgress shared;
+  std::optional<ProgressBar> progress;
+  if (::isatty(STDERR_FILENO)) progress.emplace([&shared] { return shared.render(); });
+
+  bool stopping = false;
+  bool wrote_ready_file = false;
+  std::exception_ptr failure;
+  const auto shut_down = [&] {
+    if (stopping) return;
+    stopping = true;
+    signals.cancel();
+    asio::co_spawn(io, server.stop(), asio::detached);
+  };
+  signals.async_wait([&](boost::system::error_code ec, int) {
+    if (!ec) shut_down();
+  });
+
+  const auto start = std::chrono::steady_clock::now();
+  std::uint64_t bytes = 0;
+  auto on_ready = [&](const store::RankReady& ready) {
+    bytes += ready.weight_bytes;
+    std::puts(rank_line(ready).c_str());
+    std::fflush(stdout);
+  };
+  auto on_progress = [&shared](std::uint64_t loaded, std::uint64_t total) {
+    shared.set(loaded, total);
+  };
+  asio::co_spawn(io, server.load(on_ready, on_progress), [&](std::exception_ptr error) {
+    progress.reset();
+    if (error) {
+      if (!stopping) failure = error;
+      shut_down();
+      return;
+    }
+    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+    const std::string line = ready_line(arguments.socket, ranks, bytes, elapsed.count());
+    std::puts(line.c_str());
+    std::fflush(stdout);
+    try {
+      if (!arguments.ready_file.empty()) {
+        write_ready_file(arguments.ready_file, line);
+        wrote_ready_file = true;
+      }
+    } catch (...) {
+      failure = std::current_exception();
+      shut_down();
+    }
+  });
+  io.run();
+  progress.reset();
+  if (wrote_ready_file) {
+    std::error_code ec;
+    std::filesystem::remove(arguments.ready_file, ec);
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace
+
+void register_serve_command(CLI::App& app) {
+  auto arguments = std::make_shared<ServeArguments>();
+  auto* command = app.add_subcommand(
+      "serve",
+      "Load a checkpoint's tensor-parallel ranks into shared memory once and hand them to "
+      "worker processes over a Unix socket, until SIGTERM or SIGINT");
+  command
+      ->add_option("src", arguments->source,
+                   "A model prefix holding TRAW partitions (tensorstream partition) or rank files "
+                   "(tensorstream shard), or any checkpoint, cut for each rank as it streams")
+      ->required();
+  command->add_option("--tp", arguments->tensor_parallel_size, "Tensor-parallel size")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  command->add_option("--ranks", arguments->ranks, "Ranks to serve, comma-separated (default: all)")
+      ->delimiter(',')
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--socket", arguments->socket, "Path of the Unix socket to listen on")
+      ->required();
+  command->add_flag("--no-fuse", arguments->no_fuse,
+                    "Serve q/k/v and gate/up as stored instead of as qkv_proj and gate_up_proj");
+  command->add_option("--kv-cache-blocks", arguments->kv_cache_blocks,
+                      "Blocks of paged KV cache per rank");
+  command->add_option("--kv-cache-memory", arguments->kv_cache_memory,
+                      "Memory of KV cache per rank (e.g. 2GiB), instead of --kv-cache-blocks");
+  command->add_option("--block-size", arguments->block_size, "Tokens per KV cache block")
+      ->capture_default_str();
+  command->add_option("--kv-dtype", arguments->kv_dtype,
+                      "dtype of the KV cache (default: that of the weights)");
+  command->add_option("--allow-uid", arguments->allow_uids,
+                      "Also let processes of this uid attach (repeatable)");
+  command->add_option("--allow-gid", arguments->allow_gids,
+                      "Also let processes whose effective gid is this attach (repeatable)");
+  command->add_option("--ready-file", arguments->ready_file,
+                      "Write the ready line to this file once every rank is loaded; removed on "
+                      "exit");
+  add_source_read_flags(*command, arguments->read,
+                        "Memory for tensors in flight (the ranks' shared memory comes on top)");
+  add_store_flags(*command, arguments->store);
+  command->callback([arguments] { run_serve(*arguments); });
+}
+
+}  // namespace tensorstream::cli

@@ -1,0 +1,160 @@
+// `tensorstream serve`: what an operator and a supervisor see, and what workers keep after it.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "store/server_fixture.hpp"
+#include "support/child_process.hpp"
+#include "support/process.hpp"
+#include "support/sha256.hpp"
+#include "support/temp_dir.hpp"
+#include "tensorstream/error.hpp"
+#include "tensorstream/store/attached_rank.hpp"
+
+namespace tensorstream::store::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using tensorstream::testing::ChildProcess;
+using tensorstream::testing::read_text_file;
+using tensorstream::testing::run_cli;
+using tensorstream::testing::TempDir;
+
+class ServeCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(run_cli({"gen-model", model().string(), "--preset", "tiny"}).exit_code, 0);
+    ASSERT_EQ(run_cli({"partition", model().string(), raw().string(), "--tp", "1,2"}).exit_code,
+              0);
+  }
+
+  fs::path model() const { return dir_.path() / "model"; }
+  fs::path raw() const { return dir_.path() / "raw"; }
+  fs::path socket() const { return dir_.path() / "store.sock"; }
+  fs::path ready_file() const { return dir_.path() / "ready.json"; }
+  fs::path out() const { return dir_.path() / "serve.out"; }
+  fs::path err() const { return dir_.path() / "serve.err"; }
+
+  // `tensorstream serve ARGUMENTS...`, its stdout and stderr in out() and err().
+  std::unique_ptr<ChildProcess> serve(const std::vector<std::string>& arguments) {
+    std::vector<std::string> argv{"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>\"" + err().string() + "\"",
+                                  TENSORSTREAM_CLI_PATH, "serve"};
+    argv.insert(argv.end(), arguments.begin(), arguments.end());
+    return std::make_unique<ChildProcess>(argv, out());
+  }
+
+  // Waits for `path` to exist, failing if `process` exits first.
+  static void wait_for(const fs::path& path, ChildProcess& process) {
+    const auto deadline = std::chrono::steady_clock::now() + patience;
+    while (!fs::exists(path)) {
+      ASSERT_FALSE(process.exited()) << "serve exited";
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "no " << path;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
+  TempDir dir_;
+};
+
+TEST_F(ServeCli, ReportsEachRankThenReadyAndExitsCleanlyOnSigtermLeavingWorkersTheirMemory) {
+  auto server = serve({raw().string(), "--tp", "2", "--socket", socket().string(),
+                       "--kv-cache-blocks", "4", "--ready-file", ready_file().string()});
+  wait_for(ready_file(), *server);
+  const std::string output = read_text_file(out());
+  const std::regex expected(
+      "\\{\"rank\":0,\"tensors\":15,\"bytes\":1976832,\"kv_cache_bytes\":32768,"
+      "\"seconds\":[0-9]+\\.[0-9]{3}\\}\n"
+      "\\{\"rank\":1,\"tensors\":15,\"bytes\":1976832,\"kv_cache_bytes\":32768,"
+      "\"seconds\":[0-9]+\\.[0-9]{3}\\}\n"
+      "(\\{\"ready\":\\{\"socket\":\"" + socket().string() +
+      "\",\"ranks\":\\[0,1\\],\"bytes\":3953664,\"seconds\":[0-9]+\\.[0-9]{3},"
+      "\"gb_per_s\":[0-9]+\\.[0-9]{3}\\}\\})\n");
+  std::smatch match;
+  ASSERT_TRUE(std::regex_match(output, match, expected)) << output;
+  EXPECT_EQ(read_text_file(ready_file()), match[1].str() + "\n");
+
+  const AttachedRank rank = attach(socket(), 1);
+  const TensorEntry* norm = rank.find("model.norm.weight");
+  ASSERT_NE(norm, nullptr);
+  const auto before = tensorstream::testing::sha256_hex(rank.bytes(*norm));
+  const TensorEntry* key = rank.find("model.layers.0.self_attn.kv_cache.key");
+  ASSERT_NE(key, nullptr);
+  rank.writable_bytes(*key)[0] = std::byte{42};
+
+  const int status = server->stop();
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_EQ(read_text_file(err()), "");
+  EXPECT_FALSE(fs::exists(socket()));
+  EXPECT_FALSE(fs::exists(ready_file()));
+  // The server is gone; the worker's mappings are not.
+  EXPECT_EQ(tensorstream::testing::sha256_hex(rank.bytes(*norm)), before);
+  EXPECT_EQ(rank.bytes(*key)[0], std::byte{42});
+}
+
+TEST_F(ServeCli, SigintStopsItCleanlyToo) {
+  auto server = serve({raw().string(), "--tp", "1", "--socket", socket().string()});
+  wait_for(socket(), *server);
+  ::kill(server->pid(), SIGINT);
+  const int status = server->wait();
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+  EXPECT_FALSE(fs::exists(socket()));
+}
+
+TEST_F(ServeCli, ALoadFailureIsOneErrorLineAndRemovesTheSocket) {
+  const auto broken = raw() / "TP2" / "shard0" / "model.norm.weight.bin";
+  {
+    std::fstream file(broken, std::ios::in | std::ios::out | std::ios::binary);
+    file.write("WART", 4);
+  }
+  const auto result =
+      run_cli({"serve", raw().string(), "--tp", "2", "--socket", socket().string()});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_TRUE(result.err.starts_with("tensorstream: error: " + broken.string() + ": "))
+      << result.err;
+  EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+  EXPECT_EQ(result.out, "");
+  EXPECT_FALSE(fs::exists(socket()));
+}
+
+TEST_F(ServeCli, ASecondServerOnALiveSocketRefusesToStart) {
+  auto first = serve({raw().string(), "--tp", "1", "--socket", socket().string(),
+                      "--ready-file", ready_file().string()});
+  wait_for(ready_file(), *first);
+  const auto second =
+      run_cli({"serve", raw().string(), "--tp", "1", "--socket", socket().string()});
+  EXPECT_EQ(second.exit_code, 1);
+  EXPECT_EQ(second.err, "tensorstream: error: " + socket().string() +
+                            ": another server is listening on this socket\n");
+  EXPECT_EQ(attach(socket(), 0).manifest().rank, 0);
+}
+
+TEST_F(ServeCli, BadArgumentsAreOneLineUsageErrors) {
+  const auto rank = run_cli(
+      {"serve", raw().string(), "--tp", "2", "--ranks", "2", "--socket", socket().string()});
+  EXPECT_EQ(rank.exit_code, 2);
+  EXPECT_EQ(rank.err, "tensorstream: error: rank 2 is outside TP 2 (ranks 0 to 1)\n");
+  const auto dtype = run_cli({"serve", raw().string(), "--tp", "2", "--socket",
+                              socket().string(), "--kv-cache-blocks", "4", "--kv-dtype", "F12"});
+  EXPECT_EQ(dtype.exit_code, 2);
+  EXPECT_EQ(dtype.err,
+            "tensorstream: error: --kv-dtype: unknown dtype 'F12' (e.g. BF16, F16, F32, "
+            "F8_E4M3)\n");
+  const auto both = run_cli({"serve", raw().string(), "--tp", "2", "--socket", socket().string(),
+                             "--kv-cache-blocks", "4", "--kv-cache-memory", "1GiB"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_TRUE(both.err.starts_with("tensorstream: error: ")) << both.err;
+  EXPECT_EQ(std::count(both.err.begin(), both.err.end(), '\n'), 1) << both.err;
+  EXPECT_FALSE(fs::exists(socket()));
+}
+
+}  // namespace
+}  // namespace tensorstream::store::testing

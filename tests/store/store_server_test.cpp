@@ -1,0 +1,245 @@
+// StoreServer: loading ranks, attaches that wait for them, status, and failures that every
+// attach then reports.
+
+#include "tensorstream/store/store_server.hpp"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <cstring>
+#include <fstream>
+#include <future>
+#include <regex>
+#include <thread>
+
+#include "support/sha256.hpp"
+#include "model/vllm_oracle.hpp"
+#include "store/server_fixture.hpp"
+#include "store/served_model.hpp"
+#include "support/child_process.hpp"
+#include "support/temp_dir.hpp"
+#include "tensorstream/error.hpp"
+#include "tensorstream/model/partition_checkpoint.hpp"
+#include "tensorstream/store/attached_rank.hpp"
+#include "tensorstream/store/client.hpp"
+
+namespace tensorstream::store::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using tensorstream::testing::TempDir;
+
+class StoreServerLoad : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    generate_synthetic_model(model(), {.preset = "tiny"});
+    PartitionOptions partition;
+    partition.tensor_parallel_sizes = {1, 2};
+    partition_checkpoint_blocking(model().string(), raw().string(), partition);
+  }
+
+  fs::path model() const { return dir_.path() / "model"; }
+  fs::path raw() const { return dir_.path() / "raw"; }
+  fs::path socket() const { return dir_.path() / "store.sock"; }
+
+  StoreServerOptions options(int tp) const {
+    StoreServerOptions options;
+    options.tensor_parallel_size = tp;
+    options.socket.path = socket();
+    return options;
+  }
+
+  // The bytes of `name` on rank `rank` of `tp`, by the oracle.
+  static std::vector<std::byte> expected(const std::string& name, int tp, int rank) {
+    const auto config = synthetic_preset("tiny");
+    for (const auto& spec : llama_tensors(config)) {
+      if (spec.name != name) continue;
+      const auto full = synthetic_bytes(spec.name, 0, tensor_byte_size(spec));
+      const auto cut = tensorstream::testing::vllm_cut(spec.name, spec.shape, config, tp, rank);
+      return cut ? tensorstream::testing::cut_bytes(full, spec.shape, *cut) : full;
+    }
+    throw std::runtime_error("no tensor " + name);
+  }
+
+  static void expect_bytes(const AttachedRank& rank, const std::string& name,
+                           const std::vector<std::byte>& bytes) {
+    const TensorEntry* entry = rank.find(name);
+    ASSERT_NE(entry, nullptr) << name;
+    const auto mapped = rank.bytes(*entry);
+    ASSERT_EQ(mapped.size(), bytes.size()) << name;
+    EXPECT_EQ(std::memcmp(mapped.data(), bytes.data(), bytes.size()), 0) << name;
+  }
+
+  TempDir dir_;
+};
+
+TEST_F(StoreServerLoad, AnAttachBeforeLoadingWaitsAndGetsTheLoadedRank) {
+  ServedModel served(raw().string(), options(2));
+  auto attached = std::async(std::launch::async, [&] { return attach(socket(), 1); });
+  while (served.status().find("\"waiting\":1") == std::string::npos) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  served.load();
+  const AttachedRank rank = attached.get();
+  EXPECT_EQ(rank.manifest().rank, 1);
+  EXPECT_EQ(rank.manifest().tensor_parallel_size, 2);
+  expect_bytes(rank, "model.embed_tokens.weight", expected("model.embed_tokens.weight", 2, 1));
+  expect_bytes(rank, "model.layers.1.self_attn.o_proj.weight",
+               expected("model.layers.1.self_attn.o_proj.weight", 2, 1));
+}
+
+TEST_F(StoreServerLoad, StatusReportsEachRanksBytesAndAttaches) {
+  auto served_options = options(2);
+  served_options.ranks = {1};
+  ServedModel served(raw().string(), served_options);
+  EXPECT_EQ(served.status(), "{\"source\":\"" + raw().string() +
+                                 "\",\"tp\":2,\"ranks\":[{\"rank\":1,\"state\":\"queued\","
+                                 "\"bytes\":0,\"bytes_loaded\":0,\"attaches\":0,\"waiting\":0}]}");
+  served.load();
+  attach(socket(), 1);
+  attach(socket(), 1);
+  EXPECT_EQ(served.status(), "{\"source\":\"" + raw().string() +
+                                 "\",\"tp\":2,\"ranks\":[{\"rank\":1,\"state\":\"ready\","
+                                 "\"bytes\":1976832,\"bytes_loaded\":1976832,\"attaches\":2,"
+                                 "\"waiting\":0}]}");
+  const auto reply = request(socket(), status_request(), patience);
+  EXPECT_EQ(reply.json, served.status());
+}
+
+TEST_F(StoreServerLoad, ARankThatIsNotServedIsAnInvalidArgumentNamingTheServedOnes) {
+  auto served_options = options(2);
+  served_options.ranks = {1};
+  ServedModel served(raw().string(), served_options);
+  served.load();
+  try {
+    attach(socket(), 0);
+    FAIL() << "attached";
+  } catch (const InvalidArgument& error) {
+    EXPECT_EQ(std::string(error.what()),
+              socket().string() + ": rank 0 is not served (this server serves rank 1 of TP 2)");
+  }
+}
+
+TEST_F(StoreServerLoad, AnAttachThatOutwaitsItsTimeoutIsDeadlineExceeded) {
+  ServedModel served(raw().string(), options(1));
+  try {
+    attach(socket(), 0, {.timeout = std::chrono::milliseconds(20)});
+    FAIL() << "attached";
+  } catch (const DeadlineExceeded& error) {
+    EXPECT_EQ(std::string(error.what()),
+              socket().string() + ": rank 0 is not loaded after 20 ms (not started yet)");
+  }
+  served.load();
+  EXPECT_EQ(attach(socket(), 0).manifest().rank, 0);
+}
+
+// A TRAW object whose magic is wrong: the load fails naming it, and so does every attach.
+TEST_F(StoreServerLoad, AFailedLoadIsTheAnswerToEveryAttachOfARankNotReady) {
+  const auto broken = raw() / "TP2" / "shard1" / "model.norm.weight.bin";
+  {
+    std::fstream file(broken, std::ios::in | std::ios::out | std::ios::binary);
+    file.write("WART", 4);
+  }
+  ServedModel served(raw().string(), options(2));
+  std::string message;
+  try {
+    served.load();
+    FAIL() << "loaded";
+  } catch (const FormatError& error) {
+    message = error.what();
+  }
+  EXPECT_TRUE(message.starts_with(broken.string() + ": ")) << message;
+  EXPECT_EQ(attach(socket(), 0).manifest().rank, 0);
+  try {
+    attach(socket(), 1);
+    FAIL() << "attached";
+  } catch (const FormatError& error) {
+    EXPECT_EQ(std::string(error.what()), socket().string() + ": " + message);
+  }
+  EXPECT_NE(served.status().find("\"rank\":1,\"state\":\"failed\""), std::string::npos)
+      << served.status();
+}
+
+TEST_F(StoreServerLoad, APlainCheckpointWithoutConfigCannotBeCutAndSaysWhy) {
+  fs::remove(model() / "config.json");
+  ServedModel served(model().string(), options(2));
+  try {
+    served.load();
+    FAIL() << "loaded";
+  } catch (const NotFoundError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              (model() / "config.json").string() +
+                  ": not found; partitioning a checkpoint for tensor parallelism needs its head "
+                  "layout from config.json");
+  }
+}
+
+TEST_F(StoreServerLoad, HeadsThatDoNotDivideFailTheLoadBeforeAnythingIsRead) {
+  ServedModel served(model().string(), options(3));
+  EXPECT_THROW(served.load(), InvalidArgument);
+}
+
+TEST_F(StoreServerLoad, BadOptionsAreRefusedBeforeListening) {
+  const auto refused = [&](int tp, std::vector<int> ranks, const std::string& message) {
+    auto served_options = options(tp);
+    served_options.ranks = std::move(ranks);
+    boost::asio::io_context io;
+    try {
+      StoreServer server(io.get_executor(), raw().string(), served_options);
+      ADD_FAILURE() << "started: " << message;
+    } catch (const InvalidArgument& error) {
+      EXPECT_EQ(std::string(error.what()), message);
+    }
+    EXPECT_FALSE(fs::exists(socket()));
+  };
+  refused(0, {}, "tensor-parallel size 0 is below 1");
+  refused(2, {2}, "rank 2 is outside TP 2 (ranks 0 to 1)");
+  refused(2, {1, 1}, "rank 1 is given twice");
+}
+
+// Eight `tensorstream attach` processes at once see the same bytes; one killed while its attach
+// waited for the rank disturbs nobody.
+TEST_F(StoreServerLoad, EightWorkerProcessesAttachAtOnceAndAKilledOneDisturbsNone) {
+  if (std::string(TENSORSTREAM_CLI_PATH).empty()) GTEST_SKIP() << "the CLI is not built";
+  ServedModel served(raw().string(), options(2));
+  {
+    tensorstream::testing::ChildProcess doomed(
+        {TENSORSTREAM_CLI_PATH, "attach", socket().string(), "--rank", "0"},
+        dir_.path() / "doomed.log");
+    while (served.status().find("\"waiting\":1") == std::string::npos) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ::kill(doomed.pid(), SIGKILL);
+    doomed.wait();
+    while (served.status().find("\"waiting\":1") != std::string::npos) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  served.load();
+  std::vector<std::unique_ptr<tensorstream::testing::ChildProcess>> workers;
+  for (int i = 0; i < 8; ++i) {
+    workers.push_back(std::make_unique<tensorstream::testing::ChildProcess>(
+        std::vector<std::string>{TENSORSTREAM_CLI_PATH, "attach", socket().string(), "--rank",
+                                 std::to_string(i % 2), "--checksum", "sha256"},
+        dir_.path() / ("worker" + std::to_string(i) + ".log")));
+  }
+  std::vector<std::string> outputs;
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(workers[i]->wait(), 0) << i;
+    outputs.push_back(tensorstream::testing::read_text_file(dir_.path() /
+                                                            ("worker" + std::to_string(i) + ".log")));
+  }
+  for (int i = 2; i < 8; ++i) EXPECT_EQ(outputs[i], outputs[i % 2]) << i;
+  const AttachedRank rank = attach(socket(), 0);
+  const auto embed = rank.find("model.embed_tokens.weight");
+  ASSERT_NE(embed, nullptr);
+  EXPECT_NE(outputs[0].find("model.embed_tokens.weight\tBF16\t[512,256]\tweights+" +
+                            std::to_string(embed->offset) + "\t262144\t" +
+                            tensorstream::testing::sha256_hex(rank.bytes(*embed))),
+            std::string::npos)
+      << outputs[0];
+  EXPECT_NE(served.status().find("\"attaches\":5"), std::string::npos) << served.status();
+}
+
+}  // namespace
+}  // namespace tensorstream::store::testing
