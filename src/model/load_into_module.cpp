@@ -6,6 +6,7 @@
 
 #include "safetensors/json_string.hpp"
 #include "tensorstream/error.hpp"
+#include "tensorstream/store/torch_views.hpp"
 
 namespace tensorstream {
 namespace {
@@ -147,6 +148,15 @@ boost::asio::awaitable<LoadReport> load_into_module(SafeTensorsStreamer& streame
 LoadReport load_into_module_blocking(SafeTensorsStreamer& streamer, torch::nn::Module& module,
                                      const LoadOptions& options) {
   return load_into_tensors_blocking(streamer, module_targets(module), options);
+}
+
+LoadReport load_into_module(const store::AttachedRank& rank, torch::nn::Module& module,
+                            const LoadOptions& options) {
+  const auto targets = module_targets(module);
+  Loader loader(targets, options,
+                rank.where() + " rank " + std::to_string(rank.manifest().rank));
+  for (const auto& [name, tensor] : store::torch_tensors(rank)) loader.load(name, tensor);
+  return loader.finish();
 }
 
 }  // namespace tensorstream

@@ -27,7 +27,7 @@ class ServedModel {
   }
 
   ~ServedModel() {
-    boost::asio::co_spawn(io_, server_->stop(), boost::asio::use_future).get();
+    stop();
     if (loaded_.valid()) loaded_.wait();
     boost::asio::post(io_, [this] { server_.reset(); });
     work_.reset();
@@ -50,6 +50,9 @@ class ServedModel {
 
   /// Waits for the load start_loading() began; rethrows what it threw.
   void wait_loaded() { loaded_.get(); }
+
+  /// StoreServer::stop(), waited for.
+  void stop() { boost::asio::co_spawn(io_, server_->stop(), boost::asio::use_future).get(); }
 
   /// The server's status reply.
   std::string status() {

@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <array>
+#include <atomic>
+#include <boost/asio/use_awaitable.hpp>
 #include <cstring>
 #include <fstream>
 #include <future>
@@ -17,6 +20,7 @@
 #include "store/server_fixture.hpp"
 #include "store/served_model.hpp"
 #include "support/child_process.hpp"
+#include "support/loopback_listener.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/partition_checkpoint.hpp"
@@ -158,6 +162,27 @@ TEST_F(StoreServerLoad, AFailedLoadIsTheAnswerToEveryAttachOfARankNotReady) {
   }
   EXPECT_NE(served.status().find("\"rank\":1,\"state\":\"failed\""), std::string::npos)
       << served.status();
+}
+
+// A server that reads requests and never answers: the load waits on the network until stopped.
+TEST_F(StoreServerLoad, StopEndsALoadThatIsWaitingOnTheNetwork) {
+  std::promise<void> connected;
+  std::atomic<bool> first{true};
+  tensorstream::testing::LoopbackListener silent(
+      [&](boost::asio::ip::tcp::socket socket) -> boost::asio::awaitable<void> {
+        if (first.exchange(false)) connected.set_value();
+        std::array<char, 4096> buffer;
+        for (;;) {
+          co_await socket.async_read_some(boost::asio::buffer(buffer), boost::asio::use_awaitable);
+        }
+      });
+  ServedModel served("http://127.0.0.1:" + std::to_string(silent.port()) + "/m/model.safetensors",
+                     options(1));
+  served.start_loading();
+  connected.get_future().wait();
+  served.stop();
+  EXPECT_THROW(served.wait_loaded(), Cancelled);
+  EXPECT_FALSE(fs::exists(socket()));
 }
 
 TEST_F(StoreServerLoad, APlainCheckpointWithoutConfigCannotBeCutAndSaysWhy) {

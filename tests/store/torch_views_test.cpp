@@ -7,6 +7,8 @@
 #include <string>
 
 #include "store/attach_fixture.hpp"
+#include "tensorstream/error.hpp"
+#include "tensorstream/model/load_into_module.hpp"
 
 namespace tensorstream::store::testing {
 namespace {
@@ -66,6 +68,40 @@ TEST_F(TorchViewsTest, PrivateWeightsTakeInPlaceOperationsPrivately) {
   norm.zero_();
   EXPECT_EQ(norm.abs().sum().item<float>(), 0.0f);
   EXPECT_EQ(mapped_content(weights_.get()), weights_content());
+}
+
+// model.norm.weight of a module, for load_into_module() to fill from the rank.
+std::shared_ptr<torch::nn::Module> norm_module() {
+  auto root = std::make_shared<torch::nn::Module>();
+  auto model = root->register_module("model", std::make_shared<torch::nn::Module>());
+  auto norm = model->register_module("norm", std::make_shared<torch::nn::Module>());
+  norm->register_parameter("weight", at::zeros({2, 4}, at::kFloat));
+  return root;
+}
+
+TEST_F(TorchViewsTest, LoadIntoModuleCopiesTheRanksTensorsIntoParameters) {
+  start_attach_server();
+  const auto module = norm_module();
+  LoadOptions options;
+  options.ignore_unexpected = true;
+  const LoadReport report = load_into_module(attach(socket_path_, 0), *module, options);
+  EXPECT_EQ(report.tensors, 1u);
+  EXPECT_EQ(report.ignored.size(), 4u);
+  const at::Tensor weight = module->named_parameters()["model.norm.weight"];
+  EXPECT_EQ(bytes_of(weight), weights_content().substr(256, 32));
+}
+
+TEST_F(TorchViewsTest, LoadIntoModuleNamesTheRankOfAnUnexpectedTensor) {
+  start_attach_server();
+  const auto module = norm_module();
+  try {
+    load_into_module(attach(socket_path_, 0), *module);
+    FAIL() << "loaded";
+  } catch (const InvalidArgument& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "unexpected tensor \"lm_head.scale\" from " + socket_path_.string() +
+                  " rank 0: no parameter or buffer has that name");
+  }
 }
 
 }  // namespace

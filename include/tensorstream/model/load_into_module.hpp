@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "tensorstream/store/attached_rank.hpp"
 #include "tensorstream/streaming/safetensors_streamer.hpp"
 
 namespace tensorstream {
@@ -78,5 +79,12 @@ boost::asio::awaitable<LoadReport> load_into_module(SafeTensorsStreamer& streame
 /// Like load_into_module(), blocking the calling thread; must not be called from a coroutine.
 LoadReport load_into_module_blocking(SafeTensorsStreamer& streamer, torch::nn::Module& module,
                                      const LoadOptions& options = {});
+
+/// Copies every tensor of a rank attached from a store server (store::torch_tensors(rank)) into
+/// the parameters and buffers of `module`, with the rules of load_into_tensors(); the KV cache's
+/// tensors too, so give ignore_unexpected when the module holds no such buffers. For parameters
+/// that are the shared memory itself, without a copy, set them to torch_tensors()' views instead.
+LoadReport load_into_module(const store::AttachedRank& rank, torch::nn::Module& module,
+                            const LoadOptions& options = {});
 
 }  // namespace tensorstream
