@@ -123,6 +123,14 @@ TEST_F(ServeCli, ALoadFailureIsOneErrorLineAndRemovesTheSocket) {
   EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
   EXPECT_EQ(result.out, "");
   EXPECT_FALSE(fs::exists(socket()));
+
+  const auto missing = run_cli({"serve", (dir_.path() / "nothing").string(), "--tp", "2",
+                                "--socket", socket().string()});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_TRUE(missing.err.starts_with("tensorstream: error: " + (dir_.path() / "nothing").string()))
+      << missing.err;
+  EXPECT_EQ(std::count(missing.err.begin(), missing.err.end(), '\n'), 1) << missing.err;
+  EXPECT_FALSE(fs::exists(socket()));
 }
 
 TEST_F(ServeCli, ASecondServerOnALiveSocketRefusesToStart) {

@@ -71,7 +71,8 @@ class StoreServer {
   StoreServer(boost::asio::any_io_executor executor, std::string source,
               StoreServerOptions options);
 
-  /// Stops listening (as SocketServer's destructor does). Does not wait for load().
+  /// Stops listening (as SocketServer's destructor does) and cancels a load() in progress,
+  /// without waiting for either.
   ~StoreServer();
 
   StoreServer(const StoreServer&) = delete;
