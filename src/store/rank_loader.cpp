@@ -154,14 +154,20 @@ asio::awaitable<void> load_partitioned(const std::string& source, const Url& url
 
 // Every tensor read once, whole, and cut into each rank's region.
 asio::awaitable<void> load_cut(const std::string& source, const Url& url, ObjectStore& store,
-                               const std::string& config_json, const std::string& config_url,
-                               const LoadOptions& options, std::vector<ServedRank>& ranks,
-                               const RankChanged& changed) {
+                               const std::string& config_key, const LoadOptions& options,
+                               std::vector<ServedRank>& ranks, const RankChanged& changed) {
   StreamerOptions stream = options.stream;
   stream.tensor_parallel_size.reset();
   stream.rank = 0;
+  // The checkpoint first, so that a wrong source is named as such rather than by its config.
   const auto files = co_await tensorstream::detail::discover(store, url, stream);
-  const HeadConfig heads = parse_head_config(config_json, config_url);
+  const auto config_json = co_await read_config(store, config_key);
+  if (!config_json) {
+    throw NotFoundError(store.url(config_key),
+                        "not found; partitioning a checkpoint for tensor parallelism needs its "
+                        "head layout from config.json");
+  }
+  const HeadConfig heads = parse_head_config(*config_json, store.url(config_key));
 
   struct Cut {
     TensorSpec tensor;
@@ -179,7 +185,7 @@ asio::awaitable<void> load_cut(const std::string& source, const Url& url, Object
     cuts.emplace(tensor.name, std::move(cut));
   }
   for (std::size_t i = 0; i < ranks.size(); ++i) {
-    prepare(ranks[i], rank_tensors[i], config_json, url.str(), options);
+    prepare(ranks[i], rank_tensors[i], *config_json, url.str(), options);
   }
   for (auto& rank : ranks) start(rank, changed);
 
@@ -214,27 +220,19 @@ asio::awaitable<void> load(const std::string& source, const LoadOptions& options
   const std::string prefix =
       url.is_prefix() ? url.path : url.path.substr(0, url.path.rfind('/') + 1);
   const std::string config_key = prefix + "config.json";
-  const bool partitioned = co_await holds_partitions(*store, url);
-
+  if (!co_await holds_partitions(*store, url)) {
+    co_await load_cut(source, url, *store, config_key, options, ranks, changed);
+    co_return;
+  }
   auto config = co_await read_config(*store, config_key);
   if (!config) {
-    if (!partitioned) {
-      throw NotFoundError(store->url(config_key),
-                          "not found; partitioning a checkpoint for tensor parallelism needs its "
-                          "head layout from config.json");
-    }
     if (options.kv_cache.num_blocks || options.kv_cache.memory) {
       throw NotFoundError(store->url(config_key),
                           "not found; the KV cache is sized from the model's config.json");
     }
     config = "{}";
   }
-  if (partitioned) {
-    co_await load_partitioned(source, url, *store, *config, options, ranks, changed);
-  } else {
-    co_await load_cut(source, url, *store, *config, store->url(config_key), options, ranks,
-                      changed);
-  }
+  co_await load_partitioned(source, url, *store, *config, options, ranks, changed);
 }
 
 }  // namespace

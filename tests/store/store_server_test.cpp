@@ -24,6 +24,7 @@
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/partition_checkpoint.hpp"
+#include "tensorstream/model/shard_checkpoint.hpp"
 #include "tensorstream/store/attached_rank.hpp"
 #include "tensorstream/store/client.hpp"
 
@@ -90,6 +91,24 @@ TEST_F(StoreServerLoad, AnAttachBeforeLoadingWaitsAndGetsTheLoadedRank) {
   expect_bytes(rank, "model.embed_tokens.weight", expected("model.embed_tokens.weight", 2, 1));
   expect_bytes(rank, "model.layers.1.self_attn.o_proj.weight",
                expected("model.layers.1.self_attn.o_proj.weight", 2, 1));
+}
+
+// `tensorstream shard`'s rank files, without a config.json: served as stored, fused.
+TEST_F(StoreServerLoad, RankFilesAreServedAsTheyAreStored) {
+  ShardOptions shard;
+  shard.tensor_parallel_size = 2;
+  shard_checkpoint(model().string(), (dir_.path() / "ranks").string(), shard);
+  ASSERT_FALSE(fs::exists(dir_.path() / "ranks" / "config.json"));
+  ServedModel served((dir_.path() / "ranks").string(), options(2));
+  served.load();
+  for (const int r : {0, 1}) {
+    const AttachedRank rank = attach(socket(), static_cast<std::uint32_t>(r));
+    EXPECT_EQ(rank.manifest().config_json, "{}");
+    expect_bytes(rank, "model.embed_tokens.weight", expected("model.embed_tokens.weight", 2, r));
+    expect_bytes(rank, "model.layers.0.mlp.down_proj.weight",
+                 expected("model.layers.0.mlp.down_proj.weight", 2, r));
+    EXPECT_NE(rank.find("model.layers.0.self_attn.qkv_proj.weight"), nullptr);
+  }
 }
 
 TEST_F(StoreServerLoad, StatusReportsEachRanksBytesAndAttaches) {
