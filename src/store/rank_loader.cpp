@@ -6,7 +6,9 @@
 #include <boost/asio/this_coro.hpp>
 #include <cstring>
 #include <map>
+#include <list>
 #include <span>
+#include <thread>
 
 #include "model/read_head_config.hpp"
 #include "streaming/discovery.hpp"
@@ -85,6 +87,25 @@ void prepare(ServedRank& rank, std::span<const TensorSpec> rank_tensors,
   rank.layout = std::move(layout);
 }
 
+// Allocates a region's pages on a thread of its own while the stream fills it: as bytes land in
+// pages already there, the stream's threads do not fault them in one at a time, which is what
+// costs the most where memory is first written (SharedRegion::populate()). Joined before the
+// region is sealed or dropped.
+class Prefault {
+ public:
+  explicit Prefault(SharedRegion& region) : thread_([&region] { region.populate(); }) {}
+  ~Prefault() { wait(); }
+  Prefault(const Prefault&) = delete;
+  Prefault& operator=(const Prefault&) = delete;
+
+  void wait() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::thread thread_;
+};
+
 void start(ServedRank& rank, const RankChanged& changed) {
   rank.state = RankState::loading;
   rank.started = std::chrono::steady_clock::now();
@@ -128,6 +149,7 @@ asio::awaitable<void> load_partitioned(const std::string& source, const Url& url
     stream.rank = rank.rank;
     const auto files = co_await tensorstream::detail::discover(store, url, stream);
     prepare(rank, specs_of(files), config_json, url.str(), options);
+    Prefault prefault(*rank.weights);
     start(rank, changed);
 
     std::byte* const base = rank.weights->writable().data();
@@ -148,6 +170,7 @@ asio::awaitable<void> load_partitioned(const std::string& source, const Url& url
       ++landed;
       changed(rank);
     }
+    prefault.wait();
     finish(rank, landed, source, changed);
   }
 }
@@ -184,9 +207,12 @@ asio::awaitable<void> load_cut(const std::string& source, const Url& url, Object
     }
     cuts.emplace(tensor.name, std::move(cut));
   }
+  std::list<Prefault> prefaults;
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     prepare(ranks[i], rank_tensors[i], *config_json, url.str(), options);
+    prefaults.emplace_back(*ranks[i].weights);
   }
+  for (auto& prefault : prefaults) prefault.wait();
   for (auto& rank : ranks) start(rank, changed);
 
   RawStreamer streamer(source, stream);
@@ -209,6 +235,7 @@ asio::awaitable<void> load_cut(const std::string& source, const Url& url, Object
     }
     ++landed;
   }
+  for (auto& prefault : prefaults) prefault.wait();
   for (auto& rank : ranks) finish(rank, landed, source, changed);
 }
 

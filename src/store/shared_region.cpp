@@ -52,6 +52,14 @@ std::span<std::byte> SharedRegion::writable() {
   return {static_cast<std::byte*>(mapping_), mapping_ ? static_cast<std::size_t>(size_) : 0};
 }
 
+bool SharedRegion::populate() noexcept {
+  if (mapping_ == nullptr || sealed_) return false;
+#ifndef MADV_POPULATE_WRITE
+  constexpr int MADV_POPULATE_WRITE = 23;  // Linux 5.14; older headers lack it.
+#endif
+  return ::madvise(mapping_, static_cast<std::size_t>(size_), MADV_POPULATE_WRITE) == 0;
+}
+
 void SharedRegion::seal_read_only() {
   if (sealed_) throw StateError("shared region " + name_ + ": already sealed");
   unmap();

@@ -30,6 +30,13 @@ class SharedRegion {
   /// The region, to fill. Throws StateError once sealed.
   std::span<std::byte> writable();
 
+  /// Allocates every page of the region now (MADV_POPULATE_WRITE), a batch operation in the
+  /// kernel that is many times faster than faulting the pages in one by one as bytes are first
+  /// written (2.5 against 0.3 GB/s on the VMs we measure on). Thread-safe against writes to the
+  /// region, so it may run beside them; not against seal_read_only(). Returns false where the
+  /// kernel cannot (before Linux 5.14): the pages are then allocated as they are written.
+  bool populate() noexcept;
+
   /// Makes the region read-only for good: drops the writable mapping (F_SEAL_WRITE is refused
   /// while any writable shared mapping exists), adds F_SEAL_SHRINK, F_SEAL_GROW, F_SEAL_WRITE and
   /// F_SEAL_SEAL, then maps it read-only so that bytes() still works. Throws StateError when
