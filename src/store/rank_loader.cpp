@@ -212,7 +212,6 @@ asio::awaitable<void> load_cut(const std::string& source, const Url& url, Object
     prepare(ranks[i], rank_tensors[i], *config_json, url.str(), options);
     prefaults.emplace_back(*ranks[i].weights);
   }
-  for (auto& prefault : prefaults) prefault.wait();
   for (auto& rank : ranks) start(rank, changed);
 
   RawStreamer streamer(source, stream);
