@@ -1,16 +1,19 @@
 // Streaming throughput, each next to its ceiling measured in the same run on the same machine:
 //   http://  from a loopback nginx, over a grid of chunk size × concurrency, against parallel
 //            `curl -o /dev/null` range GETs of the same file with the same concurrency;
+//   https:// the same over TLS 1.3 (a test CA), with the CPU seconds each side spends per GB
+//            (curl's process start-up, measured with one-byte GETs, subtracted);
 //   file://  from the page cache (io_uring and pread), against `dd bs=16M` to /dev/null;
 //   s3://    from a loopback s3rver, against parallel `curl` range GETs from the same s3rver,
 //            and end to end against downloading the checkpoint first (`aws s3 cp` when the AWS
 //            CLI is installed, else curl) and then loading the files.
-// At the end it prints each configuration's ratio to its ceiling.
+// At the end it prints each configuration's ratio to its ceiling, in GB/s and in CPU per GB.
 //
 // The checkpoint is generated once per run: TENSORSTREAM_BENCH_PRESET (default llama-7b-4layers,
 // about 2.1 GB) into a temporary directory.
 
 #include <benchmark/benchmark.h>
+#include <sys/resource.h>
 
 #include <chrono>
 #include <cstdio>
@@ -21,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "support/certificates.hpp"
 #include "support/child_process.hpp"
 #include "support/nginx_server.hpp"
 #include "support/s3rver_server.hpp"
@@ -38,6 +42,9 @@ struct Environment {
   std::filesystem::path file;
   std::uint64_t file_size = 0;
   std::unique_ptr<testing::NginxServer> nginx;
+  testing::TempDir tls_dir;
+  testing::Certificates certificates;
+  std::unique_ptr<testing::NginxServer> tls_nginx;
 
   Environment() {
     const char* preset = std::getenv("TENSORSTREAM_BENCH_PRESET");
@@ -45,9 +52,15 @@ struct Environment {
     file = dir.path() / "model.safetensors";
     file_size = std::filesystem::file_size(file);
     nginx = std::make_unique<testing::NginxServer>(testing::NginxServer::Options{.root = dir.path()});
+    certificates = testing::Certificates::generate(tls_dir.path());
+    tls_nginx = std::make_unique<testing::NginxServer>(
+        testing::NginxServer::Options{.root = dir.path(),
+                                      .certificate = certificates.server_certificate,
+                                      .key = certificates.server_key});
   }
 
   std::string http_url() const { return nginx->base_url() + "/model.safetensors"; }
+  std::string https_url() const { return tls_nginx->base_url() + "/model.safetensors"; }
 };
 
 Environment& environment() {
@@ -81,11 +94,23 @@ S3Environment* s3_environment(benchmark::State& state) {
   return &instance;
 }
 
-// Best GB/s of each configuration and of each ceiling, for the ratios printed at the end.
+// Best GB/s of each configuration and of each ceiling, and the least CPU seconds per GB where
+// measured, for the ratios printed at the end.
 struct Results {
   std::map<std::string, double> rates;          // by configuration
+  std::map<std::string, double> cpu_per_gb;     // by configuration
   std::multimap<std::string, std::string> ceilings;  // configuration -> what it is held against
 };
+
+// User plus system CPU seconds of `who` (RUSAGE_SELF, or RUSAGE_CHILDREN for reaped children).
+double cpu_seconds(int who) {
+  rusage usage{};
+  getrusage(who, &usage);
+  const auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
 
 Results& results() {
   static Results instance;
@@ -97,6 +122,14 @@ void record(benchmark::State& state, const std::string& key, std::uint64_t bytes
   state.SetIterationTime(seconds);
   auto& best = results().rates[key];
   best = std::max(best, static_cast<double>(bytes) / seconds / 1e9);
+}
+
+void record_cpu(benchmark::State& state, const std::string& key, std::uint64_t bytes,
+                double cpu) {
+  const double per_gb = cpu / (static_cast<double>(bytes) / 1e9);
+  auto [best, inserted] = results().cpu_per_gb.emplace(key, per_gb);
+  if (!inserted) best->second = std::min(best->second, per_gb);
+  state.counters["cpu_s_per_GB"] = best->second;
 }
 
 void finish(benchmark::State& state, const std::string& key, std::uint64_t bytes,
@@ -115,11 +148,16 @@ void stream(benchmark::State& state, const std::string& key, const std::string& 
   std::uint64_t bytes = 0;
   for (auto _ : state) {
     const auto start = Clock::now();
-    RawStreamer streamer(url, options);
-    while (auto tensor = streamer.next_blocking()) benchmark::DoNotOptimize(tensor->data.get());
-    const auto stats = streamer.stats();
+    const double cpu_start = cpu_seconds(RUSAGE_SELF);
+    StreamStats stats;
+    {
+      RawStreamer streamer(url, options);
+      while (auto tensor = streamer.next_blocking()) benchmark::DoNotOptimize(tensor->data.get());
+      stats = streamer.stats();
+    }
     bytes = stats.bytes;
     record(state, key, bytes, std::chrono::duration<double>(Clock::now() - start).count());
+    record_cpu(state, key, bytes, cpu_seconds(RUSAGE_SELF) - cpu_start);
     state.counters["first_tensor_ms"] = stats.first_tensor_seconds * 1e3;
     state.counters["peak_MiB"] = static_cast<double>(stats.peak_memory) / (1 << 20);
   }
@@ -135,9 +173,27 @@ void BM_HttpStream(benchmark::State& state) {
   stream(state, key, environment().http_url(), options, curl_name(state.range(1)));
 }
 
-// `parts` curl processes, each GETting one contiguous range of `url` to /dev/null.
+// Runs `parts` curl processes at once, the i-th GETting `range(i)` of `url` to /dev/null, and
+// returns the CPU seconds they used.
+template <class Range>
+double run_curls(const std::filesystem::path& curl, const std::string& url,
+                 const std::vector<std::string>& options, std::uint64_t parts, Range range) {
+  const double cpu_start = cpu_seconds(RUSAGE_CHILDREN);
+  std::vector<std::unique_ptr<testing::ChildProcess>> clients;
+  for (std::uint64_t i = 0; i < parts; ++i) {
+    std::vector<std::string> argv{curl.string(), "-s", "-o", "/dev/null", "-r", range(i)};
+    argv.insert(argv.end(), options.begin(), options.end());
+    argv.push_back(url);
+    clients.push_back(std::make_unique<testing::ChildProcess>(argv, "/dev/null"));
+  }
+  for (auto& client : clients) client->wait();
+  return cpu_seconds(RUSAGE_CHILDREN) - cpu_start;
+}
+
+// `parts` curl processes, each GETting one contiguous range of `url` to /dev/null. Their CPU per
+// GB leaves out what the same processes spend on one-byte GETs: start-up, TLS handshake.
 void curl_ranges(benchmark::State& state, const std::string& key, const std::string& url,
-                 std::uint64_t parts) {
+                 std::uint64_t parts, const std::vector<std::string>& options = {}) {
   const auto& env = environment();
   const auto curl = testing::find_program("curl");
   if (!curl) {
@@ -145,18 +201,16 @@ void curl_ranges(benchmark::State& state, const std::string& key, const std::str
     return;
   }
   for (auto _ : state) {
-    std::vector<std::unique_ptr<testing::ChildProcess>> clients;
+    const double start_up =
+        run_curls(*curl, url, options, parts, [](std::uint64_t) { return std::string("0-0"); });
     const auto start = Clock::now();
-    for (std::uint64_t i = 0; i < parts; ++i) {
+    const double cpu = run_curls(*curl, url, options, parts, [&](std::uint64_t i) {
       const std::uint64_t begin = env.file_size * i / parts;
       const std::uint64_t end = env.file_size * (i + 1) / parts - 1;
-      clients.push_back(std::make_unique<testing::ChildProcess>(
-          std::vector<std::string>{curl->string(), "-s", "-o", "/dev/null", "-r",
-                                   std::to_string(begin) + "-" + std::to_string(end), url},
-          "/dev/null"));
-    }
-    for (auto& client : clients) client->wait();
+      return std::to_string(begin) + "-" + std::to_string(end);
+    });
     record(state, key, env.file_size, std::chrono::duration<double>(Clock::now() - start).count());
+    record_cpu(state, key, env.file_size, std::max(0.0, cpu - start_up));
   }
   finish(state, key, env.file_size);
 }
@@ -164,6 +218,22 @@ void curl_ranges(benchmark::State& state, const std::string& key, const std::str
 void BM_CurlCeiling(benchmark::State& state) {
   curl_ranges(state, curl_name(state.range(0)), environment().http_url(),
               static_cast<std::uint64_t>(state.range(0)));
+}
+
+void BM_HttpsCurlCeiling(benchmark::State& state) {
+  curl_ranges(state, "https " + curl_name(state.range(0)), environment().https_url(),
+              static_cast<std::uint64_t>(state.range(0)),
+              {"--cacert", environment().certificates.ca.string()});
+}
+
+void BM_HttpsStream(benchmark::State& state) {
+  StreamerOptions options;
+  options.chunk_size = static_cast<std::uint64_t>(state.range(0)) << 20;
+  options.max_concurrency = static_cast<std::size_t>(state.range(1));
+  options.store.http.ca_file = environment().certificates.ca.string();
+  const std::string key = "https chunk " + std::to_string(state.range(0)) + " MiB, concurrency " +
+                          std::to_string(state.range(1));
+  stream(state, key, environment().https_url(), options, "https " + curl_name(state.range(1)));
 }
 
 // s3rver allows anonymous reads, so curl needs no signature.
@@ -241,6 +311,14 @@ BENCHMARK(BM_HttpStream)
     ->UseManualTime()
     ->Iterations(iterations)
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_HttpsCurlCeiling)->Arg(8)->Arg(32)->UseManualTime()->Iterations(iterations)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_HttpsStream)
+    ->ArgNames({"chunk_MiB", "concurrency"})
+    ->ArgsProduct({{16}, {8, 32}})
+    ->UseManualTime()
+    ->Iterations(iterations)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_S3CurlCeiling)->Arg(8)->Arg(32)->UseManualTime()->Iterations(iterations)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_S3Stream)
@@ -263,8 +341,19 @@ void print_ratios() {
     const double rate = r.rates.at(name);
     const auto found = r.rates.find(ceiling);
     if (found == r.rates.end() || found->second <= 0) continue;
-    std::printf("  %-58s %6.2f GB/s  vs %-10s %6.2f GB/s  = %5.1f %%\n", name.c_str(), rate,
+    std::printf("  %-58s %6.2f GB/s  vs %-16s %6.2f GB/s  = %5.1f %%\n", name.c_str(), rate,
                 ceiling.c_str(), found->second, 100 * rate / found->second);
+  }
+  std::printf("\nCPU seconds per GB against the ceiling's (least of %d iterations each):\n",
+              iterations);
+  for (const auto& [name, ceiling] : r.ceilings) {
+    const auto mine = r.cpu_per_gb.find(name);
+    const auto theirs = r.cpu_per_gb.find(ceiling);
+    if (mine == r.cpu_per_gb.end() || theirs == r.cpu_per_gb.end() || theirs->second <= 0) {
+      continue;
+    }
+    std::printf("  %-58s %6.2f s/GB  vs %-16s %6.2f s/GB  = %5.2fx\n", name.c_str(),
+                mine->second, ceiling.c_str(), theirs->second, mine->second / theirs->second);
   }
 }
 

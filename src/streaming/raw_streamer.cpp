@@ -157,6 +157,7 @@ class RawStreamer::Engine {
     stats.requests = store.requests;
     stats.retries = store.retries;
     stats.connections = store.connections;
+    stats.tls_resumed = store.tls_resumed;
     stats.io_mode = store.io_mode;
     stats.peak_memory = budget_->peak();
     return stats;

@@ -397,6 +397,35 @@ TEST_F(HttpStoreTls, ReadsByteExactWithTheRightCa) {
   EXPECT_EQ(store.stats().connections, 1u);
 }
 
+// The first connection gets the server's session tickets with its first response; every
+// connection opened after it resumes that session instead of a full handshake.
+TEST_F(HttpStoreTls, ConnectionsOpenedLaterResumeTheFirstOnesSession) {
+  HttpStore store = make_store(trusting(certificates_.ca));
+  EXPECT_TRUE(same_bytes(std::string_view(object_).substr(0, 1000),
+                         read(io_, store, "/object.bin", 0, 1000)));
+  constexpr int reads = 16;
+  std::vector<std::string> buffers(reads, std::string(object_.size() / 2, '\0'));
+  std::vector<std::future<void>> done;
+  for (int i = 0; i < reads; ++i) {
+    done.push_back(asio::co_spawn(
+        io_,
+        store.read_range("/object.bin", static_cast<std::uint64_t>(i),
+                         std::as_writable_bytes(std::span(buffers[i]))),
+        asio::use_future));
+  }
+  io_.restart();
+  io_.run();
+  for (int i = 0; i < reads; ++i) {
+    done[i].get();
+    EXPECT_TRUE(same_bytes(std::string_view(object_).substr(i, buffers[i].size()), buffers[i]))
+        << "read " << i;
+  }
+  const auto stats = store.stats();
+  EXPECT_EQ(stats.io_mode, "https");
+  EXPECT_GT(stats.connections, 1u);
+  EXPECT_EQ(stats.tls_resumed, stats.connections - 1);
+}
+
 TEST_F(HttpStoreTls, ChecksTheHostNameOfLocalhost) {
   HttpStore store(io_.get_executor(),
                   Url::parse("https://localhost:" + std::to_string(nginx_->port())),

@@ -34,7 +34,8 @@ struct StoreStats {
   std::uint64_t bytes = 0;      ///< Payload bytes delivered into destinations.
   std::uint64_t retries = 0;    ///< Requests repeated after a transient failure.
   std::uint64_t connections = 0;///< Connections opened (network stores).
-  std::string io_mode;          ///< How bytes are read: "io_uring", "pread (...why...)", "http".
+  std::uint64_t tls_resumed = 0;///< Of those, TLS connections that resumed an earlier session.
+  std::string io_mode;  ///< How bytes are read: "io_uring", "pread (...why...)", "http", "https".
 };
 
 /// One upload of a writer that never finished, removed by ObjectStore::abort_stale_uploads.

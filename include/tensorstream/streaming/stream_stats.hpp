@@ -19,8 +19,9 @@ struct StreamStats {
   std::uint64_t requests = 0;         ///< Requests sent to the store.
   std::uint64_t retries = 0;          ///< Requests repeated after transient failures.
   std::uint64_t connections = 0;      ///< Network connections opened.
+  std::uint64_t tls_resumed = 0;      ///< Of those, TLS connections that resumed a session.
   std::uint64_t peak_memory = 0;      ///< Most tensor bytes held at once.
-  std::string io_mode;                ///< How the store reads, e.g. "io_uring", "http".
+  std::string io_mode;                ///< How the store reads, e.g. "io_uring", "http", "https".
 
   /// Tensor bytes per second over the elapsed time, in GB/s (10^9 bytes).
   double gigabytes_per_second() const {

@@ -3,13 +3,13 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
 #include <sys/resource.h>
 
 #include <boost/asio/error.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/error.hpp>
-#include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/error.hpp>
@@ -165,24 +165,26 @@ asio::awaitable<std::optional<Failure>> Connection::handshake(
   SSL* ssl = tls_->native_handle();
   beast::error_code ec;
   asio::ip::make_address(server_->host, ec);
+  const bool ip_literal = !ec;
   // SNI carries host names only; an IP literal is not allowed there (RFC 6066).
-  if (ec && SSL_set_tlsext_host_name(ssl, server_->host.c_str()) != 1) {
+  if (!ip_literal && SSL_set_tlsext_host_name(ssl, server_->host.c_str()) != 1) {
     co_return permanent_failure("TLS handshake failed: cannot set SNI host name '" + server_->host +
                                 "'");
   }
   if (server_->verify_host) {
-    host_mismatch_ = false;
-    tls_->set_verify_callback([this, verify = asio::ssl::host_name_verification(server_->host)](
-                                  bool preverified, asio::ssl::verify_context& context) {
-      const bool ok = verify(preverified, context);
-      // host_name_verification only rejects a pre-verified chain for its name.
-      if (preverified && !ok) host_mismatch_ = true;
-      return ok;
-    });
+    // OpenSSL checks the name (or address) during verification, as RFC 6125 says.
+    X509_VERIFY_PARAM* parameters = SSL_get0_param(ssl);
+    const int set = ip_literal
+                        ? X509_VERIFY_PARAM_set1_ip_asc(parameters, server_->host.c_str())
+                        : X509_VERIFY_PARAM_set1_host(parameters, server_->host.c_str(), 0);
+    if (set != 1) {
+      co_return permanent_failure("TLS handshake failed: cannot check the certificate for host '" +
+                                  server_->host + "'");
+    }
   }
 
   tcp().expires_at(deadline);
-  auto [handshake_error] = co_await tls_->async_handshake(asio::ssl::stream_base::client, token());
+  auto [handshake_error] = co_await tls_->async_handshake(token());
   if (!handshake_error) co_return std::nullopt;
   if (handshake_error == beast::error::timeout) {
     co_return transient_failure("TLS handshake timed out");
@@ -195,7 +197,8 @@ asio::awaitable<std::optional<Failure>> Connection::handshake(
   std::string cause = "TLS handshake failed: ";
   cause += reason != nullptr ? reason : handshake_error.message();
   const long verify_result = SSL_get_verify_result(ssl);
-  if (host_mismatch_) {
+  if (verify_result == X509_V_ERR_HOSTNAME_MISMATCH ||
+      verify_result == X509_V_ERR_IP_ADDRESS_MISMATCH) {
     cause += " (certificate does not match host '" + server_->host + "')";
   } else if (verify_result != X509_V_OK) {
     cause += " (";

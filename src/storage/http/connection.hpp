@@ -7,7 +7,6 @@
 #include <boost/asio/bind_executor.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/ssl/context.hpp>
-#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/_experimental/test/stream.hpp>
@@ -28,6 +27,7 @@
 #include <utility>
 
 #include "storage/http/failure.hpp"
+#include "storage/http/tls_stream.hpp"
 
 namespace tensorstream {
 
@@ -91,6 +91,8 @@ class Connection {
   /// Resolves, connects and, for https, handshakes, all within `timeout`.
   boost::asio::awaitable<std::optional<Failure>> open(std::chrono::milliseconds timeout);
 
+  /// Whether the TLS handshake resumed an earlier session of the same server.
+  bool tls_resumed() const { return tls_ && SSL_session_reused(tls_->native_handle()) == 1; }
   /// Whether open() succeeded and nothing has closed the connection since.
   bool is_open() const { return memory_ ? memory_open_ : tcp().socket().is_open(); }
 
@@ -159,7 +161,7 @@ class Connection {
   const ServerAddress* server_ = nullptr;
   Strand strand_;
   std::optional<boost::beast::tcp_stream> plain_;
-  std::optional<boost::asio::ssl::stream<boost::beast::tcp_stream>> tls_;
+  std::optional<TlsStream> tls_;
   std::optional<MemoryStream> memory_;
   bool memory_open_ = false;
   StallTimer* stall_timer_ = nullptr;
@@ -167,7 +169,6 @@ class Connection {
   boost::beast::flat_buffer buffer_;
   std::string request_;
   bool reusable_ = false;
-  bool host_mismatch_ = false;
 };
 
 }  // namespace tensorstream

@@ -88,6 +88,7 @@ asio::awaitable<std::optional<Failure>> HttpClient::attempt(Request& request,
     auto failure = co_await connection.open(options_.connect_timeout);
     if (failure) co_return failure;
     connections_.fetch_add(1, std::memory_order_relaxed);
+    if (connection.tls_resumed()) tls_resumed_.fetch_add(1, std::memory_order_relaxed);
   }
   requests_.fetch_add(1, std::memory_order_relaxed);
   co_return co_await request.attempt(connection);
@@ -193,7 +194,8 @@ StoreStats HttpClient::stats() const {
   stats.bytes = bytes_.load(std::memory_order_relaxed);
   stats.retries = retries_.load(std::memory_order_relaxed);
   stats.connections = connections_.load(std::memory_order_relaxed);
-  stats.io_mode = "http";
+  stats.tls_resumed = tls_resumed_.load(std::memory_order_relaxed);
+  stats.io_mode = tls_ ? "https" : "http";
   return stats;
 }
 

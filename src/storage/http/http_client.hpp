@@ -77,7 +77,7 @@ class HttpClient {
   boost::asio::awaitable<TextResponse> send(std::string_view target, const std::string& url,
                                             std::size_t max_size, RequestBody body);
 
-  /// Counters so far, io_mode "http".
+  /// Counters so far, io_mode "http" or "https".
   StoreStats stats() const;
 
  private:
@@ -98,6 +98,7 @@ class HttpClient {
   std::atomic<std::uint64_t> bytes_{0};
   std::atomic<std::uint64_t> retries_{0};
   std::atomic<std::uint64_t> connections_{0};
+  std::atomic<std::uint64_t> tls_resumed_{0};
   std::atomic<bool> warned_range_ignored_{false};
 };
 

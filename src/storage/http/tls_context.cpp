@@ -2,6 +2,7 @@
 
 #include <openssl/ssl.h>
 
+#include "storage/http/tls_stream.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream {
@@ -24,6 +25,7 @@ boost::asio::ssl::context make_tls_context(const HttpOptions& options, const std
       throw InvalidArgument(origin + ": cannot load the system's trusted CAs: " + ec.message());
     }
   }
+  TlsStream::enable_session_resumption(context);
   return context;
 }
 
