@@ -2,7 +2,8 @@
 //   http://  from a loopback nginx, over a grid of chunk size × concurrency, against parallel
 //            `curl -o /dev/null` range GETs of the same file with the same concurrency;
 //   https:// the same over TLS 1.3 (a test CA), with the CPU seconds each side spends per GB
-//            (curl's process start-up, measured with one-byte GETs, subtracted);
+//            (curl's process start-up, measured with one-byte GETs, subtracted), from nginx and
+//            from a second s3rver serving https;
 //   file://  from the page cache (io_uring and pread), against `dd bs=16M` to /dev/null;
 //   s3://    from a loopback s3rver, against parallel `curl` range GETs from the same s3rver,
 //            and end to end against downloading the checkpoint first (`aws s3 cp` when the AWS
@@ -79,6 +80,23 @@ struct S3Environment {
     setenv("AWS_SECRET_ACCESS_KEY", testing::S3rverServer::secret_access_key, 1);
     setenv("AWS_ENDPOINT_URL", s3rver->endpoint().c_str(), 1);
     setenv("AWS_REGION", "us-east-1", 1);
+  }
+
+  std::string object_url() const { return s3rver->endpoint() + "/bench/model/model.safetensors"; }
+};
+
+// The same checkpoint in a second s3rver that serves https with the test CA's certificate.
+struct S3TlsEnvironment {
+  std::unique_ptr<testing::S3rverServer> s3rver;
+
+  S3TlsEnvironment() {
+    const auto& certificates = environment().certificates;
+    s3rver = std::make_unique<testing::S3rverServer>(
+        std::vector<std::string>{"bench"},
+        testing::S3rverServer::Tls{certificates.server_certificate, certificates.server_key});
+    s3rver->put("bench", "model/model.safetensors", environment().file);
+    setenv("AWS_ACCESS_KEY_ID", testing::S3rverServer::access_key_id, 1);
+    setenv("AWS_SECRET_ACCESS_KEY", testing::S3rverServer::secret_access_key, 1);
   }
 
   std::string object_url() const { return s3rver->endpoint() + "/bench/model/model.safetensors"; }
@@ -244,6 +262,36 @@ void BM_S3CurlCeiling(benchmark::State& state) {
   }
 }
 
+S3TlsEnvironment* s3_tls_environment(benchmark::State& state) {
+  if (auto why = testing::S3rverServer::unavailable()) {
+    state.SkipWithError(why->c_str());
+    return nullptr;
+  }
+  static S3TlsEnvironment instance;
+  return &instance;
+}
+
+void BM_S3TlsCurlCeiling(benchmark::State& state) {
+  if (auto* s3 = s3_tls_environment(state)) {
+    curl_ranges(state, "s3rver https " + curl_name(state.range(0)), s3->object_url(),
+                static_cast<std::uint64_t>(state.range(0)),
+                {"--cacert", environment().certificates.ca.string()});
+  }
+}
+
+void BM_S3TlsStream(benchmark::State& state) {
+  auto* s3 = s3_tls_environment(state);
+  if (s3 == nullptr) return;
+  StreamerOptions options;
+  options.chunk_size = 16u << 20;
+  options.max_concurrency = static_cast<std::size_t>(state.range(0));
+  options.store.s3.endpoint = s3->s3rver->endpoint();
+  options.store.s3.region = "us-east-1";
+  options.store.http.ca_file = environment().certificates.ca.string();
+  stream(state, "s3 https chunk 16 MiB, concurrency " + std::to_string(state.range(0)),
+         "s3://bench/model/", options, "s3rver https " + curl_name(state.range(0)));
+}
+
 void BM_S3Stream(benchmark::State& state) {
   if (s3_environment(state) == nullptr) return;
   StreamerOptions options;
@@ -327,6 +375,10 @@ BENCHMARK(BM_S3Stream)
     ->UseManualTime()
     ->Iterations(iterations)
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_S3TlsCurlCeiling)->Arg(8)->Arg(32)->UseManualTime()->Iterations(iterations)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_S3TlsStream)->ArgName("concurrency")->Arg(8)->Arg(32)->UseManualTime()
+    ->Iterations(iterations)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_S3DownloadThenLoad)->UseManualTime()->Iterations(iterations)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DdCeiling)->UseManualTime()->Iterations(iterations)->Unit(benchmark::kMillisecond);

@@ -5,7 +5,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
+#include <atomic>
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -32,6 +36,7 @@
 #include "support/certificates.hpp"
 #include "support/fault_server.hpp"
 #include "support/logged_warnings.hpp"
+#include "support/loopback_listener.hpp"
 #include "support/nginx_server.hpp"
 #include "support/run_task.hpp"
 #include "support/skip.hpp"
@@ -45,6 +50,7 @@ namespace {
 namespace asio = boost::asio;
 using testing::Certificates;
 using testing::FaultServer;
+using testing::LoopbackListener;
 using testing::NginxServer;
 using testing::TempDir;
 
@@ -424,6 +430,46 @@ TEST_F(HttpStoreTls, ConnectionsOpenedLaterResumeTheFirstOnesSession) {
   EXPECT_EQ(stats.io_mode, "https");
   EXPECT_GT(stats.connections, 1u);
   EXPECT_EQ(stats.tls_resumed, stats.connections - 1);
+}
+
+// A TCP relay to nginx that hangs up on the first connection after 64 KiB of the server's bytes,
+// without a TLS close_notify: the read that was cut is a transient failure, retried on a new
+// connection, and the bytes come out exact.
+TEST_F(HttpStoreTls, ATlsStreamCutMidBodyIsRetriedAndReadExactly) {
+  std::atomic<int> connections{0};
+  LoopbackListener relay([&](asio::ip::tcp::socket accepted) -> asio::awaitable<void> {
+    const bool cut = connections++ == 0;
+    auto client = std::make_shared<asio::ip::tcp::socket>(std::move(accepted));
+    auto server = std::make_shared<asio::ip::tcp::socket>(client->get_executor());
+    co_await server->async_connect(
+        {asio::ip::address_v4::loopback(), nginx_->port()}, asio::use_awaitable);
+    auto pump = [](std::shared_ptr<asio::ip::tcp::socket> from,
+                   std::shared_ptr<asio::ip::tcp::socket> to,
+                   std::size_t limit) -> asio::awaitable<void> {
+      std::array<char, 16384> buffer;
+      std::size_t forwarded = 0;
+      while (forwarded < limit) {
+        auto [read_error, n] = co_await from->async_read_some(
+            asio::buffer(buffer), asio::as_tuple(asio::use_awaitable));
+        if (read_error) break;
+        auto [write_error, written] = co_await asio::async_write(
+            *to, asio::buffer(buffer.data(), n), asio::as_tuple(asio::use_awaitable));
+        if (write_error) break;
+        forwarded += written;
+      }
+      boost::system::error_code ignored;
+      from->close(ignored);
+      to->close(ignored);
+    };
+    asio::co_spawn(client->get_executor(), pump(client, server, SIZE_MAX), asio::detached);
+    co_await pump(server, client, cut ? 64 * 1024 : SIZE_MAX);
+  });
+  HttpStore store(io_.get_executor(),
+                  Url::parse("https://127.0.0.1:" + std::to_string(relay.port())),
+                  trusting(certificates_.ca));
+  EXPECT_TRUE(same_bytes(object_, read(io_, store, "/object.bin", 0, object_.size())));
+  EXPECT_EQ(store.stats().retries, 1u);
+  EXPECT_EQ(store.stats().connections, 2u);
 }
 
 TEST_F(HttpStoreTls, ChecksTheHostNameOfLocalhost) {
