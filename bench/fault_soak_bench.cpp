@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_support.hpp"
 #include "support/fault_proxy.hpp"
 #include "support/nginx_server.hpp"
 #include "support/s3rver_server.hpp"
@@ -41,10 +42,7 @@ using namespace tensorstream;
 using Clock = std::chrono::steady_clock;
 using testing::FaultProxy;
 
-std::string environment_or(const char* name, const std::string& fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? value : fallback;
-}
+using bench::environment_or;
 
 // The checkpoint's bytes, mapped read-only, to compare every streamed tensor against.
 class MappedFile {

@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_support.hpp"
 #include "support/child_process.hpp"
 #include "support/s3rver_server.hpp"
 #include "support/temp_dir.hpp"
@@ -48,14 +49,8 @@ namespace {
 using namespace tensorstream;
 using Clock = std::chrono::steady_clock;
 
-std::string environment_or(const char* name, const std::string& fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? value : fallback;
-}
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+using bench::environment_or;
+using bench::seconds_since;
 
 // A finished child: its output and peak resident memory.
 struct Measured {

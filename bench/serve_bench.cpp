@@ -59,6 +59,7 @@
 #include <vector>
 
 #include "byte_size.hpp"
+#include "bench_support.hpp"
 #include "support/child_process.hpp"
 #include "support/nginx_server.hpp"
 #include "support/s3rver_server.hpp"
@@ -76,14 +77,8 @@ using Clock = std::chrono::steady_clock;
 constexpr double seed_gb_per_s = 0.28;
 constexpr int attach_threads = 8;
 
-std::string environment_or(const char* name, const std::string& fallback) {
-  const char* value = std::getenv(name);
-  return value != nullptr && *value != '\0' ? value : fallback;
-}
-
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+using bench::environment_or;
+using bench::seconds_since;
 
 // The number after `"key":` in a JSON line the CLI printed (its lines are flat enough for this).
 double json_number(const std::string& line, const std::string& key) {

@@ -131,6 +131,25 @@ class TlsStream {
   // the operation must fail with `ec`.
   bool finish_io(Phase phase, boost::beast::error_code& ec, std::size_t bytes);
 
+  // The start of every step of an operation: the first posts itself (an operation never
+  // completes inside the call that starts it); later ones account for the socket operation that
+  // just ended, completing `self` with its error and `partial`. False when the step is over.
+  template <class Self, class... Partial>
+  bool resume(Self& self, Phase& phase, boost::beast::error_code ec, std::size_t bytes,
+              Partial... partial) {
+    if (phase == Phase::start) {
+      phase = Phase::running;
+      boost::asio::post(tcp_.get_executor(), std::move(self));
+      return false;
+    }
+    if (!finish_io(phase, ec, bytes)) {
+      self.complete(ec, partial...);
+      return false;
+    }
+    phase = Phase::running;
+    return true;
+  }
+
   struct HandshakeOp {
     TlsStream& stream;
     Phase phase = Phase::start;
@@ -138,12 +157,7 @@ class TlsStream {
 
     template <class Self>
     void operator()(Self& self, boost::beast::error_code ec = {}, std::size_t bytes = 0) {
-      if (phase == Phase::start) {
-        phase = Phase::running;
-        return boost::asio::post(stream.tcp_.get_executor(), std::move(self));
-      }
-      if (!stream.finish_io(phase, ec, bytes)) return self.complete(ec);
-      phase = Phase::running;
+      if (!stream.resume(self, phase, ec, bytes)) return;
       if (!connected) {
         ERR_clear_error();
         const int result = SSL_connect(stream.ssl_);
@@ -169,12 +183,7 @@ class TlsStream {
 
     template <class Self>
     void operator()(Self& self, boost::beast::error_code ec = {}, std::size_t bytes = 0) {
-      if (phase == Phase::start) {
-        phase = Phase::running;
-        return boost::asio::post(stream.tcp_.get_executor(), std::move(self));
-      }
-      if (!stream.finish_io(phase, ec, bytes)) return self.complete(ec, total);
-      phase = Phase::running;
+      if (!stream.resume(self, phase, ec, bytes, total)) return;
       // What OpenSSL wrote while reading (a key update's answer) goes out first.
       if (stream.start_io(self, phase, false)) return;
       while (total < destination.size()) {
@@ -203,12 +212,7 @@ class TlsStream {
 
     template <class Self>
     void operator()(Self& self, boost::beast::error_code ec = {}, std::size_t bytes = 0) {
-      if (phase == Phase::start) {
-        phase = Phase::running;
-        return boost::asio::post(stream.tcp_.get_executor(), std::move(self));
-      }
-      if (!stream.finish_io(phase, ec, bytes)) return self.complete(ec, written);
-      phase = Phase::running;
+      if (!stream.resume(self, phase, ec, bytes, written)) return;
       if (written == 0 && source.size() != 0) {
         ERR_clear_error();
         const auto size = std::min<std::size_t>(source.size(), 64 * 1024);
