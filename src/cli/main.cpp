@@ -1,8 +1,10 @@
 // tensorstream: stream safetensors checkpoints from object storage into memory.
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "cli/commands.hpp"
 #include "tensorstream/error.hpp"
@@ -24,7 +26,12 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    return app.exit(error);
+    // --help prints its text and succeeds; every other parse error is a usage error, one line.
+    if (error.get_exit_code() == 0) return app.exit(error);
+    std::string message = error.what();
+    std::replace(message.begin(), message.end(), '\n', ' ');
+    std::fprintf(stderr, "tensorstream: error: %s (see tensorstream --help)\n", message.c_str());
+    return 2;
   } catch (const tensorstream::InvalidArgument& error) {
     std::fprintf(stderr, "tensorstream: error: %s\n", error.what());
     return 2;

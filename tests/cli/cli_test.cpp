@@ -142,6 +142,27 @@ TEST(CliErrors, Http404IsOneLineNamingTheUrl) {
   EXPECT_EQ(result.err, "tensorstream: error: " + url + ": HTTP 404 Not Found\n");
 }
 
+// CLI11's own exit codes (105, 106, 109) and multi-line texts were what a typo used to give.
+TEST(CliUsage, ParseErrorsAreOneLineUsageErrorsWithExitStatus2) {
+  for (const std::vector<std::string>& arguments :
+       {std::vector<std::string>{}, {"strem", "x"}, {"stream", "x", "--no-such-flag"},
+        {"stream", "x", "--concurrency", "many"}}) {
+    const auto result = run_cli(arguments);
+    EXPECT_EQ(result.exit_code, 2) << result.err;
+    EXPECT_TRUE(result.err.starts_with("tensorstream: error: ")) << result.err;
+    EXPECT_TRUE(result.err.ends_with(" (see tensorstream --help)\n")) << result.err;
+    EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
+    EXPECT_EQ(result.out, "");
+  }
+  // The README's example.
+  EXPECT_EQ(run_cli({"stream", "x", "--no-such-flag"}).err,
+            "tensorstream: error: The following argument was not expected: --no-such-flag (see "
+            "tensorstream --help)\n");
+  const auto help = run_cli({"--help"});
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("serve"), std::string::npos) << help.out;
+}
+
 TEST(CliGenModel, UnknownPresetIsRejected) {
   TempDir dir;
   const auto result = run_cli({"gen-model", dir.path().string(), "--preset", "huge"});
