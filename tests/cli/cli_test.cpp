@@ -150,14 +150,25 @@ TEST(CliUsage, ParseErrorsAreOneLineUsageErrorsWithExitStatus2) {
     const auto result = run_cli(arguments);
     EXPECT_EQ(result.exit_code, 2) << result.err;
     EXPECT_TRUE(result.err.starts_with("tensorstream: error: ")) << result.err;
-    EXPECT_TRUE(result.err.ends_with(" (see tensorstream --help)\n")) << result.err;
+    EXPECT_TRUE(result.err.ends_with(" (see tensorstream --help)\n") ||
+                result.err.ends_with("?)\n"))
+        << result.err;
     EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
     EXPECT_EQ(result.out, "");
   }
+  EXPECT_EQ(run_cli({"strem", "x"}).err,
+            "tensorstream: error: unknown command 'strem' (did you mean 'stream'?)\n");
+  EXPECT_EQ(run_cli({"stream", "x", "--chunksize", "4MiB"}).err,
+            "tensorstream: error: The following arguments were not expected: 4MiB --chunksize "
+            "(did you mean --chunk-size?)\n");
   // The README's example.
   EXPECT_EQ(run_cli({"stream", "x", "--no-such-flag"}).err,
             "tensorstream: error: The following argument was not expected: --no-such-flag (see "
             "tensorstream --help)\n");
+  const auto version = run_cli({"--version"});
+  EXPECT_EQ(version.exit_code, 0);
+  EXPECT_TRUE(std::regex_match(version.out, std::regex("tensorstream 0\\.1\\.0( \\([^)]+\\))?\n")))
+      << version.out;
   const auto help = run_cli({"--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_NE(help.out.find("serve"), std::string::npos) << help.out;

@@ -1,0 +1,69 @@
+#include "cli/suggestion.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <string_view>
+
+namespace tensorstream::cli {
+namespace {
+
+// Levenshtein distance.
+std::size_t edits(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// The candidate nearest to `word`, if close enough to be what was meant.
+std::string nearest(std::string_view word, const std::vector<std::string>& candidates) {
+  std::string best;
+  std::size_t best_edits = 3;
+  for (const auto& candidate : candidates) {
+    const std::size_t distance = edits(word, candidate);
+    if (distance < best_edits && distance < word.size()) {
+      best = candidate;
+      best_edits = distance;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+std::string suggestion(const CLI::App& app, const std::vector<std::string>& arguments) {
+  if (arguments.empty()) return {};
+  std::vector<std::string> commands;
+  const CLI::App* chosen = nullptr;
+  for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; })) {
+    commands.push_back(command->get_name());
+    if (command->get_name() == arguments.front()) chosen = command;
+  }
+  if (chosen == nullptr) {
+    if (arguments.front().starts_with("-")) return {};
+    const auto command = nearest(arguments.front(), commands);
+    return command.empty() ? "" : "did you mean '" + command + "'?";
+  }
+  std::vector<std::string> flags;
+  for (const CLI::Option* option : chosen->get_options()) {
+    for (const auto& name : option->get_lnames()) flags.push_back(name);
+  }
+  for (const auto& argument : arguments) {
+    if (!argument.starts_with("--")) continue;
+    const std::string name = argument.substr(2, argument.find('=') - 2);
+    if (std::find(flags.begin(), flags.end(), name) != flags.end()) continue;
+    const auto flag = nearest(name, flags);
+    return flag.empty() ? "" : "did you mean --" + flag + "?";
+  }
+  return {};
+}
+
+}  // namespace tensorstream::cli
