@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "byte_size.hpp"
+#include "cli/number_checks.hpp"
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/progress_bar.hpp"
@@ -174,13 +175,13 @@ void register_partition_command(CLI::App& app) {
   command->add_option("--tp", arguments->sizes, "Tensor-parallel sizes, comma-separated")
       ->delimiter(',')
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   command->add_option("--format", arguments->format, "traw or safetensors")
       ->capture_default_str();
   command
       ->add_option("--kv-heads", arguments->kv_heads,
                    "Key-value heads, instead of num_key_value_heads from SRC's config.json")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   command->add_flag("--overwrite", arguments->overwrite,
                     "Write into a destination that is not empty, replacing objects of the same "
                     "names");
@@ -189,7 +190,7 @@ void register_partition_command(CLI::App& app) {
                     "temporaries); only when no other run writes there");
   command->add_option("--uploads", arguments->uploads, "Objects uploaded at once")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   command->add_flag("--json", arguments->json, "Print the summary as one JSON object");
   add_source_read_flags(*command, arguments->read,
                         "Memory for tensors of SRC and upload buffers together");

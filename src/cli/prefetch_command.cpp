@@ -4,6 +4,7 @@
 #include <string>
 
 #include "byte_size.hpp"
+#include "cli/number_checks.hpp"
 #include "cli/commands.hpp"
 #include "cli/store_flags.hpp"
 #include "tensorstream/model/model_loader_config.hpp"
@@ -60,7 +61,7 @@ void register_prefetch_command(CLI::App& app) {
                     "Copy *.safetensors files too");
   command->add_option("--concurrency", arguments->concurrency, "Files copied at once")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   command->add_option("--chunk-size", arguments->chunk_size, "Bytes per range read")
       ->capture_default_str();
   add_store_flags(*command, arguments->store);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "byte_size.hpp"
+#include "cli/number_checks.hpp"
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/progress_bar.hpp"
@@ -238,10 +239,10 @@ void register_serve_command(CLI::App& app) {
       ->required();
   command->add_option("--tp", arguments->tensor_parallel_size, "Tensor-parallel size")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   command->add_option("--ranks", arguments->ranks, "Ranks to serve, comma-separated (default: all)")
       ->delimiter(',')
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number);
   command->add_option("--socket", arguments->socket, "Path of the Unix socket to listen on")
       ->required();
   command->add_flag("--no-fuse", arguments->no_fuse,

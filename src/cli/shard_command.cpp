@@ -5,6 +5,7 @@
 #include <string>
 
 #include "byte_size.hpp"
+#include "cli/number_checks.hpp"
 #include "cli/commands.hpp"
 #include "cli/store_flags.hpp"
 #include "tensorstream/model/shard_checkpoint.hpp"
@@ -58,11 +59,11 @@ void register_shard_command(CLI::App& app) {
       ->required();
   command->add_option("--tp", arguments->tensor_parallel_size, "Tensor-parallel size")
       ->required()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   command
       ->add_option("--kv-heads", arguments->kv_heads,
                    "Key-value heads, instead of num_key_value_heads from SRC's config.json")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   command
       ->add_option("--max-part-size", arguments->max_part_size,
                    "Most tensor bytes per file; files are split between tensors")

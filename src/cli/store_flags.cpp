@@ -1,3 +1,4 @@
+#include "cli/number_checks.hpp"
 #include "cli/store_flags.hpp"
 
 #include "byte_size.hpp"
@@ -37,18 +38,18 @@ void add_store_flags(CLI::App& command, StoreFlags& flags) {
       .add_option("--retries", flags.retries,
                   "Attempts after the first for transient HTTP failures (default " +
                       std::to_string(defaults.max_retries) + ")")
-      ->check(CLI::NonNegativeNumber);
+      ->check(non_negative_number);
   command
       .add_option("--connect-timeout", flags.connect_timeout,
                   "Seconds to resolve, connect and handshake (default " +
                       seconds_text(defaults.connect_timeout) + ")")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   command
       .add_option("--timeout", flags.timeout,
                   "Seconds a request may go without receiving a byte before it is retried "
                   "(default " +
                       seconds_text(defaults.read_timeout) + ")")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
 }
 
 StoreOptions apply_store_flags(const StoreFlags& flags, StoreOptions options) {
@@ -71,7 +72,7 @@ void add_source_read_flags(CLI::App& command, SourceReadFlags& flags,
       ->capture_default_str();
   command.add_option("--concurrency", flags.concurrency, "Range reads of SRC in flight")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   command.add_option("--memory-limit", flags.memory_limit, memory_help)->capture_default_str();
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "byte_size.hpp"
+#include "cli/number_checks.hpp"
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/progress_bar.hpp"
@@ -129,13 +130,13 @@ void register_stream_command(CLI::App& app) {
                       "Bytes per range read; default: the configured chunk size, 16MiB unless set");
   command->add_option("--concurrency", arguments->concurrency,
                       "Range reads in flight; default: the configured concurrency, 32 unless set")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   command->add_option("--memory-limit", arguments->memory_limit,
                       "Tensor memory held at once")
       ->capture_default_str();
   command->add_option("--io-threads", arguments->io_threads, "I/O threads")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number);
   command->add_option("--rank", arguments->rank, "Tensor-parallel rank")->capture_default_str();
   command->add_option("--tp", arguments->tensor_parallel_size,
                       "Tensor-parallel size: selects TP{N}/shard{RANK}/ under a TRAW model "

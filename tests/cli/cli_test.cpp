@@ -146,7 +146,7 @@ TEST(CliErrors, Http404IsOneLineNamingTheUrl) {
 TEST(CliUsage, ParseErrorsAreOneLineUsageErrorsWithExitStatus2) {
   for (const std::vector<std::string>& arguments :
        {std::vector<std::string>{}, {"strem", "x"}, {"stream", "x", "--no-such-flag"},
-        {"stream", "x", "--concurrency", "many"}}) {
+        {"stream", "x", "--concurrency", "many"}, {"stream", "x", "--concurrency", "1.5"}}) {
     const auto result = run_cli(arguments);
     EXPECT_EQ(result.exit_code, 2) << result.err;
     EXPECT_TRUE(result.err.starts_with("tensorstream: error: ")) << result.err;
@@ -161,6 +161,11 @@ TEST(CliUsage, ParseErrorsAreOneLineUsageErrorsWithExitStatus2) {
   EXPECT_EQ(run_cli({"stream", "x", "--chunksize", "4MiB"}).err,
             "tensorstream: error: The following arguments were not expected: 4MiB --chunksize "
             "(did you mean --chunk-size?)\n");
+  EXPECT_EQ(run_cli({"stream", "x", "--concurrency", "0"}).err,
+            "tensorstream: error: --concurrency: 0 is not a positive number (see tensorstream "
+            "--help)\n");
+  EXPECT_EQ(run_cli({"partition", "a", "b", "--tp", "2,x"}).err,
+            "tensorstream: error: --tp: 'x' is not a number (see tensorstream --help)\n");
   // The README's example.
   EXPECT_EQ(run_cli({"stream", "x", "--no-such-flag"}).err,
             "tensorstream: error: The following argument was not expected: --no-such-flag (see "
