@@ -236,10 +236,10 @@ asio::awaitable<void> load_on_strand(
   state->loading = false;
 }
 
-asio::awaitable<void> stop_loading(std::shared_ptr<State> state) {
-  state->stopped = true;
-  if (state->loading) state->load_cancellation.emit(asio::cancellation_type::terminal);
-  co_return;
+// On the strand: a load not yet started never starts, one under way is cancelled.
+void stop_loading(State& state) {
+  state.stopped = true;
+  if (state.loading) state.load_cancellation.emit(asio::cancellation_type::terminal);
 }
 
 }  // namespace
@@ -254,10 +254,7 @@ StoreServer::StoreServer(asio::any_io_executor executor, std::string source,
 }
 
 StoreServer::~StoreServer() {
-  asio::post(state_->strand, [state = state_] {
-    state->stopped = true;
-    if (state->loading) state->load_cancellation.emit(asio::cancellation_type::terminal);
-  });
+  asio::post(state_->strand, [state = state_] { stop_loading(*state); });
 }
 
 asio::awaitable<void> StoreServer::load(
@@ -276,7 +273,11 @@ asio::awaitable<std::string> StoreServer::status() const {
 }
 
 asio::awaitable<void> StoreServer::stop() {
-  co_await async::run_on_strand(state_->strand, stop_loading(state_));
+  co_await async::run_on_strand(
+      state_->strand, [](std::shared_ptr<State> state) -> asio::awaitable<void> {
+        stop_loading(*state);
+        co_return;
+      }(state_));
   co_await socket_->stop();
 }
 

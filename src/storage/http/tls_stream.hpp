@@ -79,10 +79,11 @@ class TlsStream {
  private:
   enum class Phase { start, running, reading, flushing };
 
-  // What an SSL call's result means for the operation that made it.
-  enum class Next { done, read, fail };
+  // What an SSL call's result means for the operation that made it: more ciphertext is needed
+  // (after flushing what OpenSSL wrote), or the operation fails with `error`.
+  enum class Next { read, fail };
   struct Outcome {
-    Next next = Next::done;
+    Next next = Next::read;
     boost::beast::error_code error;
   };
 
@@ -220,7 +221,7 @@ class TlsStream {
         if (result <= 0) {
           const auto next = stream.outcome(result);
           if (next.next == Next::fail) return self.complete(next.error, 0);
-          if (stream.start_io(self, phase, next.next == Next::read)) return;
+          if (stream.start_io(self, phase, true)) return;
         } else {
           written = static_cast<std::size_t>(result);
         }
