@@ -4,9 +4,11 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -45,6 +47,14 @@ struct ServeArguments {
   SourceReadFlags read;
   StoreFlags store;
 };
+
+// A line on stdout, flushed. A reader that went away (`serve … | head -1`) is an error that stops
+// the server cleanly, socket file removed, rather than a SIGPIPE that would leave it behind.
+void print_line(const std::string& line) {
+  if (std::puts(line.c_str()) < 0 || std::fflush(stdout) != 0) {
+    throw StorageError("stdout", std::strerror(errno));
+  }
+}
 
 double gigabytes_per_second(std::uint64_t bytes, double seconds) {
   return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0.0;
@@ -158,6 +168,7 @@ class LoadProgress {
 
 void run_serve(const ServeArguments& arguments) {
   const auto options = server_options(arguments);
+  std::signal(SIGPIPE, SIG_IGN);
   asio::io_context io;
   // Caught from before the socket exists, so that a SIGTERM never leaves the socket file behind.
   asio::signal_set signals(io, SIGINT, SIGTERM);
@@ -188,8 +199,7 @@ void run_serve(const ServeArguments& arguments) {
   std::uint64_t bytes = 0;
   auto on_ready = [&](const store::RankReady& ready) {
     bytes += ready.weight_bytes;
-    std::puts(rank_line(ready).c_str());
-    std::fflush(stdout);
+    print_line(rank_line(ready));
   };
   auto on_progress = [&shared](std::uint64_t loaded, std::uint64_t total) {
     shared.set(loaded, total);
@@ -203,9 +213,8 @@ void run_serve(const ServeArguments& arguments) {
     }
     const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
     const std::string line = ready_line(arguments.socket, ranks, bytes, elapsed.count());
-    std::puts(line.c_str());
-    std::fflush(stdout);
     try {
+      print_line(line);
       if (!arguments.ready_file.empty()) {
         write_ready_file(arguments.ready_file, line);
         wrote_ready_file = true;

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -130,6 +132,38 @@ TEST_F(ServeCli, ALoadFailureIsOneErrorLineAndRemovesTheSocket) {
   EXPECT_TRUE(missing.err.starts_with("tensorstream: error: " + (dir_.path() / "nothing").string()))
       << missing.err;
   EXPECT_EQ(std::count(missing.err.begin(), missing.err.end(), '\n'), 1) << missing.err;
+  EXPECT_FALSE(fs::exists(socket()));
+}
+
+// `serve … | head -1`: a reader that went away stops the server cleanly instead of a SIGPIPE
+// that would leave its socket file behind.
+TEST_F(ServeCli, AStdoutNobodyReadsStopsItCleanlyWithOneErrorLine) {
+  int pipe_ends[2];
+  ASSERT_EQ(::pipe(pipe_ends), 0);
+  ::close(pipe_ends[0]);
+  const std::string cli = TENSORSTREAM_CLI_PATH;
+  const std::string err_path = err().string();
+  const std::vector<std::string> arguments{cli, "serve", raw().string(), "--tp", "2",
+                                           "--socket", socket().string()};
+  // Built before fork(): the child may only make async-signal-safe calls.
+  std::vector<char*> argv;
+  for (const auto& argument : arguments) argv.push_back(const_cast<char*>(argument.c_str()));
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::dup2(pipe_ends[1], STDOUT_FILENO);
+    const int err_fd = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(err_fd, STDERR_FILENO);
+    ::execv(cli.c_str(), argv.data());
+    ::_exit(127);
+  }
+  ::close(pipe_ends[1]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  EXPECT_EQ(read_text_file(err()), "tensorstream: error: stdout: Broken pipe\n");
   EXPECT_FALSE(fs::exists(socket()));
 }
 
