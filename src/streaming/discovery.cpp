@@ -298,24 +298,9 @@ asio::awaitable<std::vector<SourceFile>> prefix_files(ObjectStore& store, const 
                           "file or index to stream");
 }
 
-}  // namespace
-
-Url resolve_url(const std::string& remote_path) {
-  Url url = Url::parse(remote_path);
-  if (url.scheme == "file") {
-    std::error_code ec;
-    url.path = std::filesystem::absolute(url.path, ec).string();
-    if (!url.is_prefix() && std::filesystem::is_directory(url.path, ec)) url.path.push_back('/');
-  } else if ((url.scheme == "s3" || url.scheme == "gs") && !url.is_prefix() &&
-             !ends_with(url.path, safetensors_suffix) && !ends_with(url.path, index_suffix) &&
-             !ends_with(url.path, traw_suffix)) {
-    url.path.push_back('/');
-  }
-  return url;
-}
-
-asio::awaitable<std::vector<SourceFile>> discover(ObjectStore& store, const Url& url,
-                                                  const StreamerOptions& options) {
+// Every file and tensor the URL names, before the caller's selection.
+asio::awaitable<std::vector<SourceFile>> discover_all(ObjectStore& store, const Url& url,
+                                                      const StreamerOptions& options) {
   const std::size_t max_concurrency = header_concurrency(options);
   std::optional<PrefixLayout> layout;
   if (url.is_prefix() && store.can_list()) {
@@ -336,6 +321,35 @@ asio::awaitable<std::vector<SourceFile>> discover(ObjectStore& store, const Url&
   }
   std::vector<HeaderSource> sources{{url.path, std::nullopt}};
   co_return co_await read_headers(store, std::move(sources), max_concurrency);
+}
+
+}  // namespace
+
+Url resolve_url(const std::string& remote_path) {
+  Url url = Url::parse(remote_path);
+  if (url.scheme == "file") {
+    std::error_code ec;
+    url.path = std::filesystem::absolute(url.path, ec).string();
+    if (!url.is_prefix() && std::filesystem::is_directory(url.path, ec)) url.path.push_back('/');
+  } else if ((url.scheme == "s3" || url.scheme == "gs") && !url.is_prefix() &&
+             !ends_with(url.path, safetensors_suffix) && !ends_with(url.path, index_suffix) &&
+             !ends_with(url.path, traw_suffix)) {
+    url.path.push_back('/');
+  }
+  return url;
+}
+
+asio::awaitable<std::vector<SourceFile>> discover(ObjectStore& store, const Url& url,
+                                                  const StreamerOptions& options) {
+  std::vector<SourceFile> files = co_await discover_all(store, url, options);
+  if (options.select) {
+    for (auto& file : files) {
+      std::erase_if(file.header.tensors,
+                    [&](const TensorInfo& info) { return !options.select(info, file.url); });
+    }
+    std::erase_if(files, [](const SourceFile& file) { return file.header.tensors.empty(); });
+  }
+  co_return files;
 }
 
 asio::awaitable<std::vector<SourceFile>> read_headers(ObjectStore& store,

@@ -47,6 +47,9 @@ Url resolve_url(const std::string& remote_path);
 ///   first file holding a name winning (a warning is logged for every later one). A store that
 ///   cannot list falls back to `model.safetensors` instead.
 ///
+/// Then `options.select`, when set, keeps the tensors it accepts, and files left with none are
+/// dropped.
+///
 /// Each TRAW header takes one range read of the first min(size, traw::max_header_size) bytes.
 /// Errors other than an absent index (permission, network) are not swallowed.
 boost::asio::awaitable<std::vector<SourceFile>> discover(ObjectStore& store, const Url& url,

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "streaming/gated_store.hpp"
+#include "streaming/recording_store.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
@@ -354,6 +355,64 @@ TEST(RawStreamer, CoroutineNextResumesOnTheCallersExecutor) {
   });
   runner.join();
   EXPECT_EQ(done.get(), llama_tensors(synthetic_preset("tiny")).size());
+}
+
+
+TEST(RawStreamer, ASelectionLoadsOnlyItsTensorsAndRequestsOnlyTheirBytes) {
+  TempDir dir;
+  generate_synthetic_model(dir.path(), {.preset = "tiny", .shards = 2, .index = true});
+  const std::set<std::string> chosen{"lm_head.weight", "model.norm.weight"};
+  StreamerOptions options;
+  options.io_threads = 1;  // the recording store counts on one thread
+  std::vector<std::string> asked;
+  options.select = [&](const TensorInfo& tensor, const std::string& object) {
+    asked.push_back(object.substr(object.rfind('/') + 1) + ":" + tensor.name);
+    return chosen.contains(tensor.name);
+  };
+  const auto headers = inspect(dir.path().string(), options);
+  std::uint64_t chosen_bytes = 0;
+  std::string chosen_file;
+  std::uint64_t first_byte = UINT64_MAX;  // of the chosen tensors in their file
+  std::uint64_t last_byte = 0;
+  for (const auto& file : headers) {
+    for (const auto& tensor : file.header.tensors) {
+      EXPECT_TRUE(chosen.contains(tensor.name)) << tensor.name;
+      chosen_bytes += tensor.byte_size();
+      chosen_file = file.url;
+      first_byte = std::min(first_byte, file.header.data_start + tensor.begin);
+      last_byte = std::max(last_byte, file.header.data_start + tensor.end);
+    }
+  }
+  ASSERT_EQ(headers.size(), 1u) << "the shard holding neither tensor is left out";
+  EXPECT_EQ(asked.size(), llama_tensors(synthetic_preset("tiny")).size())
+      << "asked once per tensor";
+
+  testing::RecordingStore* recorder = nullptr;
+  RawStreamer streamer(dir.path().string(), options, [&](const Url&, boost::asio::any_io_executor executor) {
+    auto store = std::make_unique<testing::RecordingStore>(executor);
+    recorder = store.get();
+    return store;
+  });
+  std::set<std::string> names;
+  for (const auto& tensor : stream_all(streamer)) {
+    expect_synthetic(tensor);
+    names.insert(tensor.info.name);
+  }
+  EXPECT_EQ(names, chosen);
+  const StreamStats stats = streamer.stats();
+  EXPECT_EQ(stats.total_tensors, 2u);
+  EXPECT_EQ(stats.total_bytes, chosen_bytes);
+  EXPECT_EQ(stats.files, 1u);
+  // Beyond the headers (read from offset 0), only the chosen tensors' bytes were read.
+  std::uint64_t tensor_reads = 0;
+  for (const auto& read : recorder->reads()) {
+    if (read.offset == 0) continue;
+    EXPECT_EQ(read.key, chosen_file);
+    EXPECT_GE(read.offset, first_byte);
+    EXPECT_LE(read.offset + read.length, last_byte);
+    tensor_reads += read.length;
+  }
+  EXPECT_EQ(tensor_reads, chosen_bytes);
 }
 
 }  // namespace

@@ -30,6 +30,12 @@ enum class ReadOrder {
 using TensorPlacement =
     std::function<std::byte*(const TensorInfo& tensor, const std::string& object)>;
 
+/// Which tensors a stream loads: true to load `tensor` of the object at URL `object`. Called on
+/// the stream's planning thread once per tensor, after the headers are read and an index's
+/// selection is applied, in stream order (files in order, each file's tensors by offset).
+using TensorSelection =
+    std::function<bool(const TensorInfo& tensor, const std::string& object)>;
+
 /// Options of SafeTensorsStreamer and RawStreamer. The defaults match the Python original.
 ///
 /// `chunk_size` and `max_concurrency`, when left unset, come from the environment as the Python
@@ -67,6 +73,9 @@ struct StreamerOptions {
   /// StreamedTensor points into it and is valid only as long as the caller keeps it. Small
   /// tensors read together with their neighbours are still copied out of a shared read.
   TensorPlacement placement{};
+  /// Which tensors to load; unset, every one. Only selected tensors' bytes are requested, a file
+  /// left with none is not read beyond its header, and the stream's totals count only these.
+  TensorSelection select{};
   /// Threads running the stream's network and file I/O.
   std::size_t io_threads = 2;
   /// Options of the backends.
