@@ -8,7 +8,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git curl ca-certificates openssl
   libboost1.81-dev liburing-dev libssl-dev libtorch-dev libsimdjson-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libpugixml-dev
-  nginx-light python3-botocore
+  nginx-light python3-botocore librsvg2-bin
   clang-15 libfuzzer-15-dev
 )
 # s3rver runs on Node.js; a machine that already has node and npm (say from NodeSource) keeps them.

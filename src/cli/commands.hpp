@@ -10,6 +10,10 @@ void register_stream_command(CLI::App& app);
 /// `tensorstream inspect URL ...`: prints the headers without loading tensors.
 void register_inspect_command(CLI::App& app);
 
+/// `tensorstream bench URL ...`: streams a checkpoint with every chunk size and concurrency of a
+/// grid and reports which is fastest.
+void register_bench_command(CLI::App& app);
+
 /// `tensorstream ls URL ...`: lists objects with their sizes.
 void register_ls_command(CLI::App& app);
 

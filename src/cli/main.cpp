@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   tensorstream::cli::register_stream_command(app);
   tensorstream::cli::register_inspect_command(app);
   tensorstream::cli::register_ls_command(app);
+  tensorstream::cli::register_bench_command(app);
   tensorstream::cli::register_gen_model_command(app);
   tensorstream::cli::register_prefetch_command(app);
   tensorstream::cli::register_shard_command(app);

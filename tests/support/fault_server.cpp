@@ -77,7 +77,8 @@ asio::awaitable<void> FaultServer::serve(tcp::socket socket) {
     if (request.target() != path_) {
       status = "404 Not Found";
       text_body = "no such object\n";
-    } else if (index < behaviour_.fail_first) {
+    } else if (index < behaviour_.fail_first ||
+               (!behaviour_.fail_range.empty() && range_header == behaviour_.fail_range)) {
       status = std::to_string(behaviour_.fail_status) + " Injected Failure";
       text_body = "injected failure\n";
     } else if (const auto range = parse_range(range_header, object_.size());

@@ -35,6 +35,8 @@ class FaultServer {
     std::size_t chunk_size = 1000;      ///< Body bytes per chunk when chunked.
     int fail_first = 0;                 ///< Answer the first K requests with fail_status.
     unsigned fail_status = 503;         ///< Status of failed requests (with a text/plain body).
+    std::string fail_range{};           ///< Also fail every request with exactly this Range
+                                        ///< header, e.g. "bytes=100-199".
     int truncate_first = 0;             ///< For the first K requests, announce the whole body
                                         ///< but close the connection after truncate_after bytes.
     int reset_first = 0;                ///< Like truncate_first, but end with a TCP reset.

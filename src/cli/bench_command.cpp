@@ -1,0 +1,179 @@
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "byte_size.hpp"
+#include "cli/commands.hpp"
+#include "cli/number_checks.hpp"
+#include "cli/store_flags.hpp"
+#include "tensorstream/bench/sweep.hpp"
+#include "tensorstream/bench/sweep_report.hpp"
+#include "tensorstream/error.hpp"
+#include "tensorstream/model/model_loader_config.hpp"
+
+namespace tensorstream::cli {
+namespace {
+
+struct BenchArguments {
+  std::optional<std::string> url;
+  std::vector<std::string> chunk_sizes{"1MiB", "4MiB", "16MiB", "64MiB"};
+  std::vector<std::string> concurrencies{"4", "8", "16", "32", "64"};
+  std::size_t repeat = 3;
+  std::optional<std::string> max_bytes;
+  bool ceiling = false;
+  bool json = false;
+  std::string csv;
+  std::string svg;
+  std::string memory_limit = "512MiB";
+  std::size_t io_threads = StreamerOptions{}.io_threads;
+  int rank = 0;
+  std::optional<int> tensor_parallel_size;
+  std::optional<std::uint64_t> seed;
+  StoreFlags store;
+};
+
+void check_list(const std::vector<std::string>& values, const char* option) {
+  if (values.empty()) throw InvalidArgument(std::string(option) + ": the list is empty");
+  for (const auto& value : values) {
+    if (value.empty()) {
+      throw InvalidArgument(std::string(option) + ": the list has an empty item");
+    }
+  }
+}
+
+std::size_t parse_concurrency(const std::string& text) {
+  std::size_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size()) {
+    throw InvalidArgument("--concurrency: '" + text + "' is not a number");
+  }
+  if (value == 0) throw InvalidArgument("--concurrency: 0 is not a positive number");
+  return value;
+}
+
+// An output file the user named must be writable before a sweep of many minutes starts.
+void check_writable(const std::string& path, const char* option) {
+  if (path.empty()) return;
+  const std::filesystem::path directory =
+      std::filesystem::absolute(path).parent_path();
+  if (!std::filesystem::is_directory(directory) || ::access(directory.c_str(), W_OK) != 0) {
+    throw InvalidArgument(std::string(option) + ": cannot write " + path + ": " +
+                          directory.string() + " is not a writable directory");
+  }
+}
+
+// Written whole under a temporary name, then renamed: a reader never sees half of it.
+void write_file(const std::string& path, const std::string& text) {
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out.flush()) throw StorageError(path, "cannot write the file");
+  }
+  std::error_code ec;
+  std::filesystem::rename(temporary, path, ec);
+  if (ec) throw StorageError(path, "cannot write the file: " + ec.message());
+}
+
+void report_step(const bench::SweepStep& step) {
+  const std::string cell =
+      step.chunk_size ? format_byte_size(step.chunk_size) + " chunks" : std::string("ceiling");
+  if (step.run.error.empty()) {
+    std::fprintf(stderr, "[%zu/%zu] %s x %zu, run %zu: %.3f GB/s\n", step.index, step.count,
+                 cell.c_str(), step.concurrency, step.run.repeat + 1,
+                 step.run.gigabytes_per_second);
+  } else {
+    std::fprintf(stderr, "[%zu/%zu] %s x %zu, run %zu: failed: %s\n", step.index, step.count,
+                 cell.c_str(), step.concurrency, step.run.repeat + 1, step.run.error.c_str());
+  }
+}
+
+void run_bench(const BenchArguments& arguments) {
+  check_list(arguments.chunk_sizes, "--chunk-size");
+  check_list(arguments.concurrencies, "--concurrency");
+  bench::SweepGrid grid;
+  grid.chunk_sizes.clear();
+  grid.concurrencies.clear();
+  for (const auto& text : arguments.chunk_sizes) {
+    grid.chunk_sizes.push_back(parse_byte_size(text, "--chunk-size"));
+    if (grid.chunk_sizes.back() == 0) {
+      throw InvalidArgument("--chunk-size: " + text + " is not a positive size");
+    }
+  }
+  for (const auto& text : arguments.concurrencies) {
+    grid.concurrencies.push_back(parse_concurrency(text));
+  }
+  check_writable(arguments.csv, "--csv");
+  check_writable(arguments.svg, "--svg");
+
+  bench::SweepOptions options;
+  options.repeat = arguments.repeat;
+  if (arguments.max_bytes) options.max_bytes = parse_byte_size(*arguments.max_bytes, "--max-bytes");
+  options.ceiling = arguments.ceiling;
+  options.seed = arguments.seed;
+  options.stream.memory_limit = parse_byte_size(arguments.memory_limit, "--memory-limit");
+  options.stream.io_threads = arguments.io_threads;
+  options.stream.rank = arguments.rank;
+  options.stream.tensor_parallel_size = arguments.tensor_parallel_size;
+  options.stream.store = apply_store_flags(arguments.store);
+  options.on_run = report_step;
+
+  const std::string url =
+      arguments.url ? *arguments.url
+                    : ModelLoaderConfig::from_environment().required_remote_model_path();
+  const bench::SweepResult result = bench::sweep(url, grid, options);
+  if (!arguments.csv.empty()) write_file(arguments.csv, bench::sweep_csv(result));
+  if (!arguments.svg.empty()) write_file(arguments.svg, bench::sweep_svg(result));
+  const std::string report = arguments.json ? bench::sweep_json(result) : bench::sweep_table(result);
+  std::fputs(report.c_str(), stdout);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+void register_bench_command(CLI::App& app) {
+  auto arguments = std::make_shared<BenchArguments>();
+  auto* command = app.add_subcommand(
+      "bench", "Stream a checkpoint with every chunk size x concurrency and say which is fastest");
+  command->add_option("url", arguments->url,
+                      "What to stream, as `stream` takes it; default: the configured remote "
+                      "model path");
+  command->add_option("--chunk-size", arguments->chunk_sizes, "Chunk sizes to try, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str();
+  command->add_option("--concurrency", arguments->concurrencies,
+                      "Concurrencies to try, comma-separated")
+      ->delimiter(',')
+      ->capture_default_str();
+  command->add_option("--repeat", arguments->repeat,
+                      "Runs per cell, each repeat in a new random order")
+      ->capture_default_str()
+      ->check(positive_number);
+  command->add_option("--max-bytes", arguments->max_bytes,
+                      "Stream only the first tensors adding up to at most this much, e.g. 2GiB");
+  command->add_flag("--ceiling", arguments->ceiling,
+                    "Also time plain parallel range reads of the same bytes at each concurrency");
+  command->add_flag("--json", arguments->json, "Print one JSON object instead of the table");
+  command->add_option("--csv", arguments->csv, "Also write one CSV row per run to this file");
+  command->add_option("--svg", arguments->svg, "Also write an SVG heatmap to this file");
+  command->add_option("--memory-limit", arguments->memory_limit, "Tensor memory held at once")
+      ->capture_default_str();
+  command->add_option("--io-threads", arguments->io_threads, "I/O threads")
+      ->capture_default_str()
+      ->check(positive_number);
+  command->add_option("--tp", arguments->tensor_parallel_size,
+                      "Tensor-parallel size, as for `stream`");
+  command->add_option("--rank", arguments->rank, "Tensor-parallel rank")->capture_default_str();
+  command->add_option("--seed", arguments->seed, "Seed of the shuffled order (default: random)");
+  add_store_flags(*command, arguments->store);
+  command->callback([arguments] { run_bench(*arguments); });
+}
+
+}  // namespace tensorstream::cli
