@@ -417,8 +417,10 @@ SweepResult sweep(const std::string& url, const SweepGrid& grid, const SweepOpti
     for (const auto concurrency : grid.concurrencies) {
       constexpr std::uint64_t mebibyte = 1ull << 20;
       const std::uint64_t even_share = (result.bytes + concurrency - 1) / concurrency;
-      const std::uint64_t rounded = (even_share + mebibyte - 1) / mebibyte * mebibyte;
-      const std::uint64_t range_size = std::min(largest_chunk, std::max(mebibyte, rounded));
+      const std::uint64_t share_mib = (even_share + mebibyte - 1) / mebibyte * mebibyte;
+      const std::uint64_t memory_mib = stream.memory_limit / concurrency / mebibyte * mebibyte;
+      const std::uint64_t range_size =
+          std::max(mebibyte, std::min({largest_chunk, share_mib, memory_mib}));
       result.ceilings.push_back({concurrency, range_size, {}});
       ceiling_ranges.push_back(plan_ranges(selection.files, range_size));
     }

@@ -64,12 +64,14 @@ struct SweepCell {
 };
 
 /// What plain parallel range reads of the same bytes did at one concurrency: `concurrency` reads
-/// in flight, each into a buffer of its own that is overwritten, no tensors and no memory limit.
+/// in flight, each into a buffer of its own that the next read overwrites; no tensors, no memory
+/// accounting.
 /// What the network and the server give, which no setting of the stream can beat.
 struct SweepCeiling {
   std::size_t concurrency = 0;
-  /// Bytes per range read: the grid's largest chunk size, or less where that leaves fewer ranges
-  /// than reads in flight (but at least 1 MiB).
+  /// Bytes per range read: the grid's largest chunk size, made smaller (in whole MiB, at least
+  /// one) where that would leave fewer ranges than reads in flight, or buffers of more than the
+  /// stream's memory_limit together.
   std::uint64_t range_size = 0;
   std::vector<SweepRun> runs;  ///< As SweepCell::runs.
 
