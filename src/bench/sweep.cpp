@@ -286,6 +286,19 @@ void validate(const SweepGrid& grid, const SweepOptions& options) {
   if (options.max_bytes && *options.max_bytes == 0) {
     throw InvalidArgument("max_bytes must be at least 1 byte");
   }
+  // What every stream would refuse, refused once before the first run.
+  const StreamerOptions& stream = options.stream;
+  if (stream.io_threads == 0) throw InvalidArgument("io_threads must be at least 1");
+  if (stream.memory_limit == 0) throw InvalidArgument("memory_limit must be at least 1 byte");
+  const int tensor_parallel_size = stream.tensor_parallel_size.value_or(1);
+  if (tensor_parallel_size < 1) {
+    throw InvalidArgument("tensor_parallel_size must be at least 1, not " +
+                          std::to_string(tensor_parallel_size));
+  }
+  if (stream.rank < 0 || stream.rank >= tensor_parallel_size) {
+    throw InvalidArgument("rank " + std::to_string(stream.rank) + " is outside [0, " +
+                          std::to_string(tensor_parallel_size) + ")");
+  }
 }
 
 std::string host_name() {
@@ -376,7 +389,6 @@ std::string SweepResult::best_environment() const {
 SweepResult sweep(const std::string& url, const SweepGrid& grid, const SweepOptions& options) {
   validate(grid, options);
   StreamerOptions stream = ModelLoaderConfig::from_environment().streamer_options(options.stream);
-  if (stream.io_threads == 0) throw InvalidArgument("io_threads must be at least 1");
 
   SweepResult result;
   result.url = url;

@@ -222,6 +222,8 @@ TEST_F(BenchCli, BadInputIsOneLineErrorBeforeTheSweepStarts) {
       {{"--concurrency", "x"}, "--concurrency: 'x' is not a number"},
       {{"--repeat", "0"}, "--repeat: 0 is not a positive number (see tensorstream --help)"},
       {{"--max-bytes", "0"}, "max_bytes must be at least 1 byte"},
+      {{"--tp", "2", "--rank", "2"}, "rank 2 is outside [0, 2)"},
+      {{"--memory-limit", "0"}, "memory_limit must be at least 1 byte"},
       {{"--svg", "/nonexistent/dir/h.svg"},
        "--svg: cannot write /nonexistent/dir/h.svg: /nonexistent/dir is not a writable directory"},
   };
