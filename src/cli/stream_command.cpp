@@ -1,3 +1,4 @@
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -51,16 +52,34 @@ std::string tensor_line(const StreamedTensor& tensor, const std::string& digest)
   return line;
 }
 
-std::string summary_line(const StreamStats& stats) {
-  char text[256];
+double process_cpu_seconds() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  const auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+// Everything the human line says, and the settings the stream ran with.
+std::string summary_line(const StreamStats& stats, const StreamerOptions& options) {
+  char text[512];
   std::snprintf(text, sizeof text,
                 "{\"summary\":{\"tensors\":%llu,\"bytes\":%llu,\"seconds\":%.6f,\"gb_per_s\":%.6f,"
-                "\"first_tensor_ms\":%.3f}}",
+                "\"first_tensor_ms\":%.3f,\"requests\":%llu,\"retries\":%llu,\"connections\":%llu,"
+                "\"peak_memory\":%llu,\"chunk_size\":%llu,\"concurrency\":%zu,"
+                "\"cpu_seconds\":%.3f,\"io_mode\":",
                 static_cast<unsigned long long>(stats.tensors),
                 static_cast<unsigned long long>(stats.bytes), stats.elapsed_seconds,
                 stats.gigabytes_per_second(),
-                stats.first_tensor_seconds < 0 ? 0.0 : stats.first_tensor_seconds * 1e3);
-  return text;
+                stats.first_tensor_seconds < 0 ? 0.0 : stats.first_tensor_seconds * 1e3,
+                static_cast<unsigned long long>(stats.requests),
+                static_cast<unsigned long long>(stats.retries),
+                static_cast<unsigned long long>(stats.connections),
+                static_cast<unsigned long long>(stats.peak_memory),
+                static_cast<unsigned long long>(*options.chunk_size), *options.max_concurrency,
+                process_cpu_seconds());
+  std::string line = text;
+  append_json_string(line, stats.io_mode);
+  return line + "}}";
 }
 
 void run_stream(const StreamArguments& arguments) {
@@ -79,9 +98,10 @@ void run_stream(const StreamArguments& arguments) {
   options.tensor_parallel_size = arguments.tensor_parallel_size;
   options.store = apply_store_flags(arguments.store);
 
-  const std::string url =
-      arguments.url ? *arguments.url
-                    : ModelLoaderConfig::from_environment().required_remote_model_path();
+  const ModelLoaderConfig config = ModelLoaderConfig::from_environment();
+  const std::string url = arguments.url ? *arguments.url : config.required_remote_model_path();
+  // Resolved here as well as in the stream, for the summary to say what was used.
+  options = config.streamer_options(std::move(options));
   RawStreamer streamer(url, options);
   std::optional<ProgressBar> progress;
   if (!arguments.json && ::isatty(STDERR_FILENO)) {
@@ -95,11 +115,13 @@ void run_stream(const StreamArguments& arguments) {
     } else if (!digest.empty()) {
       std::printf("%s  %s\n", digest.c_str(), tensor->info.name.c_str());
     }
+    // A line as each tensor completes, also into a pipe, where stdout is block-buffered.
+    std::fflush(stdout);
   }
   progress.reset();
   const StreamStats stats = streamer.stats();
   if (arguments.json) {
-    std::puts(summary_line(stats).c_str());
+    std::puts(summary_line(stats, options).c_str());
   } else {
     std::printf("streamed %llu tensors (%s) from %s in %.3f s: %.3f GB/s, first tensor after "
                 "%.1f ms [%s, %llu requests, %llu retries, peak memory %s]\n",

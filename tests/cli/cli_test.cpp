@@ -2,10 +2,16 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <regex>
 #include <set>
+#include <thread>
 
+#include "support/child_process.hpp"
+#include "support/fault_server.hpp"
 #include "support/nginx_server.hpp"
 #include "cli/shape_json.hpp"
 #include "support/process.hpp"
@@ -62,10 +68,45 @@ TEST_F(Cli, StreamJsonPrintsOneExactLinePerTensorThenASummary) {
   EXPECT_EQ(seen.size(), specs.size());
 
   const std::regex summary(
-      R"re(\{"summary":\{"tensors":([0-9]+),"bytes":([0-9]+),"seconds":[0-9.]+,"gb_per_s":[0-9.]+,"first_tensor_ms":[0-9.]+\}\})re");
+      R"re(\{"summary":\{"tensors":([0-9]+),"bytes":([0-9]+),"seconds":[0-9.]+,"gb_per_s":[0-9.]+,)re"
+      R"re("first_tensor_ms":[0-9.]+,"requests":([0-9]+),"retries":0,"connections":0,)re"
+      R"re("peak_memory":([0-9]+),"chunk_size":65536,"concurrency":4,"cpu_seconds":[0-9.]+,)re"
+      R"re("io_mode":"(io_uring|pread \([^"]*\))"\}\})re");
   std::smatch match;
   ASSERT_TRUE(std::regex_match(lines.back(), match, summary)) << lines.back();
   EXPECT_EQ(match[1], std::to_string(specs.size()));
+  std::uint64_t bytes = 0;
+  for (const auto& [name, spec] : specs) bytes += tensor_byte_size(spec);
+  EXPECT_EQ(match[2], std::to_string(bytes));
+  // Two headers, then reads of at most 64 KiB.
+  EXPECT_GE(std::stoull(match[3]), 2 + bytes / (64 * 1024));
+  EXPECT_GT(std::stoull(match[4]), 0u);
+}
+
+// Scripts read the lines as tensors complete: they must not wait in stdout's buffer, which is a
+// block buffer when stdout is a pipe or a file.
+TEST(CliStreamJson, EachLineIsWrittenAsItsTensorCompletes) {
+  TempDir dir;
+  generate_synthetic_model(dir.path(), {.preset = "tiny"});
+  std::ifstream in(dir.path() / "model.safetensors", std::ios::binary);
+  const std::string object{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  // The header, then one 64 KiB read at a time: the first read yields tensors, the second hangs.
+  testing::FaultServer server("/model.safetensors", object, {.stall_from_request = 3});
+  const auto log = dir.path() / "stdout.txt";
+  testing::ChildProcess stream(
+      {TENSORSTREAM_CLI_PATH, "stream", server.base_url() + "/model.safetensors", "--json",
+       "--chunk-size", "64KiB", "--concurrency", "1", "--timeout", "120"},
+      log);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  std::string text;
+  while (text.find('\n') == std::string::npos && std::chrono::steady_clock::now() < deadline &&
+         !stream.exited()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    text = testing::read_text_file(log);
+  }
+  EXPECT_FALSE(stream.exited()) << "the stream should hang on its stalled read: " << text;
+  ASSERT_NE(text.find('\n'), std::string::npos) << "no line while the stream was running";
+  EXPECT_TRUE(text.starts_with("{\"name\":\"")) << text;
 }
 
 TEST_F(Cli, StreamWithoutJsonPrintsOneSummaryLine) {

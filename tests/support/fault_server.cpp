@@ -116,7 +116,10 @@ asio::awaitable<void> FaultServer::serve(tcp::socket socket) {
     } else if (chunk) {
       body = "0\r\n\r\n";
     }
-    const bool stall = behaviour_.stall && text_body.empty();
+    const bool stall =
+        (behaviour_.stall || (behaviour_.stall_from_request >= 0 &&
+                              index >= behaviour_.stall_from_request)) &&
+        text_body.empty();
     const bool head_body = behaviour_.body_on_head_error && !text_body.empty();
     if ((request.method() == http::verb::head && !head_body) || stall) body = {};
     if (truncate || reset) body = body.substr(0, std::min(body.size(), behaviour_.truncate_after));

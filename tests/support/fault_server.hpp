@@ -42,6 +42,8 @@ class FaultServer {
     int reset_first = 0;                ///< Like truncate_first, but end with a TCP reset.
     std::size_t truncate_after = 0;     ///< Body bytes sent before a truncation or reset.
     bool stall = false;                 ///< Send the response header, then nothing at all.
+    int stall_from_request = -1;        ///< Stall every request from this one on (counting
+                                        ///< from 0); -1: none.
     bool wrong_content_range = false;   ///< Announce a Content-Range one byte off.
     bool close_after_response = false;  ///< Close every connection after its response without
                                         ///< announcing it, like a short keep-alive timeout.
