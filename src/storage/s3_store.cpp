@@ -1,5 +1,7 @@
 #include "tensorstream/storage/s3_store.hpp"
 
+#include <exception>
+
 #include <algorithm>
 #include <optional>
 #include <tuple>
@@ -69,10 +71,25 @@ std::string S3Store::target(const std::string& key) const {
 boost::asio::awaitable<std::uint64_t> S3Store::size(std::string key) {
   const std::string object = url(key);
   check_bucket_key(object, key, "S3");
-  ObjectVersion version;
-  const std::uint64_t size = co_await client_->content_length(target(key), object, version);
-  pin_version(*pins_, key, object, version);
-  co_return size;
+  std::exception_ptr refused;
+  try {
+    ObjectVersion version;
+    const std::uint64_t size = co_await client_->content_length(target(key), object, version);
+    pin_version(*pins_, key, object, version);
+    co_return size;
+  } catch (const StorageError& error) {
+    if (error.transient() || !error.cause().starts_with("HTTP 4")) throw;
+    refused = std::current_exception();
+  }
+  // A refused HEAD says no more than "HTTP 404" or "HTTP 403": S3 sends its error document only
+  // with a body. The same request as a GET of one byte is refused with S3's code, message and
+  // request id (NoSuchKey or NoSuchBucket, AccessDenied, SignatureDoesNotMatch, ...), which is
+  // what the caller needs to act on. Should it succeed after all, the HEAD's refusal stands.
+  std::byte first_byte[1];
+  ObjectVersion any_version;
+  co_await client_->read_range(target(key), object, 0, std::span<std::byte>(first_byte),
+                               any_version);
+  std::rethrow_exception(refused);
 }
 
 boost::asio::awaitable<std::vector<ObjectInfo>> S3Store::list(std::string prefix,

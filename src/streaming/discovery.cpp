@@ -101,8 +101,9 @@ asio::awaitable<SourceFile> read_header(ObjectStore& store, HeaderSource source)
   co_return co_await read_safetensors_header(store, std::move(source.key), size);
 }
 
-asio::awaitable<std::string> read_index(ObjectStore& store, const std::string& key) {
-  const std::uint64_t size = co_await store.size(key);
+asio::awaitable<std::string> read_index(ObjectStore& store, const std::string& key,
+                                        std::optional<std::uint64_t> listed_size = std::nullopt) {
+  const std::uint64_t size = listed_size ? *listed_size : co_await store.size(key);
   if (size > max_index_size) {
     throw FormatError(store.url(key) + ": " + format_byte_size(size) +
                       " is too large for a safetensors index (at most " +
@@ -267,7 +268,18 @@ asio::awaitable<std::vector<SourceFile>> prefix_files(ObjectStore& store, const 
                                                       std::size_t max_concurrency,
                                                       const std::optional<PrefixLayout>& layout) {
   const std::string index_key = url.path + std::string(weight_index_name);
-  const auto text = co_await read_index_if_present(store, index_key);
+  std::optional<std::string> text;
+  if (layout) {
+    // The listing says whether there is an index, and its size: no request to find out.
+    const auto listed = std::find_if(layout->safetensors.begin(), layout->safetensors.end(),
+                                     [&](const ObjectInfo& info) { return info.key == index_key; });
+    if (listed != layout->safetensors.end()) {
+      const std::optional<std::uint64_t> size = listed->size;
+      text = co_await read_index(store, index_key, size);
+    }
+  } else {
+    text = co_await read_index_if_present(store, index_key);
+  }
   std::optional<WeightIndex> index;
   if (text) {
     try {

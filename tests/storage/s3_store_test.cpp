@@ -152,9 +152,22 @@ TEST_F(S3StoreTest, MissingKeyIsNotFoundWithNoSuchKey) {
   auto s3 = store();
   EXPECT_EQ(error_of<NotFoundError>([&] { read(s3, "/absent.bin", 0, 4); }),
             "s3://models/absent.bin: NoSuchKey: The specified key does not exist. (HTTP 404)");
+  // HEAD gets no error document; the store asks again with a GET to give S3's code.
   EXPECT_EQ(error_of<NotFoundError>([&] { run(s3.size("/absent.bin")); }),
-            "s3://models/absent.bin: HTTP 404 Not Found");
+            "s3://models/absent.bin: NoSuchKey: The specified key does not exist. (HTTP 404)");
   EXPECT_EQ(s3.stats().retries, 0u);
+}
+
+TEST_F(S3StoreTest, ASizeRefusedForCredentialsSaysWhy) {
+  set("AWS_SECRET_ACCESS_KEY", "not-the-secret");
+  put("x.bin", "x");
+  auto s3 = store();
+  EXPECT_EQ(error_of<StorageError>([&] { run(s3.size("/x.bin")); }),
+            "s3://models/x.bin: SignatureDoesNotMatch: The request signature we calculated does "
+            "not match the signature you provided. Check your key and signing method. (HTTP 403)");
+  EXPECT_EQ(s3.stats().retries, 0u);
+  EXPECT_EQ(s3.stats().requests, 2u) << "the HEAD, then one GET for the reason";
+  expected_rejections_ = 2;
 }
 
 TEST_F(S3StoreTest, MissingBucketIsNotFoundWithNoSuchBucket) {
@@ -162,6 +175,9 @@ TEST_F(S3StoreTest, MissingBucketIsNotFoundWithNoSuchBucket) {
   S3Store s3(io_.get_executor(), Url::parse("s3://no-such-bucket/"), http, {});
   EXPECT_EQ(error_of<NotFoundError>([&] { run(s3.list("/", ListDepth::one_level)); }),
             "s3://no-such-bucket/: NoSuchBucket: The specified bucket does not exist (HTTP 404)");
+  EXPECT_EQ(error_of<NotFoundError>([&] { run(s3.size("/x.bin")); }),
+            "s3://no-such-bucket/x.bin: NoSuchBucket: The specified bucket does not exist "
+            "(HTTP 404)");
 }
 
 TEST_F(S3StoreTest, ARangePastTheEndNamesTheObjectsSize) {

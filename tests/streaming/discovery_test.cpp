@@ -8,6 +8,7 @@
 
 #include "streaming/checkpoint_files.hpp"
 #include "streaming/discovery.hpp"
+#include "streaming/forwarding_store.hpp"
 #include "streaming/recording_store.hpp"
 #include "support/model_loader_environment.hpp"
 #include "support/run_task.hpp"
@@ -167,11 +168,37 @@ TEST_F(Discovery, AnIndexGivingATensorTwoFilesIsAnError) {
                 "\"b.safetensors\"");
 }
 
+// A store on which the index exists but cannot be read.
+class UnreadableIndexStore final : public testing::ForwardingStore {
+ public:
+  using ForwardingStore::ForwardingStore;
+  boost::asio::awaitable<void> read_range(std::string key, std::uint64_t offset,
+                                          std::span<std::byte> destination) override {
+    if (key.ends_with("model.safetensors.index.json")) {
+      throw StorageError(url(key), "Permission denied");
+    }
+    co_await ForwardingStore::read_range(std::move(key), offset, destination);
+  }
+};
+
 TEST_F(Discovery, AnIndexThatCannotBeReadIsNotSwallowed) {
   write_checkpoint(path("a.safetensors"), {{"x", 4}});
+  write_index(R"({"weight_map":{"x":"a.safetensors"}})");
+  boost::asio::io_context io;
+  UnreadableIndexStore store(io.get_executor());
+  try {
+    testing::run_task(io, detail::discover(store, detail::resolve_url(prefix()), {}));
+    FAIL() << "expected StorageError";
+  } catch (const StorageError& error) {
+    EXPECT_EQ(std::string(error.what()), path("model.safetensors.index.json") + ": Permission denied");
+  }
+}
+
+TEST_F(Discovery, ADirectoryNamedLikeTheIndexIsNoIndex) {
+  write_checkpoint(path("a.safetensors"), {{"x", 4}});
   std::filesystem::create_directory(path("model.safetensors.index.json"));
-  const auto message = stream_error<StorageError>(prefix());
-  EXPECT_EQ(message, path("model.safetensors.index.json") + ": Is a directory");
+  RawStreamer streamer(prefix());
+  EXPECT_EQ(names_of(stream_by_name(streamer)), (Names{"x"}));
 }
 
 TEST_F(Discovery, AUrlNamingTheIndexStreamsWhatItLists) {
@@ -224,9 +251,11 @@ TEST_F(Discovery, ListedFilesAreNotAskedForTheSizesTheListingGave) {
       io, detail::discover(store, detail::resolve_url(prefix()), StreamerOptions{}));
   ASSERT_EQ(files.size(), 3u);
   for (const auto& file : files) EXPECT_EQ(file.size, std::filesystem::file_size(file.key));
-  EXPECT_EQ(store.sized(), (Names{path("model.safetensors.index.json")}));
+  // Nor is the index, whose absence the listing shows too.
+  EXPECT_EQ(store.sized(), Names{});
 }
 
+// The index's own size comes from the listing.
 TEST_F(Discovery, FilesNamedByTheIndexAreAskedForTheirSizes) {
   generate_synthetic_model(dir_.path(), {.preset = "tiny", .shards = 2, .index = true});
   boost::asio::io_context io;
@@ -236,8 +265,7 @@ TEST_F(Discovery, FilesNamedByTheIndexAreAskedForTheirSizes) {
   auto sized = store.sized();
   std::sort(sized.begin(), sized.end());
   EXPECT_EQ(sized, (Names{path("model-00001-of-00002.safetensors"),
-                          path("model-00002-of-00002.safetensors"),
-                          path("model.safetensors.index.json")}));
+                          path("model-00002-of-00002.safetensors")}));
 }
 
 TEST_F(Discovery, HeaderReadsStayWithinMaxConcurrency) {

@@ -112,7 +112,8 @@ TEST_F(S3Streaming, AMissingObjectFailsFastNamingIt) {
     streamer.next_blocking();
     FAIL() << "expected NotFoundError";
   } catch (const NotFoundError& error) {
-    EXPECT_STREQ(error.what(), "s3://models/absent/model.safetensors: HTTP 404 Not Found");
+    EXPECT_STREQ(error.what(), "s3://models/absent/model.safetensors: NoSuchKey: The specified "
+                               "key does not exist. (HTTP 404)");
   }
 }
 
