@@ -13,6 +13,7 @@
 #include "cli/commands.hpp"
 #include "cli/number_checks.hpp"
 #include "cli/store_flags.hpp"
+#include "cli/tensor_filter_flags.hpp"
 #include "tensorstream/bench/sweep.hpp"
 #include "tensorstream/bench/sweep_report.hpp"
 #include "tensorstream/error.hpp"
@@ -36,6 +37,7 @@ struct BenchArguments {
   int rank = 0;
   std::optional<int> tensor_parallel_size;
   std::optional<std::uint64_t> seed;
+  TensorFilterFlags filter;
   StoreFlags store;
 };
 
@@ -123,12 +125,14 @@ void run_bench(const BenchArguments& arguments) {
   options.stream.rank = arguments.rank;
   options.stream.tensor_parallel_size = arguments.tensor_parallel_size;
   options.stream.store = apply_store_flags(arguments.store);
+  options.stream.select = tensor_selection(arguments.filter);
   options.on_run = report_step;
 
   const std::string url =
       arguments.url ? *arguments.url
                     : ModelLoaderConfig::from_environment().required_remote_model_path();
   const bench::SweepResult result = bench::sweep(url, grid, options);
+  require_selected(arguments.filter, result.tensors, url);
   if (!arguments.csv.empty()) write_file(arguments.csv, bench::sweep_csv(result));
   if (!arguments.svg.empty()) write_file(arguments.svg, bench::sweep_svg(result));
   const std::string report = arguments.json ? bench::sweep_json(result) : bench::sweep_table(result);
@@ -172,6 +176,7 @@ void register_bench_command(CLI::App& app) {
                       "Tensor-parallel size, as for `stream`");
   command->add_option("--rank", arguments->rank, "Tensor-parallel rank")->capture_default_str();
   command->add_option("--seed", arguments->seed, "Seed of the shuffled order (default: random)");
+  add_tensor_filter_flags(*command, arguments->filter);
   add_store_flags(*command, arguments->store);
   command->callback([arguments] { run_bench(*arguments); });
 }

@@ -7,6 +7,7 @@
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/store_flags.hpp"
+#include "cli/tensor_filter_flags.hpp"
 #include "tensorstream/streaming/inspect.hpp"
 
 namespace tensorstream::cli {
@@ -17,6 +18,7 @@ struct InspectArguments {
   bool json = false;
   int rank = 0;
   std::optional<int> tensor_parallel_size;
+  TensorFilterFlags filter;
   StoreFlags store;
 };
 
@@ -114,13 +116,16 @@ void register_inspect_command(CLI::App& app) {
   command->add_option("--tp", arguments->tensor_parallel_size,
                       "Tensor-parallel size: selects TP{N}/shard{RANK}/ under a TRAW model "
                       "prefix; above 1, the rank files model-rank-{RANK}-part-*.safetensors");
+  add_tensor_filter_flags(*command, arguments->filter);
   add_store_flags(*command, arguments->store);
   command->callback([arguments] {
     StreamerOptions options;
     options.store = apply_store_flags(arguments->store);
     options.rank = arguments->rank;
     options.tensor_parallel_size = arguments->tensor_parallel_size;
+    options.select = tensor_selection(arguments->filter);
     const auto files = inspect(arguments->url, options);
+    require_selected(arguments->filter, files.size(), arguments->url);
     if (arguments->json) {
       std::puts(files_json(files).c_str());
     } else {

@@ -13,6 +13,7 @@
 #include "cli/progress_bar.hpp"
 #include "cli/sha256.hpp"
 #include "cli/store_flags.hpp"
+#include "cli/tensor_filter_flags.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/model_loader_config.hpp"
 #include "tensorstream/streaming/raw_streamer.hpp"
@@ -31,6 +32,7 @@ struct StreamArguments {
   std::optional<int> tensor_parallel_size;
   bool json = false;
   std::string checksum;
+  TensorFilterFlags filter;
   StoreFlags store;
 };
 
@@ -97,6 +99,7 @@ void run_stream(const StreamArguments& arguments) {
   options.rank = arguments.rank;
   options.tensor_parallel_size = arguments.tensor_parallel_size;
   options.store = apply_store_flags(arguments.store);
+  options.select = tensor_selection(arguments.filter);
 
   const ModelLoaderConfig config = ModelLoaderConfig::from_environment();
   const std::string url = arguments.url ? *arguments.url : config.required_remote_model_path();
@@ -120,6 +123,7 @@ void run_stream(const StreamArguments& arguments) {
   }
   progress.reset();
   const StreamStats stats = streamer.stats();
+  require_selected(arguments.filter, stats.tensors, url);
   if (arguments.json) {
     std::puts(summary_line(stats, options).c_str());
   } else {
@@ -161,6 +165,7 @@ void register_stream_command(CLI::App& app) {
                       "Tensor-parallel size: selects TP{N}/shard{RANK}/ under a TRAW model "
                       "prefix; above 1, the rank files model-rank-{RANK}-part-*.safetensors");
   command->add_flag("--json", arguments->json, "One JSON object per tensor, then a summary");
+  add_tensor_filter_flags(*command, arguments->filter);
   add_store_flags(*command, arguments->store);
   command->add_option("--checksum", arguments->checksum, "Hash each tensor's bytes: sha256");
   command->callback([arguments] { run_stream(*arguments); });

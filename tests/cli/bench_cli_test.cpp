@@ -95,7 +95,8 @@ TEST_F(BenchCli, TheTableCsvAndSvgOfOneSweepAgree) {
 
   // The CSV's runs, per cell, each reading the whole model.
   std::uint64_t model_bytes = 0;
-  for (const auto& tensor : inspect(url_).at(0).header.tensors) model_bytes += tensor.byte_size();
+  const auto headers = inspect(url_);
+  for (const auto& tensor : headers.at(0).header.tensors) model_bytes += tensor.byte_size();
   const auto rows = lines_of(read_file(csv));
   ASSERT_EQ(rows.size(), 1u + 18);
   std::map<std::string, std::vector<double>> rates;
@@ -196,7 +197,7 @@ TEST_F(BenchCli, JsonAgreesWithStreamOnTheSameSettings) {
   }
 }
 
-TEST_F(BenchCli, MaxBytesStreamsTheFirstTensorsOnly) {
+TEST_F(BenchCli, MaxBytesAndIncludeStreamTheChosenTensorsOnly) {
   const auto headers = inspect(url_);
   const auto& tensors = headers.at(0).header.tensors;
   const std::uint64_t two = tensors[0].byte_size() + tensors[1].byte_size();
@@ -210,6 +211,15 @@ TEST_F(BenchCli, MaxBytesStreamsTheFirstTensorsOnly) {
   EXPECT_EQ(std::uint64_t(json["tensors"]), 2u);
   EXPECT_EQ(std::uint64_t(json["bytes"]), two);
   EXPECT_EQ(std::uint64_t(json["model_tensors"]), tensors.size());
+
+  const auto chosen = run_cli({"bench", url_, "--chunk-size", "1MiB", "--concurrency", "4",
+                               "--repeat", "1", "--include", "lm_head.weight", "--json"});
+  ASSERT_EQ(chosen.exit_code, 0) << chosen.err;
+  simdjson::dom::parser chosen_parser;
+  const simdjson::padded_string chosen_text(chosen.out);
+  const simdjson::dom::element chosen_json = chosen_parser.parse(chosen_text);
+  EXPECT_EQ(std::uint64_t(chosen_json["tensors"]), 1u);
+  EXPECT_EQ(std::uint64_t(chosen_json["model_tensors"]), 1u);
 }
 
 TEST_F(BenchCli, BadInputIsOneLineErrorBeforeTheSweepStarts) {

@@ -136,6 +136,48 @@ TEST_F(Cli, InspectTablePrintsTotals) {
       << result.out;
 }
 
+TEST_F(Cli, IncludeAndExcludeChooseTheTensorsOfStreamAndInspect) {
+  std::set<std::string> expected;
+  for (const auto& [name, spec] : tiny_tensors()) {
+    if (name.starts_with("model.layers.0.") && name.find("norm") == std::string::npos) {
+      expected.insert(name);
+    }
+  }
+  ASSERT_GE(expected.size(), 2u);
+  // The pattern before the positional URL: each --include takes one value.
+  const auto streamed = run_cli({"stream", "--include", "model.layers.0.*", model_.path().string(),
+                                 "--exclude", "*norm*", "--json"});
+  ASSERT_EQ(streamed.exit_code, 0) << streamed.err;
+  std::set<std::string> names;
+  const std::regex name(R"re(^\{"name":"([^"]+)")re");
+  for (const auto& line : lines_of(streamed.out)) {
+    std::smatch match;
+    if (std::regex_search(line, match, name)) names.insert(match[1]);
+  }
+  EXPECT_EQ(names, expected);
+  EXPECT_NE(lines_of(streamed.out).back().find("\"tensors\":" + std::to_string(expected.size())),
+            std::string::npos);
+
+  const auto inspected = run_cli({"inspect", model_.path().string(), "--include", "lm_head.weight",
+                                  "--include", "model.norm.weight"});
+  ASSERT_EQ(inspected.exit_code, 0) << inspected.err;
+  EXPECT_NE(inspected.out.find("total: 2 tensors"), std::string::npos) << inspected.out;
+}
+
+TEST_F(Cli, APatternThatMatchesNothingIsAnError) {
+  const auto result = run_cli({"stream", model_.path().string(), "--include", "model.layer.*"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.err, "tensorstream: error: " + model_.path().string() +
+                            ": no tensor matches --include 'model.layer.*'\n");
+  const auto inspected = run_cli({"inspect", model_.path().string(), "--exclude", "*"});
+  EXPECT_EQ(inspected.exit_code, 1);
+  EXPECT_EQ(inspected.err, "tensorstream: error: " + model_.path().string() +
+                               ": no tensor matches --exclude '*'\n");
+  const auto empty = run_cli({"stream", model_.path().string(), "--include", ""});
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_EQ(empty.err, "tensorstream: error: an empty pattern matches no tensor name\n");
+}
+
 TEST(CliErrors, MissingFileExitsNonZeroWithOneLineNamingIt) {
   TempDir dir;
   const auto path = (dir.path() / "nope.safetensors").string();

@@ -1,0 +1,35 @@
+#include "cli/tensor_filter_flags.hpp"
+
+#include "tensorstream/error.hpp"
+#include "tensorstream/streaming/tensor_selection.hpp"
+
+namespace tensorstream::cli {
+
+void add_tensor_filter_flags(CLI::App& command, TensorFilterFlags& flags) {
+  command.add_option("--include", flags.include,
+                     "Only tensors whose names match this glob, e.g. 'model.layers.*' "
+                     "(repeatable: any of them)")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  command.add_option("--exclude", flags.exclude,
+                     "Leave out tensors whose names match this glob (repeatable)")
+      ->expected(1)
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+}
+
+TensorSelection tensor_selection(const TensorFilterFlags& flags) {
+  return select_by_name(flags.include, flags.exclude);
+}
+
+void require_selected(const TensorFilterFlags& flags, std::uint64_t tensors,
+                      const std::string& url) {
+  if (!flags.any() || tensors > 0) return;
+  std::string patterns;
+  for (const auto& pattern : flags.include) patterns += " --include '" + pattern + "'";
+  for (const auto& pattern : flags.exclude) patterns += " --exclude '" + pattern + "'";
+  throw StorageError(url, "no tensor matches" + patterns);
+}
+
+}  // namespace tensorstream::cli
