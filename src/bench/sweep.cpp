@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "streaming/discovery.hpp"
+#include "streaming/options_check.hpp"
 #include "streaming/run_concurrently.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/model_loader_config.hpp"
@@ -287,18 +288,7 @@ void validate(const SweepGrid& grid, const SweepOptions& options) {
     throw InvalidArgument("max_bytes must be at least 1 byte");
   }
   // What every stream would refuse, refused once before the first run.
-  const StreamerOptions& stream = options.stream;
-  if (stream.io_threads == 0) throw InvalidArgument("io_threads must be at least 1");
-  if (stream.memory_limit == 0) throw InvalidArgument("memory_limit must be at least 1 byte");
-  const int tensor_parallel_size = stream.tensor_parallel_size.value_or(1);
-  if (tensor_parallel_size < 1) {
-    throw InvalidArgument("tensor_parallel_size must be at least 1, not " +
-                          std::to_string(tensor_parallel_size));
-  }
-  if (stream.rank < 0 || stream.rank >= tensor_parallel_size) {
-    throw InvalidArgument("rank " + std::to_string(stream.rank) + " is outside [0, " +
-                          std::to_string(tensor_parallel_size) + ")");
-  }
+  detail::check_streamer_options(options.stream);
 }
 
 std::string host_name() {

@@ -23,6 +23,7 @@
 
 #include "byte_size.hpp"
 #include "streaming/discovery.hpp"
+#include "streaming/options_check.hpp"
 #include "streaming/read_plan.hpp"
 #include "streaming/run_concurrently.hpp"
 #include "streaming/tensor_memory.hpp"
@@ -40,26 +41,10 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-void validate(const StreamerOptions& options) {
-  if (*options.chunk_size == 0) throw InvalidArgument("chunk_size must be at least 1 byte");
-  if (*options.max_concurrency == 0) throw InvalidArgument("max_concurrency must be at least 1");
-  if (options.io_threads == 0) throw InvalidArgument("io_threads must be at least 1");
-  if (options.memory_limit == 0) throw InvalidArgument("memory_limit must be at least 1 byte");
-  const int tensor_parallel_size = options.tensor_parallel_size.value_or(1);
-  if (tensor_parallel_size < 1) {
-    throw InvalidArgument("tensor_parallel_size must be at least 1, not " +
-                          std::to_string(tensor_parallel_size));
-  }
-  if (options.rank < 0 || options.rank >= tensor_parallel_size) {
-    throw InvalidArgument("rank " + std::to_string(options.rank) + " is outside [0, " +
-                          std::to_string(tensor_parallel_size) + ")");
-  }
-}
-
 // The options as given, the ones left unset from the environment, checked.
 StreamerOptions resolve(StreamerOptions options) {
   options = ModelLoaderConfig::from_environment().streamer_options(std::move(options));
-  validate(options);
+  detail::check_streamer_options(options);
   return options;
 }
 

@@ -1,0 +1,25 @@
+#include "streaming/options_check.hpp"
+
+#include <string>
+
+#include "tensorstream/error.hpp"
+
+namespace tensorstream::detail {
+
+void check_streamer_options(const StreamerOptions& options) {
+  if (options.chunk_size == 0u) throw InvalidArgument("chunk_size must be at least 1 byte");
+  if (options.max_concurrency == 0u) throw InvalidArgument("max_concurrency must be at least 1");
+  if (options.io_threads == 0) throw InvalidArgument("io_threads must be at least 1");
+  if (options.memory_limit == 0) throw InvalidArgument("memory_limit must be at least 1 byte");
+  const int tensor_parallel_size = options.tensor_parallel_size.value_or(1);
+  if (tensor_parallel_size < 1) {
+    throw InvalidArgument("tensor_parallel_size must be at least 1, not " +
+                          std::to_string(tensor_parallel_size));
+  }
+  if (options.rank < 0 || options.rank >= tensor_parallel_size) {
+    throw InvalidArgument("rank " + std::to_string(options.rank) + " is outside [0, " +
+                          std::to_string(tensor_parallel_size) + ")");
+  }
+}
+
+}  // namespace tensorstream::detail
