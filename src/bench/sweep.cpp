@@ -1,7 +1,6 @@
 #include "tensorstream/bench/sweep.hpp"
 
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +19,7 @@
 #include <thread>
 #include <utility>
 
+#include "process_cpu.hpp"
 #include "streaming/discovery.hpp"
 #include "streaming/options_check.hpp"
 #include "streaming/run_concurrently.hpp"
@@ -36,13 +36,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-double process_cpu_seconds() {
-  rusage usage{};
-  ::getrusage(RUSAGE_SELF, &usage);
-  const auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
-  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
 double median(std::vector<double> values) {

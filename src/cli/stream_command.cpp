@@ -1,4 +1,3 @@
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -7,6 +6,7 @@
 #include <string>
 
 #include "byte_size.hpp"
+#include "process_cpu.hpp"
 #include "cli/number_checks.hpp"
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
@@ -52,13 +52,6 @@ std::string tensor_line(const StreamedTensor& tensor, const std::string& digest)
   }
   line += '}';
   return line;
-}
-
-double process_cpu_seconds() {
-  rusage usage{};
-  ::getrusage(RUSAGE_SELF, &usage);
-  const auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
-  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
 // Everything the human line says, and the settings the stream ran with.
