@@ -72,22 +72,6 @@ double cpu_per_gigabyte(const std::vector<SweepRun>& runs) {
   return gigabytes > 0 ? cpu / gigabytes : 0;
 }
 
-// Runs `task` on a context of its own and waits for it, as inspect() does: the run ends with the
-// task, as the store may keep work of its own pending.
-template <typename T>
-T run_blocking(asio::io_context& io, asio::awaitable<T> task) {
-  std::optional<T> value;
-  std::exception_ptr error;
-  asio::co_spawn(io, std::move(task), [&](std::exception_ptr failure, T result) {
-    error = failure;
-    if (!failure) value = std::move(result);
-    io.stop();
-  });
-  io.run();
-  if (error) std::rethrow_exception(error);
-  return std::move(*value);
-}
-
 // A byte range of an object, read as a ceiling read.
 struct Range {
   std::string key;
@@ -129,12 +113,10 @@ struct Selection {
 
 Selection discover_selection(const std::string& url_text, const StreamerOptions& options,
                              std::optional<std::uint64_t> max_bytes) {
-  const Url url = detail::resolve_url(url_text);
-  asio::io_context io;
-  auto store = open_store(url, io.get_executor(), options.store);
+  detail::Discovery discovery = detail::discover_blocking(detail::resolve_url(url_text), options);
   Selection selection;
-  selection.files = run_blocking(io, detail::discover(*store, url, options));
-  selection.io_mode = store->stats().io_mode;
+  selection.files = std::move(discovery.files);
+  selection.io_mode = std::move(discovery.io_mode);
   std::uint64_t taken = 0;
   bool any_taken = false;
   bool full = false;

@@ -1,6 +1,9 @@
 #include "streaming/discovery.hpp"
 
 #include <algorithm>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <exception>
 #include <filesystem>
 #include <optional>
 #include <span>
@@ -14,6 +17,7 @@
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
 #include "tensorstream/model/model_loader_config.hpp"
+#include "tensorstream/storage/open_store.hpp"
 #include "tensorstream/traw/format.hpp"
 
 namespace tensorstream::detail {
@@ -362,6 +366,24 @@ asio::awaitable<std::vector<SourceFile>> discover(ObjectStore& store, const Url&
     std::erase_if(files, [](const SourceFile& file) { return file.header.tensors.empty(); });
   }
   co_return files;
+}
+
+Discovery discover_blocking(const Url& url, const StreamerOptions& options) {
+  asio::io_context io;
+  auto store = open_store(url, io.get_executor(), options.store);
+  Discovery discovery;
+  std::exception_ptr error;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> { discovery.files = co_await discover(*store, url, options); },
+      [&](std::exception_ptr failure) {
+        error = failure;
+        io.stop();
+      });
+  io.run();
+  if (error) std::rethrow_exception(error);
+  discovery.io_mode = store->stats().io_mode;
+  return discovery;
 }
 
 asio::awaitable<std::vector<SourceFile>> read_headers(ObjectStore& store,

@@ -55,6 +55,17 @@ Url resolve_url(const std::string& remote_path);
 boost::asio::awaitable<std::vector<SourceFile>> discover(ObjectStore& store, const Url& url,
                                                          const StreamerOptions& options);
 
+/// What discover_blocking() found, and how the store it used reads ("http", "io_uring", ...).
+struct Discovery {
+  std::vector<SourceFile> files;
+  std::string io_mode;
+};
+
+/// discover() through a store of its own on a context of its own, blocking the calling thread
+/// until the headers are in (the store may keep work of its own pending, so the run ends with
+/// discovery rather than when the context runs out of work). `options` are used as given.
+Discovery discover_blocking(const Url& url, const StreamerOptions& options);
+
 /// An object whose header to read, with its size when a listing already gave it.
 struct HeaderSource {
   std::string key;
