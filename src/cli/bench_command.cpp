@@ -3,9 +3,9 @@
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -14,6 +14,7 @@
 #include "cli/number_checks.hpp"
 #include "cli/store_flags.hpp"
 #include "cli/tensor_filter_flags.hpp"
+#include "storage/output_file.hpp"
 #include "tensorstream/bench/sweep.hpp"
 #include "tensorstream/bench/sweep_report.hpp"
 #include "tensorstream/error.hpp"
@@ -73,15 +74,9 @@ void check_writable(const std::string& path, const char* option) {
 
 // Written whole under a temporary name, then renamed: a reader never sees half of it.
 void write_file(const std::string& path, const std::string& text) {
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out.flush()) throw StorageError(path, "cannot write the file");
-  }
-  std::error_code ec;
-  std::filesystem::rename(temporary, path, ec);
-  if (ec) throw StorageError(path, "cannot write the file: " + ec.message());
+  tensorstream::detail::OutputFile file(path);
+  file.write_at(0, std::as_bytes(std::span(text)));
+  file.commit();
 }
 
 void report_step(const bench::SweepStep& step) {
