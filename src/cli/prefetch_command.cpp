@@ -35,7 +35,7 @@ void run_prefetch(const PrefetchArguments& arguments) {
   if (!arguments.url || !arguments.directory) config = ModelLoaderConfig::from_environment();
   const std::string url = arguments.url ? *arguments.url : config->required_remote_model_path();
   const std::string directory =
-      arguments.directory ? *arguments.directory : config->local_model_path;
+      arguments.directory ? *arguments.directory : config->required_local_model_path();
 
   const PrefetchResult result = prefetch_blocking(url, directory, options);
   std::printf("prefetched %zu files (%s) from %s to %s\n", result.files.size(),
@@ -55,8 +55,8 @@ void register_prefetch_command(CLI::App& app) {
                       "default: the configured remote model path");
   command->add_option("dir", arguments->directory,
                       "Directory to copy into (created if missing), or a file://, s3:// or "
-                      "gs:// URL to upload to; default: the configured local model path, "
-                      "/srv/model unless set");
+                      "gs:// URL to upload to; default: the configured local model path "
+                      "(TENSORSTREAM_LOCAL_MODEL_PATH)");
   command->add_flag("--include-safetensors", arguments->include_safetensors,
                     "Copy *.safetensors files too");
   command->add_option("--concurrency", arguments->concurrency, "Files copied at once")

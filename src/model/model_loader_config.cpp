@@ -59,7 +59,10 @@ bool is_true(std::string_view text) {
 ModelLoaderConfig ModelLoaderConfig::from_environment() {
   ModelLoaderConfig config;
   if (auto variable = lookup("REMOTE_MODEL_PATH")) config.remote_model_path = variable->value;
-  if (auto variable = lookup("LOCAL_MODEL_PATH")) config.local_model_path = variable->value;
+  if (auto variable = lookup("LOCAL_MODEL_PATH")) {
+    config.local_model_path = variable->value;
+    config.local_model_path_set = true;
+  }
   if (auto variable = lookup("CHUNK_SIZE")) {
     config.chunk_size = positive_number<std::uint64_t>(*variable);
   }
@@ -79,6 +82,15 @@ const std::string& ModelLoaderConfig::required_remote_model_path() const {
         "FLYTE_MODEL_LOADER_REMOTE_MODEL_PATH is set");
   }
   return *remote_model_path;
+}
+
+const std::string& ModelLoaderConfig::required_local_model_path() const {
+  if (!local_model_path_set) {
+    throw InvalidArgument(
+        "no local directory was given, and neither TENSORSTREAM_LOCAL_MODEL_PATH nor "
+        "FLYTE_MODEL_LOADER_LOCAL_MODEL_PATH is set");
+  }
+  return local_model_path;
 }
 
 StreamerOptions ModelLoaderConfig::streamer_options(StreamerOptions explicit_options) const {

@@ -73,6 +73,16 @@ TEST_F(ModelLoaderCli, PrefetchTakesBothPathsFromTheEnvironment) {
   for (const auto& file : artifacts) EXPECT_TRUE(fs::exists(target() / file)) << file;
 }
 
+TEST_F(ModelLoaderCli, PrefetchWithoutDirectoryOrVariableWritesNothing) {
+  const auto result = run_cli({"prefetch", model()});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.err,
+            "tensorstream: error: no local directory was given, and neither "
+            "TENSORSTREAM_LOCAL_MODEL_PATH nor FLYTE_MODEL_LOADER_LOCAL_MODEL_PATH is set\n");
+  EXPECT_EQ(result.out, "");
+  EXPECT_FALSE(fs::exists("/srv/model"));
+}
+
 TEST_F(ModelLoaderCli, PrefetchOfHttpIsAUsageError) {
   const auto result = run_cli({"prefetch", "http://127.0.0.1:9/m/", target().string()});
   EXPECT_EQ(result.exit_code, 2);

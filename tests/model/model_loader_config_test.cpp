@@ -28,6 +28,8 @@ TEST_F(ModelLoaderConfigTest, DefaultsMatchThePythonOriginal) {
   const auto config = ModelLoaderConfig::from_environment();
   EXPECT_FALSE(config.remote_model_path);
   EXPECT_EQ(config.local_model_path, "/srv/model");
+  EXPECT_FALSE(config.local_model_path_set);
+  EXPECT_THROW(config.required_local_model_path(), InvalidArgument);
   EXPECT_EQ(config.chunk_size, 16777216u);
   EXPECT_EQ(config.max_concurrency, 32u);
   EXPECT_FALSE(config.stream_safetensors);
@@ -42,6 +44,7 @@ TEST_F(ModelLoaderConfigTest, FlyteVariablesAreRead) {
   const auto config = ModelLoaderConfig::from_environment();
   EXPECT_EQ(config.remote_model_path, "s3://models/llama");
   EXPECT_EQ(config.local_model_path, "/data/llama");
+  EXPECT_EQ(config.required_local_model_path(), "/data/llama");
   EXPECT_EQ(config.chunk_size, 8388608u);
   EXPECT_EQ(config.max_concurrency, 64u);
   EXPECT_TRUE(config.stream_safetensors);

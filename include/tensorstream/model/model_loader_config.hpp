@@ -23,6 +23,9 @@ struct ModelLoaderConfig {
   /// LOCAL_MODEL_PATH: the directory that receives config.json, the tokenizer and other
   /// non-weight artifacts (see prefetch()).
   std::string local_model_path = "/srv/model";
+  /// Whether a variable set local_model_path, rather than the default: tools that write there
+  /// without being told a directory (`tensorstream prefetch`) refuse the default.
+  bool local_model_path_set = false;
   /// CHUNK_SIZE: bytes per range read, a positive decimal integer.
   std::uint64_t chunk_size = 16ull << 20;
   /// MAX_CONCURRENCY: range reads in flight, a positive decimal integer.
@@ -37,6 +40,9 @@ struct ModelLoaderConfig {
 
   /// remote_model_path; InvalidArgument naming both variables when it is unset.
   const std::string& required_remote_model_path() const;
+
+  /// local_model_path when a variable set it; InvalidArgument naming both variables otherwise.
+  const std::string& required_local_model_path() const;
 
   /// `explicit_options` with the settings it leaves unset (chunk_size, max_concurrency) taken
   /// from this configuration.
