@@ -15,19 +15,26 @@ namespace {
 LogLevel level_from_environment() {
   const char* value = std::getenv("TENSORSTREAM_LOG");
   if (value == nullptr) return LogLevel::warning;
-  const std::string_view text(value);
-  if (text == "debug") return LogLevel::debug;
-  if (text == "info") return LogLevel::info;
-  if (text == "warning") return LogLevel::warning;
-  if (text == "error") return LogLevel::error;
-  if (text == "off") return LogLevel::off;
-  // Once, at load time: a typo would otherwise silently hide the messages the user asked for.
-  std::cerr << "tensorstream warning: TENSORSTREAM_LOG=" + std::string(text) +
-                   " is not a log level (debug, info, warning, error or off); using warning\n";
+  if (auto level = parse_log_level(value)) return *level;
+  // Once: a typo would otherwise silently hide the messages the user asked for.
+  std::cerr << "tensorstream: warning: TENSORSTREAM_LOG=" + std::string(value) +
+                   " is not a log level (" + std::string(log_level_names) + "); using warning\n";
   return LogLevel::warning;
 }
 
-std::atomic<LogLevel> current_level{level_from_environment()};
+// Read from the environment on first use rather than at load time, so that a program that sets
+// the level itself (the CLI, from -v and its own check of the variable) is never overruled.
+constexpr int level_unset = -1;
+std::atomic<int> current_level{level_unset};
+
+LogLevel current() {
+  const int level = current_level.load(std::memory_order_relaxed);
+  if (level != level_unset) return static_cast<LogLevel>(level);
+  static const LogLevel from_environment = level_from_environment();
+  int expected = level_unset;
+  current_level.compare_exchange_strong(expected, static_cast<int>(from_environment));
+  return static_cast<LogLevel>(current_level.load());
+}
 
 // The sink is called without a lock held, so that it may log itself. A call holds its own
 // reference to the sink; set_log_sink() waits for the calls holding the old one.
@@ -58,6 +65,7 @@ struct SinkCall {
 
 constexpr std::string_view level_name(LogLevel level) {
   switch (level) {
+    case LogLevel::trace: return "trace";
     case LogLevel::debug: return "debug";
     case LogLevel::info: return "info";
     case LogLevel::warning: return "warning";
@@ -69,13 +77,20 @@ constexpr std::string_view level_name(LogLevel level) {
 
 }  // namespace
 
-void set_log_level(LogLevel level) { current_level.store(level); }
-
-LogLevel log_level() { return current_level.load(); }
-
-bool log_enabled(LogLevel level) {
-  return level != LogLevel::off && level >= current_level.load(std::memory_order_relaxed);
+std::optional<LogLevel> parse_log_level(std::string_view text) {
+  for (const LogLevel level : {LogLevel::trace, LogLevel::debug, LogLevel::info,
+                               LogLevel::warning, LogLevel::error}) {
+    if (text == level_name(level)) return level;
+  }
+  if (text == "off") return LogLevel::off;
+  return std::nullopt;
 }
+
+void set_log_level(LogLevel level) { current_level.store(static_cast<int>(level)); }
+
+LogLevel log_level() { return current(); }
+
+bool log_enabled(LogLevel level) { return level != LogLevel::off && level >= current(); }
 
 void set_log_sink(LogSink sink) {
   std::shared_ptr<const LogSink> installed;
@@ -97,7 +112,7 @@ void log(LogLevel level, std::string_view message) {
   }
   if (!sink) {
     // One write per message, so that lines of concurrent callers do not interleave.
-    std::cerr << "tensorstream " + std::string(level_name(level)) + ": " + std::string(message) +
+    std::cerr << "tensorstream: " + std::string(level_name(level)) + ": " + std::string(message) +
                      '\n';
     return;
   }

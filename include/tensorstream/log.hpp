@@ -4,19 +4,28 @@
 
 #include <concepts>
 #include <functional>
+#include <optional>
 #include <string_view>
 
 namespace tensorstream {
 
-/// Severity of a log message.
-enum class LogLevel { debug = 0, info = 1, warning = 2, error = 3, off = 4 };
+/// Severity of a log message. `trace` is one line per HTTP request; `debug` says what the
+/// library chose (credential source, endpoint, region, addressing) and each connection opened;
+/// `warning`, the default, includes every retry.
+enum class LogLevel { trace = 0, debug = 1, info = 2, warning = 3, error = 4, off = 5 };
+
+/// The names parse_log_level() accepts, for messages: "trace, debug, info, warning, error or off".
+inline constexpr std::string_view log_level_names = "trace, debug, info, warning, error or off";
+
+/// The level named `text` (one of log_level_names), or nullopt.
+std::optional<LogLevel> parse_log_level(std::string_view text);
 
 /// Receives every message at or above the current level.
 using LogSink = std::function<void(LogLevel, std::string_view)>;
 
-/// Messages below `level` are dropped. The initial level comes from `TENSORSTREAM_LOG`
-/// (debug, info, warning, error, off), warning when unset; any other value is reported once on
-/// stderr and ignored.
+/// Messages below `level` are dropped. Unless this is called first, the level comes from
+/// `TENSORSTREAM_LOG` (one of log_level_names), read on the first message or query; warning when
+/// unset, and any other value is reported once on stderr and ignored.
 void set_log_level(LogLevel level);
 
 /// The level below which messages are dropped.
@@ -26,7 +35,7 @@ LogLevel log_level();
 /// otherwise build a message only to have it dropped.
 bool log_enabled(LogLevel level);
 
-/// Replaces the sink (stderr by default); an empty function restores stderr. When it returns,
+/// Replaces the sink (stderr by default, one line per message: `tensorstream: warning: …`); an empty function restores stderr. When it returns,
 /// no call of the old sink is running, except one that called set_log_sink() itself.
 void set_log_sink(LogSink sink);
 

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -10,8 +11,28 @@
 #include "cli/commands.hpp"
 #include "cli/suggestion.hpp"
 #include "tensorstream/error.hpp"
+#include "tensorstream/log.hpp"
 
 using tensorstream::cli::suggestion;
+using tensorstream::LogLevel;
+
+namespace {
+
+// -v and -q beat TENSORSTREAM_LOG, which beats the default. A variable that names no level is a
+// usage error here, not the library's warning: the user asked for output they would not get.
+LogLevel chosen_log_level(int verbose, bool quiet) {
+  if (quiet) return LogLevel::error;
+  if (verbose >= 2) return LogLevel::trace;
+  if (verbose == 1) return LogLevel::debug;
+  const char* variable = std::getenv("TENSORSTREAM_LOG");
+  if (variable == nullptr || *variable == '\0') return LogLevel::warning;
+  if (auto level = tensorstream::parse_log_level(variable)) return *level;
+  throw tensorstream::InvalidArgument("TENSORSTREAM_LOG=" + std::string(variable) +
+                                      " is not a log level (" +
+                                      std::string(tensorstream::log_level_names) + ")");
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"Streams safetensors checkpoints from object storage (file://, http(s)://, s3://, "
@@ -19,6 +40,18 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "tensorstream " TENSORSTREAM_VERSION_TEXT,
                        "Print the version and exit");
+  // Global flags are accepted after the command too: `tensorstream stream URL -v`.
+  app.fallthrough();
+  int verbose = 0;
+  bool quiet = false;
+  app.add_flag("-v,--verbose", verbose,
+               "Say more on stderr: -v what was chosen (credentials, endpoint, connections), "
+               "-vv every HTTP request");
+  app.add_flag("-q,--quiet", quiet, "Say only errors on stderr: no warnings")
+      ->excludes("--verbose");
+  // Before any command's callback, so that the command logs at the level asked for.
+  app.parse_complete_callback(
+      [&] { tensorstream::set_log_level(chosen_log_level(verbose, quiet)); });
   tensorstream::cli::register_stream_command(app);
   tensorstream::cli::register_inspect_command(app);
   tensorstream::cli::register_ls_command(app);

@@ -12,6 +12,7 @@
 #include "storage/object_version.hpp"
 #include "storage/request_checks.hpp"
 #include "tensorstream/error.hpp"
+#include "tensorstream/log.hpp"
 #include "tensorstream/storage/gcs/default_token_provider.hpp"
 
 namespace tensorstream {
@@ -86,6 +87,7 @@ GcsStore::GcsStore(boost::asio::any_io_executor executor, const Url& bucket, Htt
   description_ = origin_ + path_prefix_ + " (" +
                  (tokens ? "credentials: " + tokens->name() : std::string("without credentials")) +
                  ")";
+  log(LogLevel::debug, [&] { return "gs://" + bucket_ + ": endpoint " + description_; });
   client_ = std::make_shared<HttpClient>(std::move(executor), endpoint.origin, std::move(http),
                                          std::make_shared<gcs::Adapter>(tokens));
 }

@@ -18,6 +18,7 @@
 #include "storage/s3/multipart_documents.hpp"
 #include "storage/s3/writer.hpp"
 #include "tensorstream/error.hpp"
+#include "tensorstream/log.hpp"
 #include "tensorstream/storage/s3/default_credentials.hpp"
 #include "tensorstream/storage/s3/sigv4.hpp"
 
@@ -55,6 +56,10 @@ S3Store::S3Store(boost::asio::any_io_executor executor, const Url& bucket, HttpO
   const s3::BucketEndpoint endpoint = s3::resolve_bucket_endpoint(bucket_, options);
   path_prefix_ = endpoint.path_prefix;
   description_ = endpoint.describe();
+  log(LogLevel::debug, [&] {
+    return "s3://" + bucket_ + ": endpoint " + description_ +
+           (options.sign_requests ? "" : ", unsigned requests");
+  });
   client_ = std::make_shared<HttpClient>(
       std::move(executor), endpoint.origin, with_ca_bundle(std::move(http)),
       std::make_shared<s3::Adapter>(endpoint.region, signing_credentials(options)));

@@ -1,6 +1,7 @@
 #include "tensorstream/storage/gcs/chain_provider.hpp"
 
 #include "tensorstream/storage/gcs/credentials_error.hpp"
+#include "tensorstream/log.hpp"
 
 namespace tensorstream::gcs {
 
@@ -13,7 +14,9 @@ boost::asio::awaitable<AccessToken> ChainProvider::token() {
   std::vector<std::string> absent;
   for (const auto& provider : providers_) {
     try {
-      co_return co_await provider->token();
+      AccessToken token = co_await provider->token();
+      log(LogLevel::debug, [&] { return "Google credentials from " + provider->name(); });
+      co_return token;
     } catch (const CredentialsError& error) {
       if (error.configured()) throw;
       absent.push_back(error.provider() + ": " + error.cause());

@@ -129,6 +129,10 @@ class Connection {
   bool reusable() const { return reusable_; }
   void set_reusable(bool reusable) { reusable_ = reusable; }
 
+  /// The status of the last response header read, 0 before the first: for the trace log.
+  unsigned last_status() const { return last_status_; }
+  void set_last_status(unsigned status) { last_status_ = status; }
+
   /// Closes the socket without a TLS close_notify; the server copes.
   void close();
 
@@ -169,6 +173,7 @@ class Connection {
   boost::beast::flat_buffer buffer_;
   std::string request_;
   bool reusable_ = false;
+  unsigned last_status_ = 0;
 };
 
 }  // namespace tensorstream

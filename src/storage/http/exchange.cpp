@@ -33,6 +33,7 @@ boost::asio::awaitable<std::optional<Failure>> exchange(Connection& connection,
   if (auto ec = co_await connection.read_header(parser, timeout)) {
     co_return exchange_failure(ec, timeout, !parser.got_some() && connection.buffer().size() == 0);
   }
+  connection.set_last_status(parser.get().result_int());
   co_return std::nullopt;
 }
 

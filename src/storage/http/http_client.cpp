@@ -7,6 +7,8 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/system/system_error.hpp>
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <exception>
 #include <utility>
 
@@ -45,6 +47,23 @@ std::size_t max_connections(const HttpOptions& options) {
     throw InvalidArgument("HttpOptions::max_connections must be at least 1");
   }
   return std::min(options.max_connections, HttpOptions::max_connections_limit);
+}
+
+// "GET https://host/key bytes=0-1023": what an attempt of `request` asks for, for the trace log.
+template <class Request>
+std::string describe_attempt(Request& request, const std::string& url) {
+  const RequestHead head = request.head();
+  std::string text = std::string(head.method) + ' ' + url;
+  for (const auto& [name, value] : head.headers) {
+    if (name == "Range") text += ' ' + std::string(value);
+  }
+  return text;
+}
+
+std::string seconds_text(std::chrono::nanoseconds duration) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f s", std::chrono::duration<double>(duration).count());
+  return text;
 }
 
 template <class Request>
@@ -89,6 +108,10 @@ asio::awaitable<std::optional<Failure>> HttpClient::attempt(Request& request,
     if (failure) co_return failure;
     connections_.fetch_add(1, std::memory_order_relaxed);
     if (connection.tls_resumed()) tls_resumed_.fetch_add(1, std::memory_order_relaxed);
+    log(LogLevel::debug, [&] {
+      return "connected to " + host_header_ +
+             (tls_ ? (connection.tls_resumed() ? " (TLS, session resumed)" : " (TLS)") : "");
+    });
   }
   requests_.fetch_add(1, std::memory_order_relaxed);
   co_return co_await request.attempt(connection);
@@ -108,6 +131,9 @@ asio::awaitable<void> HttpClient::perform(Request& request, const std::string& u
     const bool reused = connection->is_open();
     std::optional<Failure> failure;
     std::exception_ptr error;
+    const bool traced = log_enabled(LogLevel::trace);
+    const std::string attempted = traced ? describe_attempt(request, url) : std::string();
+    const auto started = std::chrono::steady_clock::now();
     try {
       auto strand = connection->strand();
       auto work = attempt(request, *connection);
@@ -115,6 +141,12 @@ asio::awaitable<void> HttpClient::perform(Request& request, const std::string& u
       failure = co_await std::move(on_strand);
     } catch (...) {
       error = std::current_exception();
+    }
+    if (traced) {
+      const std::string outcome =
+          failure ? failure->cause : "HTTP " + std::to_string(connection->last_status());
+      log(LogLevel::trace, attempted + ": " + outcome + " in " +
+                               seconds_text(std::chrono::steady_clock::now() - started));
     }
     pool_.release(std::move(connection));
     if (error) std::rethrow_exception(error);
@@ -128,6 +160,9 @@ asio::awaitable<void> HttpClient::perform(Request& request, const std::string& u
     // once on a new connection and does not count as an attempt; there the failure counts.
     if (reused && (failure->before_response || failure->malformed)) {
       retries_.fetch_add(1, std::memory_order_relaxed);
+      log(LogLevel::debug, [&] {
+        return url + ": " + failure->cause + " on a reused connection; repeating on a new one";
+      });
       fresh = true;
       co_await prepare_repeat(request);
       continue;
@@ -136,10 +171,12 @@ asio::awaitable<void> HttpClient::perform(Request& request, const std::string& u
     ++attempts;
     if (!failure->transient || attempts >= max_attempts) throw_failure(url, *failure, attempts);
     retries_.fetch_add(1, std::memory_order_relaxed);
-    if (log_level() <= LogLevel::debug) {
-      log(LogLevel::debug, [&] { return url + ": " + failure->cause + "; retrying"; });
-    }
     const auto delay = jitter_(backoff_cap(options_, attempts, is_throttling(*failure)));
+    // At the default level: a slow load that is retrying should say so, not look hung.
+    log(LogLevel::warning, [&] {
+      return url + ": " + failure->cause + "; retrying in " + seconds_text(delay) + " (attempt " +
+             std::to_string(attempts + 1) + " of " + std::to_string(max_attempts) + ")";
+    });
     asio::steady_timer timer(co_await asio::this_coro::executor, delay);
     if (auto [ec] = co_await timer.async_wait(asio::as_tuple(asio::use_awaitable)); ec) {
       throw boost::system::system_error(ec);

@@ -1,6 +1,7 @@
 #include "tensorstream/storage/s3/chain_provider.hpp"
 
 #include "tensorstream/storage/s3/credentials_error.hpp"
+#include "tensorstream/log.hpp"
 
 namespace tensorstream::s3 {
 
@@ -13,7 +14,9 @@ boost::asio::awaitable<Credentials> ChainProvider::load() {
   std::string reasons;
   for (const auto& provider : providers_) {
     try {
-      co_return co_await provider->load();
+      Credentials credentials = co_await provider->load();
+      log(LogLevel::debug, [&] { return "AWS credentials from " + provider->name(); });
+      co_return credentials;
     } catch (const CredentialsError& error) {
       if (error.configured()) throw;
       if (!reasons.empty()) reasons += "; ";
