@@ -33,10 +33,10 @@ Url listing_url(const std::string& text) {
   return url.scheme == "file" ? detail::resolve_url(text) : url;
 }
 
-// The objects `url` names: the object itself, or those under it when it is a prefix or names no
-// object (`s3://bucket/models` lists `models/`, as `aws s3 ls` does).
-boost::asio::awaitable<std::vector<ObjectInfo>> list_objects(ObjectStore& store, const Url& url,
-                                                             ListDepth depth) {
+// What `url` names: the object itself, or what lies under it when it is a prefix or names no
+// object (`s3://bucket/models` lists `models/`, as `aws s3 ls` does). One level deep, the
+// prefixes below come too.
+boost::asio::awaitable<Listing> list_objects(ObjectStore& store, const Url& url, bool recursive) {
   if (!url.is_prefix()) {
     std::optional<std::uint64_t> size;
     try {
@@ -44,38 +44,60 @@ boost::asio::awaitable<std::vector<ObjectInfo>> list_objects(ObjectStore& store,
     } catch (const NotFoundError&) {
       if (!store.can_list()) throw;
     }
-    if (size) co_return std::vector<ObjectInfo>{ObjectInfo{url.path, *size}};
+    if (size) {
+      Listing object;
+      object.objects.push_back(ObjectInfo{url.path, *size});
+      co_return object;
+    }
   }
   // A named variable: GCC 12 destroys the temporary of a conditional expression twice when it
   // is a coroutine's argument.
   const std::string prefix = url.is_prefix() ? url.path : url.path + "/";
-  co_return co_await store.list(prefix, depth);
+  if (!recursive) co_return co_await store.list_level(prefix);
+  // Named, not a braced temporary around the co_await, which GCC 12 miscompiles.
+  Listing listing;
+  listing.objects = co_await store.list(prefix, ListDepth::recursive);
+  co_return listing;
+}
+
+void print_json(const std::string& url, std::optional<std::uint64_t> size) {
+  std::string line = "{";
+  append_key(line, "url");
+  append_json_string(line, url);
+  if (size) {
+    append_key(line, "size");
+    line += std::to_string(*size);
+  } else {
+    append_key(line, "prefix");
+    line += "true";
+  }
+  line += '}';
+  std::puts(line.c_str());
 }
 
 void run_ls(const LsArguments& arguments) {
   const Url url = listing_url(arguments.url);
   boost::asio::io_context io;
   const auto store = open_store(url, io.get_executor(), apply_store_flags(arguments.store));
-  auto listing = boost::asio::co_spawn(
-      io,
-      list_objects(*store, url,
-                   arguments.recursive ? ListDepth::recursive : ListDepth::one_level),
-      boost::asio::use_future);
+  auto listed = boost::asio::co_spawn(io, list_objects(*store, url, arguments.recursive),
+                                      boost::asio::use_future);
   io.run();
-  const auto objects = listing.get();
+  const Listing listing = listed.get();
 
+  // Prefixes first, as `aws s3 ls` shows them, in the column where sizes go.
+  for (const auto& prefix : listing.prefixes) {
+    if (arguments.json) {
+      print_json(store->url(prefix), std::nullopt);
+    } else {
+      std::printf("%12s  %s\n", "PRE", store->url(prefix).c_str());
+    }
+  }
   std::uint64_t total = 0;
-  for (const auto& object : objects) {
+  for (const auto& object : listing.objects) {
     total += object.size;
     const std::string object_url = store->url(object.key);
     if (arguments.json) {
-      std::string line = "{";
-      append_key(line, "url");
-      append_json_string(line, object_url);
-      append_key(line, "size");
-      line += std::to_string(object.size);
-      line += '}';
-      std::puts(line.c_str());
+      print_json(object_url, object.size);
     } else if (arguments.human) {
       std::printf("%12s  %s\n", format_byte_size(object.size).c_str(), object_url.c_str());
     } else {
@@ -84,8 +106,13 @@ void run_ls(const LsArguments& arguments) {
     }
   }
   if (!arguments.json) {
-    std::printf("%zu %s, %s\n", objects.size(), objects.size() == 1 ? "object" : "objects",
+    const std::size_t objects = listing.objects.size();
+    std::printf("%zu %s, %s", objects, objects == 1 ? "object" : "objects",
                 format_byte_size(total).c_str());
+    if (const std::size_t prefixes = listing.prefixes.size(); prefixes != 0) {
+      std::printf("; %zu %s", prefixes, prefixes == 1 ? "prefix" : "prefixes");
+    }
+    std::printf("\n");
   }
 }
 
@@ -93,14 +120,17 @@ void run_ls(const LsArguments& arguments) {
 
 void register_ls_command(CLI::App& app) {
   auto arguments = std::make_shared<LsArguments>();
-  auto* command = app.add_subcommand("ls", "List objects with their sizes");
+  auto* command =
+      app.add_subcommand("ls", "List objects with their sizes, and the prefixes below (PRE)");
   command->add_option("url", arguments->url,
                       "Object or prefix: /path, file:///path, s3://bucket/prefix/, "
                       "gs://bucket/prefix/")
       ->required();
   command->add_flag("-r,--recursive", arguments->recursive, "Include objects at any depth");
   command->add_flag("-H,--human-readable", arguments->human, "Sizes in KiB, MiB, GiB");
-  command->add_flag("--json", arguments->json, "One JSON object per object");
+  command->add_flag("--json", arguments->json,
+                    "One JSON object per object ({\"url\", \"size\"}) and per prefix "
+                    "({\"url\", \"prefix\": true})");
   add_store_flags(*command, arguments->store);
   command->callback([arguments] { run_ls(*arguments); });
 }

@@ -16,6 +16,9 @@ namespace tensorstream {
 struct ListingPage {
   /// Objects of the page with their names as keys (no leading '/'), in the service's order.
   std::vector<ObjectInfo> objects;
+  /// Names ending in the delimiter that group the others (S3's CommonPrefixes, GCS's
+  /// prefixes), in a delimited listing.
+  std::vector<std::string> prefixes;
   /// The token of the next page; nullopt on the last page.
   std::optional<std::string> next_token;
 };
@@ -24,6 +27,13 @@ struct ListingPage {
 /// (nullopt: the first page).
 using PageFetcher = std::function<boost::asio::awaitable<ListingPage>(
     const std::string& name_prefix, const std::optional<std::string>& token)>;
+
+/// The objects and prefixes directly under the store key `prefix` (starting and ending with '/')
+/// of a bucket, from the pages of a listing delimited by '/' that `fetch_page` returns, keyed
+/// "/" + name and sorted. Throws as list_bucket() does.
+boost::asio::awaitable<Listing> list_bucket_level(const std::string& url, std::string_view service,
+                                                  const std::string& prefix,
+                                                  PageFetcher fetch_page);
 
 /// The objects under the store key `prefix` (starting and ending with '/') of a bucket, page
 /// after page from `fetch_page`, keyed "/" + name and sorted by key. Throws InvalidArgument

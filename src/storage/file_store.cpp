@@ -160,14 +160,23 @@ struct Counters {
   std::atomic<std::uint64_t> bytes{0};
 };
 
+void check_directory_prefix(const std::string& prefix) {
+  if (prefix.empty() || prefix.back() != '/') {
+    throw InvalidArgument("file store listing needs a directory path ending in '/', not '" +
+                          prefix + "'");
+  }
+}
+
 struct DirectoryCloser {
   void operator()(DIR* directory) const { ::closedir(directory); }
 };
 
 // Appends the regular files in `directory` (ending in '/') to `objects`, and with
-// ListDepth::recursive those of its subdirectories.
+// ListDepth::recursive those of its subdirectories; one level deep, the subdirectories go to
+// `subdirectories` when given, as paths ending in '/'.
 void list_directory(const std::string& directory, ListDepth depth,
-                    std::vector<ObjectInfo>& objects) {
+                    std::vector<ObjectInfo>& objects,
+                    std::vector<std::string>* subdirectories = nullptr) {
   const std::unique_ptr<DIR, DirectoryCloser> handle(::opendir(directory.c_str()));
   if (!handle) throw_file_error(directory, errno_code(errno));
   for (;;) {
@@ -184,6 +193,8 @@ void list_directory(const std::string& directory, ListDepth depth,
     if (S_ISDIR(own.st_mode)) {
       if (depth == ListDepth::recursive) {
         list_directory(directory + entry->d_name + "/", depth, objects);
+      } else if (subdirectories != nullptr) {
+        subdirectories->push_back(directory + entry->d_name + "/");
       }
       continue;
     }
@@ -271,15 +282,23 @@ boost::asio::awaitable<std::uint64_t> FileStore::size(std::string key) {
 boost::asio::awaitable<std::vector<ObjectInfo>> FileStore::list(std::string prefix,
                                                                 ListDepth depth) {
   impl_->counters->requests.fetch_add(1, std::memory_order_relaxed);
-  if (prefix.empty() || prefix.back() != '/') {
-    throw InvalidArgument("file store listing needs a directory path ending in '/', not '" +
-                          prefix + "'");
-  }
+  check_directory_prefix(prefix);
   std::vector<ObjectInfo> objects;
   list_directory(prefix, depth, objects);
   std::sort(objects.begin(), objects.end(),
             [](const ObjectInfo& a, const ObjectInfo& b) { return a.key < b.key; });
   co_return objects;
+}
+
+boost::asio::awaitable<Listing> FileStore::list_level(std::string prefix) {
+  impl_->counters->requests.fetch_add(1, std::memory_order_relaxed);
+  check_directory_prefix(prefix);
+  Listing listing;
+  list_directory(prefix, ListDepth::one_level, listing.objects, &listing.prefixes);
+  std::sort(listing.objects.begin(), listing.objects.end(),
+            [](const ObjectInfo& a, const ObjectInfo& b) { return a.key < b.key; });
+  std::sort(listing.prefixes.begin(), listing.prefixes.end());
+  co_return listing;
 }
 
 boost::asio::awaitable<void> FileStore::read_range(std::string key, std::uint64_t offset,

@@ -73,6 +73,20 @@ std::shared_ptr<gcs::TokenProvider> token_provider(const GcsOptions& options, bo
   return gcs::default_token_provider();
 }
 
+// The pages of an objects.list listing of `listed` (the prefix's URL), delimited by '/' or not.
+// What it refers to must outlive the listing.
+PageFetcher page_fetcher(HttpClient& client, const std::string& path_prefix,
+                         const std::string& bucket, const std::string& listed, bool delimited) {
+  return [&client, &path_prefix, &bucket, &listed, delimited](const std::string& name_prefix,
+                                    const std::optional<std::string>& token)
+             -> boost::asio::awaitable<ListingPage> {
+    const std::string target =
+        path_prefix + gcs::list_target(bucket, name_prefix, delimited, token);
+    co_return gcs::parse_objects_page(co_await client.get_text(target, listed, max_list_page),
+                                      listed);
+  };
+}
+
 }  // namespace
 
 GcsStore::GcsStore(boost::asio::any_io_executor executor, const Url& bucket, HttpOptions http,
@@ -109,16 +123,13 @@ boost::asio::awaitable<std::uint64_t> GcsStore::size(std::string key) {
 boost::asio::awaitable<std::vector<ObjectInfo>> GcsStore::list(std::string prefix,
                                                                ListDepth depth) {
   const std::string listed = url(prefix);
-  const PageFetcher fetch_page =
-      [&](const std::string& name_prefix,
-          const std::optional<std::string>& token) -> boost::asio::awaitable<ListingPage> {
-        const std::string target =
-            path_prefix_ +
-            gcs::list_target(bucket_, name_prefix, depth == ListDepth::one_level, token);
-        co_return gcs::parse_objects_page(
-            co_await client_->get_text(target, listed, max_list_page), listed);
-      };
-  co_return co_await list_bucket(listed, "GCS", prefix, fetch_page);
+  co_return co_await list_bucket(listed, "GCS", prefix,
+                                 page_fetcher(*client_, path_prefix_, bucket_, listed, depth == ListDepth::one_level));
+}
+
+boost::asio::awaitable<Listing> GcsStore::list_level(std::string prefix) {
+  const std::string listed = url(prefix);
+  co_return co_await list_bucket_level(listed, "GCS", prefix, page_fetcher(*client_, path_prefix_, bucket_, listed, true));
 }
 
 boost::asio::awaitable<void> GcsStore::read_range(std::string key, std::uint64_t offset,

@@ -9,6 +9,21 @@ std::unique_ptr<ObjectWriter> ObjectStore::create_writer(std::string key, WriteO
                                    "file://, s3:// and gs:// only");
 }
 
+boost::asio::awaitable<Listing> ObjectStore::list_level(std::string prefix) {
+  Listing listing;
+  for (auto& object : co_await list(prefix, ListDepth::recursive)) {
+    const std::size_t slash = object.key.find('/', prefix.size());
+    if (slash == std::string::npos) {
+      listing.objects.push_back(std::move(object));
+    } else if (std::string sub = object.key.substr(0, slash + 1);
+               listing.prefixes.empty() || listing.prefixes.back() != sub) {
+      // Sorted keys keep each prefix's keys together.
+      listing.prefixes.push_back(std::move(sub));
+    }
+  }
+  co_return listing;
+}
+
 boost::asio::awaitable<StaleUploads> ObjectStore::abort_stale_uploads(
     std::string, std::chrono::system_clock::duration) {
   co_return StaleUploads{};

@@ -46,6 +46,20 @@ std::shared_ptr<s3::CredentialsProvider> signing_credentials(const S3Options& op
   return options.credentials ? options.credentials : s3::default_credentials_provider();
 }
 
+// The pages of a ListObjectsV2 listing of `listed` (the prefix's URL), delimited by '/' or not.
+// What it refers to must outlive the listing.
+PageFetcher page_fetcher(HttpClient& client, const std::string& path_prefix,
+                         const std::string& listed, bool delimited) {
+  return [&client, &path_prefix, &listed, delimited](const std::string& name_prefix,
+                                    const std::optional<std::string>& token)
+             -> boost::asio::awaitable<ListingPage> {
+    const std::string request =
+        path_prefix + "/?" + s3::list_objects_query(name_prefix, delimited, token);
+    co_return s3::parse_list_objects(co_await client.get_text(request, listed, max_list_page),
+                                     listed);
+  };
+}
+
 }  // namespace
 
 S3Store::S3Store(boost::asio::any_io_executor executor, const Url& bucket, HttpOptions http,
@@ -100,16 +114,13 @@ boost::asio::awaitable<std::uint64_t> S3Store::size(std::string key) {
 boost::asio::awaitable<std::vector<ObjectInfo>> S3Store::list(std::string prefix,
                                                               ListDepth depth) {
   const std::string listed = url(prefix);
-  const PageFetcher fetch_page =
-      [&](const std::string& name_prefix,
-          const std::optional<std::string>& token) -> boost::asio::awaitable<ListingPage> {
-        const std::string request =
-            path_prefix_ + "/?" +
-            s3::list_objects_query(name_prefix, depth == ListDepth::one_level, token);
-        co_return s3::parse_list_objects(
-            co_await client_->get_text(request, listed, max_list_page), listed);
-      };
-  co_return co_await list_bucket(listed, "S3", prefix, fetch_page);
+  co_return co_await list_bucket(listed, "S3", prefix,
+                                 page_fetcher(*client_, path_prefix_, listed, depth == ListDepth::one_level));
+}
+
+boost::asio::awaitable<Listing> S3Store::list_level(std::string prefix) {
+  const std::string listed = url(prefix);
+  co_return co_await list_bucket_level(listed, "S3", prefix, page_fetcher(*client_, path_prefix_, listed, true));
 }
 
 boost::asio::awaitable<void> S3Store::read_range(std::string key, std::uint64_t offset,

@@ -128,6 +128,23 @@ TEST_F(Cli, InspectJsonReportsEveryTensorWithoutStreaming) {
   EXPECT_NE(result.out.find("model-00002-of-00002.safetensors"), std::string::npos);
 }
 
+TEST_F(Cli, LsOfADirectoryShowsItsSubdirectoriesAsPrefixes) {
+  TempDir root;
+  std::filesystem::create_directories(root.path() / "b" / "deeper");
+  std::filesystem::create_directory(root.path() / "a");
+  std::ofstream(root.path() / "b" / "deeper" / "x.bin") << "12345";
+  std::ofstream(root.path() / "top.txt") << "abc";
+  const std::string dir = root.path().string();
+  const auto result = run_cli({"ls", dir});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "         PRE  " + dir + "/a/\n         PRE  " + dir + "/b/\n" +
+                            "           3  " + dir + "/top.txt\n1 object, 3 B; 2 prefixes\n");
+  const auto recursive = run_cli({"ls", dir, "--recursive"});
+  ASSERT_EQ(recursive.exit_code, 0) << recursive.err;
+  EXPECT_EQ(recursive.out, "           5  " + dir + "/b/deeper/x.bin\n           3  " + dir +
+                               "/top.txt\n2 objects, 8 B\n");
+}
+
 TEST_F(Cli, InspectTablePrintsTotals) {
   const auto result = run_cli({"inspect", model_.path().string()});
   ASSERT_EQ(result.exit_code, 0) << result.err;

@@ -61,6 +61,12 @@ TEST_F(GcsCli, LsListsObjectsWithSizesAcrossPages) {
   EXPECT_TRUE(lines[6].starts_with("6 objects, ")) << lines[6];
 }
 
+TEST_F(GcsCli, LsOfABucketHoldingOnlyPrefixesShowsThem) {
+  const auto result = cli({"ls", "gs://models"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out, "         PRE  gs://models/tiny/\n0 objects, 0 B; 1 prefix\n");
+}
+
 TEST_F(GcsCli, StreamOverGsGivesTheSameChecksumsAsTheLocalFiles) {
   const auto local = cli({"stream", model_.path().string() + "/", "--checksum", "sha256"});
   ASSERT_EQ(local.exit_code, 0) << local.err;

@@ -45,17 +45,36 @@ class S3Cli : public s3::testing::S3rverTest {
   TempDir model_;
 };
 
-TEST_F(S3Cli, LsListsObjectsWithSizesOneLevelDeep) {
+TEST_F(S3Cli, LsListsObjectsWithSizesOneLevelDeepAndThePrefixesBelow) {
   const auto result = run_cli({"ls", "s3://models/tiny/", "--endpoint-url", s3rver_->endpoint()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto lines = lines_of(result.out);
-  ASSERT_EQ(lines.size(), 7u) << result.out;
-  EXPECT_EQ(lines[0], size_line("config.json"));
-  EXPECT_EQ(lines[2], size_line("model-00001-of-00002.safetensors"));
-  EXPECT_EQ(lines[3], size_line("model-00002-of-00002.safetensors"));
-  EXPECT_EQ(lines[4], size_line("model.safetensors.index.json"));
-  EXPECT_EQ(lines[5], size_line("tokenizer.json"));
-  EXPECT_TRUE(lines[6].starts_with("6 objects, ")) << lines[6];
+  ASSERT_EQ(lines.size(), 8u) << result.out;
+  EXPECT_EQ(lines[0], "         PRE  s3://models/tiny/tokenizer/");
+  EXPECT_EQ(lines[1], size_line("config.json"));
+  EXPECT_EQ(lines[3], size_line("model-00001-of-00002.safetensors"));
+  EXPECT_EQ(lines[4], size_line("model-00002-of-00002.safetensors"));
+  EXPECT_EQ(lines[5], size_line("model.safetensors.index.json"));
+  EXPECT_EQ(lines[6], size_line("tokenizer.json"));
+  EXPECT_TRUE(lines[7].starts_with("6 objects, ")) << lines[7];
+  EXPECT_TRUE(lines[7].ends_with("; 1 prefix")) << lines[7];
+}
+
+// A bucket whose objects all sit under prefixes is not empty.
+TEST_F(S3Cli, LsOfABucketHoldingOnlyPrefixesShowsThem) {
+  s3rver_->put_directory("models", "other/", model_.path() / "tokenizer");
+  const auto result = run_cli({"ls", "s3://models", "--endpoint-url", s3rver_->endpoint()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out,
+            "         PRE  s3://models/other/\n"
+            "         PRE  s3://models/tiny/\n"
+            "0 objects, 0 B; 2 prefixes\n");
+  const auto json =
+      run_cli({"ls", "s3://models/", "--json", "--endpoint-url", s3rver_->endpoint()});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_EQ(json.out,
+            "{\"url\":\"s3://models/other/\",\"prefix\":true}\n"
+            "{\"url\":\"s3://models/tiny/\",\"prefix\":true}\n");
 }
 
 TEST_F(S3Cli, LsRecursiveAsJsonIncludesNestedObjects) {

@@ -390,6 +390,55 @@ TEST_P(FileStoreTest, RecursiveListDescendsIntoDirectoriesButNotThroughLinks) {
   EXPECT_EQ(listed, expected);
 }
 
+// Lists recursively through a FileStore and leaves list_level() to ObjectStore's default, which
+// groups the deeper keys, as a store whose service cannot group them would.
+class RecursiveListingStore final : public ObjectStore {
+ public:
+  explicit RecursiveListingStore(FileStore& inner) : inner_(inner) {}
+  std::string url(const std::string& key) const override { return inner_.url(key); }
+  boost::asio::awaitable<std::uint64_t> size(std::string key) override {
+    return inner_.size(std::move(key));
+  }
+  bool can_list() const override { return true; }
+  boost::asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix,
+                                                       ListDepth depth) override {
+    return inner_.list(std::move(prefix), depth);
+  }
+  boost::asio::awaitable<void> read_range(std::string key, std::uint64_t offset,
+                                          std::span<std::byte> destination) override {
+    return inner_.read_range(std::move(key), offset, destination);
+  }
+  StoreStats stats() const override { return inner_.stats(); }
+
+ private:
+  FileStore& inner_;
+};
+
+TEST_P(FileStoreTest, ListLevelGivesFilesAndSubdirectoriesAsTheDefaultGroupsThem) {
+  testing::TempDir scratch;
+  const auto root = scratch.path();
+  write_file(root / "config.json", random_bytes(4, 1));
+  fs::create_directories(root / "tokenizer" / "deep");
+  write_file(root / "tokenizer" / "deep" / "empty", {});
+  fs::create_directories(root / "TP2" / "shard0");
+  write_file(root / "TP2" / "shard0" / "a.bin", random_bytes(3, 2));
+  write_file(root / "TP2-notes.txt", random_bytes(2, 3));
+
+  FileStore store(context_.get_executor(), options());
+  RecursiveListingStore grouped(store);
+  const std::string prefix = root.string() + "/";
+  for (ObjectStore* lister : {static_cast<ObjectStore*>(&store), static_cast<ObjectStore*>(&grouped)}) {
+    const Listing listing = run(context_, lister->list_level(prefix));
+    std::vector<std::pair<std::string, std::uint64_t>> objects;
+    for (const auto& object : listing.objects) objects.emplace_back(object.key, object.size);
+    const std::vector<std::pair<std::string, std::uint64_t>> expected{
+        {prefix + "TP2-notes.txt", 2}, {prefix + "config.json", 4}};
+    EXPECT_EQ(objects, expected);
+    EXPECT_EQ(listing.prefixes,
+              (std::vector<std::string>{prefix + "TP2/", prefix + "tokenizer/"}));
+  }
+}
+
 TEST_P(FileStoreTest, ListOfAnEmptyDirectoryIsEmpty) {
   testing::TempDir scratch;
   FileStore store(context_.get_executor(), options());

@@ -40,10 +40,10 @@ TEST(GcsJsonApi, MediaReadsOfAPinnedGenerationAreConditionalOnIt) {
 TEST(GcsJsonApi, ListTargetsCarryPrefixDelimiterTokenAndFields) {
   EXPECT_EQ(list_target("models", "llama 2/", true, std::nullopt),
             "/storage/v1/b/models/o?prefix=llama%202%2F&delimiter=%2F"
-            "&fields=items%28name%2Csize%29%2CnextPageToken");
+            "&fields=items%28name%2Csize%29%2Cprefixes%2CnextPageToken");
   EXPECT_EQ(list_target("models", "", false, std::string("Cg/x+y=")),
             "/storage/v1/b/models/o?prefix=&pageToken=Cg%2Fx%2By%3D"
-            "&fields=items%28name%2Csize%29%2CnextPageToken");
+            "&fields=items%28name%2Csize%29%2Cprefixes%2CnextPageToken");
 }
 
 TEST(GcsJsonApi, ObjectSizeAndGenerationAreReadFromTheirDecimalStrings) {
@@ -85,6 +85,7 @@ TEST(GcsJsonApi, ListingPageGivesNamesSizesAndTheNextToken) {
   EXPECT_EQ(page.objects[0].size, 10u);
   EXPECT_EQ(page.objects[1].key, "llama/b.json");
   EXPECT_EQ(page.objects[1].size, 3u);
+  EXPECT_EQ(page.prefixes, std::vector<std::string>{"llama/sub/"});
   EXPECT_EQ(page.next_token, "CgNhL2I=");
 }
 

@@ -32,6 +32,7 @@ TEST(S3ListObjects, PageGivesKeysSizesAndTheNextToken) {
   EXPECT_EQ(page.objects[0].size, 123456789012u);
   EXPECT_EQ(page.objects[1].key, "m/config.json");
   EXPECT_EQ(page.objects[1].size, 0u);
+  EXPECT_EQ(page.prefixes, std::vector<std::string>{"m/sub/"});
   EXPECT_EQ(page.next_token, "tok&1");
 }
 

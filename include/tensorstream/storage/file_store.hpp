@@ -83,6 +83,10 @@ class FileStore final : public ObjectStore {
   boost::asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix,
                                                        ListDepth depth) override;
 
+  /// The regular files directly in the directory `prefix` and its subdirectories, as keys
+  /// ending in '/'.
+  boost::asio::awaitable<Listing> list_level(std::string prefix) override;
+
   /// Reads `destination.size()` bytes at `offset`. A file ending before the range does throws
   /// StorageError "truncated: wanted bytes A-B but the file has N bytes" (A, B inclusive). A
   /// zero-length read only checks that the file can be opened.

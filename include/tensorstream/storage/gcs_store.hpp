@@ -75,6 +75,10 @@ class GcsStore final : public ObjectStore {
   boost::asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix,
                                                        ListDepth depth) override;
 
+  /// The objects and prefixes directly under `prefix`, from one objects.list listing
+  /// delimited by '/'.
+  boost::asio::awaitable<Listing> list_level(std::string prefix) override;
+
   /// Reads `destination.size()` bytes at `offset` with one or more `Range` media downloads, each
   /// with `ifGenerationMatch` once the generation is pinned (by size() or the x-goog-generation
   /// header of the first download); a 412 or another generation is a StorageError saying the

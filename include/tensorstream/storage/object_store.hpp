@@ -28,6 +28,12 @@ enum class ListDepth {
   recursive,  ///< Every object whose key starts with the prefix, at any depth.
 };
 
+/// What lies directly under a prefix, as a directory listing (or `aws s3 ls`) shows it.
+struct Listing {
+  std::vector<ObjectInfo> objects;    ///< Objects directly under the prefix, sorted by key.
+  std::vector<std::string> prefixes;  ///< Keys ending in '/' that hold the rest, sorted.
+};
+
 /// Counters a store keeps about its own work; a snapshot, safe to copy.
 struct StoreStats {
   std::uint64_t requests = 0;   ///< Range reads, size and list requests issued.
@@ -90,6 +96,12 @@ class ObjectStore {
   /// zero-byte keys ending in '/' that tools create as directory placeholders.
   virtual boost::asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix,
                                                                ListDepth depth) = 0;
+
+  /// The objects directly under `prefix` (which ends with '/') and the prefixes one level down
+  /// that hold the others: `/m/a.safetensors` and `/m/TP2/` under `/m/`. Needs can_list(). The
+  /// default lists recursively and groups the deeper keys; stores whose service groups keys by
+  /// '/' itself (S3, GCS, directories) override it with one listing.
+  virtual boost::asio::awaitable<Listing> list_level(std::string prefix);
 
   /// Reads exactly `destination.size()` bytes starting at `offset` into `destination`.
   /// Bytes land directly in the caller's memory; a short object is an error, never a short read.

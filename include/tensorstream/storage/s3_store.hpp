@@ -69,6 +69,10 @@ class S3Store final : public ObjectStore {
   boost::asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix,
                                                        ListDepth depth) override;
 
+  /// The objects and CommonPrefixes directly under `prefix`, from one ListObjectsV2 listing
+  /// delimited by '/'.
+  boost::asio::awaitable<Listing> list_level(std::string prefix) override;
+
   /// Reads `destination.size()` bytes at `offset` with one or more signed `Range` GETs, each with
   /// `If-Match` once the object is pinned (see ObjectStore); a 412, or a response with another
   /// ETag from a store that ignores If-Match, is a StorageError saying the object changed.

@@ -11,7 +11,7 @@ namespace tensorstream::gcs {
 namespace {
 
 // Names and sizes are all a listing needs; the full resources are about ten times larger.
-constexpr std::string_view list_fields = "items(name,size),nextPageToken";
+constexpr std::string_view list_fields = "items(name,size),prefixes,nextPageToken";
 // The generation pins the object for the reads that follow.
 constexpr std::string_view metadata_fields = "size,generation";
 
@@ -113,6 +113,20 @@ ListingPage parse_objects_page(std::string_view body, const std::string& url) {
         throw malformed(url, what, std::string("name: ") + simdjson::error_message(error));
       }
       page.objects.push_back(ObjectInfo{std::string(name), object_size(item, url, what)});
+    }
+  }
+  simdjson::dom::array prefixes;
+  const auto prefixes_error = resource["prefixes"].get(prefixes);
+  if (prefixes_error && prefixes_error != simdjson::NO_SUCH_FIELD) {
+    throw malformed(url, what, std::string("prefixes: ") + simdjson::error_message(prefixes_error));
+  }
+  if (!prefixes_error) {
+    for (const auto prefix : prefixes) {
+      std::string_view name;
+      if (const auto error = prefix.get(name)) {
+        throw malformed(url, what, std::string("prefixes: ") + simdjson::error_message(error));
+      }
+      page.prefixes.emplace_back(name);
     }
   }
   std::string_view token;

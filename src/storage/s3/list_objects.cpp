@@ -44,6 +44,11 @@ ListingPage parse_list_objects(std::string_view body, const std::string& url) {
     }
     page.objects.push_back(ObjectInfo{key.child_value(), size});
   }
+  for (const pugi::xml_node common : root.children("CommonPrefixes")) {
+    const pugi::xml_node prefix = common.child("Prefix");
+    if (!prefix) throw fail("CommonPrefixes without Prefix");
+    page.prefixes.push_back(prefix.child_value());
+  }
   if (std::string_view(root.child_value("IsTruncated")) == "true") {
     const pugi::xml_node token = root.child("NextContinuationToken");
     if (!token || *token.child_value() == '\0') {
