@@ -84,6 +84,18 @@ TEST_F(ProgressCli, AlwaysDrawsTheBarIntoAPipeFittedToColumnsAndEndsItsLine) {
   }
 }
 
+TEST(ProgressCliErrors, AFailureLeavesOnlyItsErrorLine) {
+  TempDir dir;
+  const auto path = (dir.path() / "nope.safetensors").string();
+  const auto result = run_cli({"stream", path, "--progress", "always"});
+  EXPECT_EQ(result.exit_code, 1);
+  // A bar drawn before the failure is erased: what is left on the screen is the error line.
+  const auto erased = result.err.rfind("\033[K");
+  const std::string shown = erased == std::string::npos ? result.err : result.err.substr(erased + 3);
+  EXPECT_TRUE(shown.starts_with("tensorstream: error: " + path)) << result.err;
+  EXPECT_EQ(lines_of(result.err).size(), 1u) << result.err;
+}
+
 TEST(ProgressCliUsage, AnUnknownModeIsAUsageError) {
   const auto result = run_cli({"stream", "/tmp/x.safetensors", "--progress", "bogus"});
   EXPECT_EQ(result.exit_code, 2);
