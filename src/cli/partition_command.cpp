@@ -1,5 +1,3 @@
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -13,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/progress_bar.hpp"
+#include "cli/progress_flag.hpp"
 #include "cli/store_flags.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/partition_checkpoint.hpp"
@@ -31,6 +30,7 @@ struct PartitionArguments {
   std::size_t uploads = PartitionOptions{}.max_uploads;
   SourceReadFlags read;
   bool json = false;
+  std::string progress;
   StoreFlags store;
 };
 
@@ -54,33 +54,24 @@ class SharedProgress {
     progress_ = progress;
   }
 
-  std::string render() const {
+  // The bytes written, out of those the run writes.
+  ProgressSample sample() const {
     PartitionProgress progress;
     {
       std::lock_guard lock(mutex_);
       progress = progress_;
     }
-    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start_;
-    const double rate = elapsed.count() > 0
-                            ? static_cast<double>(progress.bytes_written) / elapsed.count() / 1e6
-                            : 0.0;
-    char text[320];
-    std::snprintf(text, sizeof text, "%s read %s / %s  wrote %s / %s  %.0f MB/s  %zu/%zu tensors",
-                  progress_bar(static_cast<double>(progress.bytes_written),
-                               static_cast<double>(progress.bytes_to_write))
-                      .c_str(),
-                  format_byte_size(progress.bytes_read).c_str(),
-                  format_byte_size(progress.bytes_to_read).c_str(),
-                  format_byte_size(progress.bytes_written).c_str(),
-                  format_byte_size(progress.bytes_to_write).c_str(), rate, progress.tensors_done,
-                  progress.tensors);
-    return text;
+    std::string tensors;
+    if (progress.tensors > 0) {
+      tensors = std::to_string(progress.tensors_done) + "/" + std::to_string(progress.tensors) +
+                " tensors";
+    }
+    return {progress.bytes_written, progress.bytes_to_write, tensors};
   }
 
  private:
   mutable std::mutex mutex_;
   PartitionProgress progress_;
-  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
 std::string summary_json(const PartitionArguments& arguments, const PartitionReport& report,
@@ -129,13 +120,15 @@ void run_partition(const PartitionArguments& arguments) {
 
   SharedProgress shared;
   options.on_progress = [&shared](const PartitionProgress& progress) { shared.set(progress); };
-  std::optional<ProgressBar> progress;
-  if (::isatty(STDERR_FILENO)) progress.emplace([&shared] { return shared.render(); });
+  std::optional<ProgressDisplay> progress;
+  if (const auto style = progress_style(arguments.progress, arguments.json)) {
+    progress.emplace(*style, [&shared] { return shared.sample(); });
+  }
 
   const auto start = std::chrono::steady_clock::now();
   const PartitionReport report =
       partition_checkpoint_blocking(arguments.source, arguments.destination, options);
-  progress.reset();
+  if (progress) progress->finish();
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   if (arguments.json) {
     std::puts(summary_json(arguments, report, elapsed.count()).c_str());
@@ -192,6 +185,7 @@ void register_partition_command(CLI::App& app) {
       ->capture_default_str()
       ->check(positive_number);
   command->add_flag("--json", arguments->json, "Print the summary as one JSON object");
+  add_progress_flag(*command, arguments->progress);
   add_source_read_flags(*command, arguments->read,
                         "Memory for tensors of SRC and upload buffers together");
   add_store_flags(*command, arguments->store);

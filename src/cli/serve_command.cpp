@@ -22,6 +22,7 @@
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/progress_bar.hpp"
+#include "cli/progress_flag.hpp"
 #include "cli/store_flags.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/store/store_server.hpp"
@@ -44,6 +45,7 @@ struct ServeArguments {
   std::vector<uid_t> allow_uids;
   std::vector<gid_t> allow_gids;
   std::string ready_file;
+  std::string progress;
   SourceReadFlags read;
   StoreFlags store;
 };
@@ -145,25 +147,15 @@ class LoadProgress {
     total_ = total;
   }
 
-  std::string render() const {
-    std::uint64_t loaded = 0;
-    std::uint64_t total = 0;
-    {
-      std::lock_guard lock(mutex_);
-      loaded = loaded_;
-      total = total_;
-    }
-    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start_;
-    return progress_bar(static_cast<double>(loaded), static_cast<double>(total)) + " " +
-           format_byte_size(loaded) + " / " + format_byte_size(total) + "  " +
-           fixed(gigabytes_per_second(loaded, elapsed.count()), 2) + " GB/s";
+  ProgressSample sample() const {
+    std::lock_guard lock(mutex_);
+    return {loaded_, total_, {}};
   }
 
  private:
   mutable std::mutex mutex_;
   std::uint64_t loaded_ = 0;
   std::uint64_t total_ = 0;
-  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
 void run_serve(const ServeArguments& arguments) {
@@ -179,8 +171,10 @@ void run_serve(const ServeArguments& arguments) {
     for (int rank = 0; rank < arguments.tensor_parallel_size; ++rank) ranks.push_back(rank);
   }
   LoadProgress shared;
-  std::optional<ProgressBar> progress;
-  if (::isatty(STDERR_FILENO)) progress.emplace([&shared] { return shared.render(); });
+  std::optional<ProgressDisplay> progress;
+  if (const auto style = progress_style(arguments.progress, false)) {
+    progress.emplace(*style, [&shared] { return shared.sample(); });
+  }
 
   bool stopping = false;
   bool wrote_ready_file = false;
@@ -205,6 +199,7 @@ void run_serve(const ServeArguments& arguments) {
     shared.set(loaded, total);
   };
   asio::co_spawn(io, server.load(on_ready, on_progress), [&](std::exception_ptr error) {
+    if (!error && progress) progress->finish();
     progress.reset();
     if (error) {
       if (!stopping) failure = error;
@@ -271,6 +266,7 @@ void register_serve_command(CLI::App& app) {
   command->add_option("--ready-file", arguments->ready_file,
                       "Write the ready line to this file once every rank is loaded; removed on "
                       "exit");
+  add_progress_flag(*command, arguments->progress);
   add_source_read_flags(*command, arguments->read,
                         "Memory for tensors in flight (the ranks' shared memory comes on top)");
   add_store_flags(*command, arguments->store);

@@ -1,5 +1,3 @@
-#include <unistd.h>
-
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -11,6 +9,7 @@
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/progress_bar.hpp"
+#include "cli/progress_flag.hpp"
 #include "cli/sha256.hpp"
 #include "cli/store_flags.hpp"
 #include "cli/tensor_filter_flags.hpp"
@@ -31,6 +30,7 @@ struct StreamArguments {
   int rank = 0;
   std::optional<int> tensor_parallel_size;
   bool json = false;
+  std::string progress;
   std::string checksum;
   TensorFilterFlags filter;
   StoreFlags store;
@@ -99,9 +99,17 @@ void run_stream(const StreamArguments& arguments) {
   // Resolved here as well as in the stream, for the summary to say what was used.
   options = config.streamer_options(std::move(options));
   RawStreamer streamer(url, options);
-  std::optional<ProgressBar> progress;
-  if (!arguments.json && ::isatty(STDERR_FILENO)) {
-    progress.emplace([&] { return stream_progress(streamer.stats()); });
+  std::optional<ProgressDisplay> progress;
+  if (const auto style = progress_style(arguments.progress, arguments.json)) {
+    progress.emplace(*style, [&streamer] {
+      const StreamStats stats = streamer.stats();
+      std::string tensors;
+      if (stats.total_tensors > 0) {
+        tensors = std::to_string(stats.tensors) + "/" + std::to_string(stats.total_tensors) +
+                  " tensors";
+      }
+      return ProgressSample{stats.bytes, stats.total_bytes, tensors};
+    });
   }
 
   while (auto tensor = streamer.next_blocking()) {
@@ -114,9 +122,9 @@ void run_stream(const StreamArguments& arguments) {
     // A line as each tensor completes, also into a pipe, where stdout is block-buffered.
     std::fflush(stdout);
   }
-  progress.reset();
   const StreamStats stats = streamer.stats();
   require_selected(arguments.filter, stats.tensors, url);
+  if (progress) progress->finish();
   if (arguments.json) {
     std::puts(summary_line(stats, options).c_str());
   } else {
@@ -158,6 +166,7 @@ void register_stream_command(CLI::App& app) {
                       "Tensor-parallel size: selects TP{N}/shard{RANK}/ under a TRAW model "
                       "prefix; above 1, the rank files model-rank-{RANK}-part-*.safetensors");
   command->add_flag("--json", arguments->json, "One JSON object per tensor, then a summary");
+  add_progress_flag(*command, arguments->progress);
   add_tensor_filter_flags(*command, arguments->filter);
   add_store_flags(*command, arguments->store);
   command->add_option("--checksum", arguments->checksum, "Hash each tensor's bytes: sha256");

@@ -1,7 +1,6 @@
 #include "tensorstream/streaming/raw_streamer.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -19,6 +18,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "byte_size.hpp"
@@ -126,18 +126,31 @@ class RawStreamer::Engine {
 
   StreamStats stats() const {
     StreamStats stats;
+    std::uint64_t reads_counted = 0;
+    std::optional<std::uint64_t> store_bytes_before_reads;
+    {
+      std::lock_guard lock(outbox_->mutex);
+      stats.files = outbox_->files_count;
+      stats.tensors = outbox_->tensors_yielded;
+      stats.total_tensors = outbox_->tensors_total;
+      stats.bytes = outbox_->bytes_landed;
+      stats.total_bytes = outbox_->bytes_total;
+      const auto end = outbox_->finished_at ? *outbox_->finished_at : Clock::now();
+      stats.elapsed_seconds = std::chrono::duration<double>(end - started_at_).count();
+      if (outbox_->first_tensor_at) {
+        stats.first_tensor_seconds =
+            std::chrono::duration<double>(*outbox_->first_tensor_at - started_at_).count();
+      }
+      reads_counted = outbox_->read_bytes_counted;
+      store_bytes_before_reads = outbox_->store_bytes_before_reads;
+    }
+    // Taken after the counts above, so it holds at least the bytes of the reads they counted; the
+    // rest landed in reads still in flight. A coalesced run's gaps among them count until the
+    // run is delivered, never beyond the total.
     const StoreStats store = store_->stats();
-    std::lock_guard lock(outbox_->mutex);
-    stats.files = outbox_->files_count;
-    stats.tensors = outbox_->tensors_yielded;
-    stats.total_tensors = outbox_->tensors_total;
-    stats.bytes = bytes_landed_.load();
-    stats.total_bytes = outbox_->bytes_total;
-    const auto end = outbox_->finished_at ? *outbox_->finished_at : Clock::now();
-    stats.elapsed_seconds = std::chrono::duration<double>(end - started_at_).count();
-    if (outbox_->first_tensor_at) {
-      stats.first_tensor_seconds =
-          std::chrono::duration<double>(*outbox_->first_tensor_at - started_at_).count();
+    if (store_bytes_before_reads && store.bytes > *store_bytes_before_reads + reads_counted) {
+      const std::uint64_t arriving = store.bytes - *store_bytes_before_reads - reads_counted;
+      stats.bytes += std::min(arriving, stats.total_bytes - stats.bytes);
     }
     stats.requests = store.requests;
     stats.retries = store.retries;
@@ -166,6 +179,12 @@ class RawStreamer::Engine {
     std::uint64_t tensors_delivered = 0;
     std::uint64_t tensors_yielded = 0;
     std::uint64_t bytes_total = 0;
+    /// Tensor bytes of the chunks read to the end (a coalesced run's once it is delivered).
+    std::uint64_t bytes_landed = 0;
+    /// Everything the reads counted in bytes_landed read, gaps included.
+    std::uint64_t read_bytes_counted = 0;
+    /// The store's byte count once discovery is done: what it counts on top comes from chunks.
+    std::optional<std::uint64_t> store_bytes_before_reads;
     std::uint64_t jobs_in_flight = 0;
     std::optional<std::uint64_t> blocked_request;
     std::optional<Clock::time_point> first_tensor_at;
@@ -262,7 +281,9 @@ class RawStreamer::Engine {
     }
     reads_ = detail::plan_reads(files_, *options_.chunk_size, options_.memory_limit,
                                 options_.read_order);
+    const std::uint64_t store_bytes = store_->stats().bytes;
     std::lock_guard lock(outbox_->mutex);
+    outbox_->store_bytes_before_reads = store_bytes;
     outbox_->files_count = files_.size();
     outbox_->tensors_total = tensors;
     outbox_->bytes_total = bytes;
@@ -340,7 +361,11 @@ class RawStreamer::Engine {
                                   file.header.data_start + job.read.begin + task.chunk.offset,
                                   destination);
       // A run's gaps are not tensor bytes: its tensors count when they are copied out.
-      if (!job.read.coalesced()) bytes_landed_ += task.chunk.length;
+      if (!job.read.coalesced()) {
+        std::lock_guard lock(outbox_->mutex);
+        outbox_->bytes_landed += task.chunk.length;
+        outbox_->read_bytes_counted += task.chunk.length;
+      }
       if (--job.chunks_left == 0) deliver(job);
     }
   }
@@ -350,12 +375,13 @@ class RawStreamer::Engine {
   void deliver(Job& job) {
     const detail::PlannedRead& read = job.read;
     std::vector<StreamedTensor> tensors;
+    std::uint64_t run_bytes = 0;
     if (read.coalesced()) {
       for (std::size_t i = 0; i < read.tensors.size(); ++i) {
         const TensorInfo& info = *read.tensors[i];
         std::memcpy(job.copies[i].get(), job.data.get() + (info.begin - read.begin),
                     info.byte_size());
-        bytes_landed_ += info.byte_size();
+        run_bytes += info.byte_size();
         tensors.push_back({info, read.file->url, std::move(job.copies[i])});
       }
       job.data.reset();
@@ -363,6 +389,10 @@ class RawStreamer::Engine {
       tensors.push_back({*read.tensors.front(), read.file->url, std::move(job.data)});
     }
     std::lock_guard lock(outbox_->mutex);
+    if (read.coalesced()) {
+      outbox_->bytes_landed += run_bytes;
+      outbox_->read_bytes_counted += read.length;
+    }
     outbox_->jobs_in_flight -= tensors.size();
     outbox_->tensors_delivered += tensors.size();
     if (!outbox_->first_tensor_at) outbox_->first_tensor_at = Clock::now();
@@ -426,7 +456,6 @@ class RawStreamer::Engine {
   std::vector<detail::PlannedRead> reads_;
   std::deque<ChunkTask> chunks_;
   bool planning_done_ = false;
-  std::atomic<std::uint64_t> bytes_landed_{0};
 
   const std::shared_ptr<Outbox> outbox_ = std::make_shared<Outbox>();
 

@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstring>
 #include <fstream>
 #include <memory>
+#include <thread>
 
 #include "support/certificates.hpp"
 #include "support/fault_server.hpp"
@@ -13,6 +16,7 @@
 #include "streaming/synthetic_stream.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
+#include "tensorstream/safetensors/writer.hpp"
 #include "tensorstream/streaming/raw_streamer.hpp"
 
 namespace tensorstream {
@@ -169,6 +173,51 @@ TEST(HttpStreamingFaults, UnreachableHostFailsQuicklyWithACause) {
   } catch (const StorageError& error) {
     EXPECT_NE(std::string(error.what()).find("refused"), std::string::npos) << error.what();
   }
+}
+
+// Progress displays poll the count: over a slow link it must move within a read, not jump once
+// per finished chunk. The server sends part of the one read and holds the rest until the test
+// has seen that part counted, so nothing here depends on timing.
+TEST(HttpStreamingProgress, BytesCountAsTheyLandBeforeTheirReadCompletes) {
+  TempDir dir;
+  constexpr std::uint64_t tensor_bytes = 256 * 1024;
+  const auto path = dir.path() / "one.safetensors";
+  const std::vector<TensorSpec> specs{
+      {"weight", Dtype::U8, {static_cast<std::int64_t>(tensor_bytes)}}};
+  write_safetensors(path, specs,
+                    [](const TensorSpec&, std::uint64_t, std::span<std::byte> out) {
+                      std::fill(out.begin(), out.end(), std::byte{7});
+                    });
+  std::ifstream in(path, std::ios::binary);
+  const std::string object{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  std::uint64_t header_size = 0;
+  std::memcpy(&header_size, object.data(), sizeof header_size);
+  const std::uint64_t data_start = 8 + header_size;
+  FaultServer::Behaviour behaviour;
+  behaviour.pause_range = "bytes=" + std::to_string(data_start) + "-" +
+                          std::to_string(data_start + tensor_bytes - 1);
+  behaviour.pause_after = 100000;
+  FaultServer server("/one.safetensors", object, behaviour);
+
+  StreamerOptions options;
+  options.chunk_size = 1 << 20;
+  RawStreamer streamer(server.base_url() + "/one.safetensors", options);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  StreamStats stats = streamer.stats();
+  while (stats.bytes < behaviour.pause_after && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    stats = streamer.stats();
+  }
+  EXPECT_EQ(stats.bytes, behaviour.pause_after) << "the held read's first part is counted";
+  EXPECT_EQ(stats.total_bytes, tensor_bytes);
+  EXPECT_EQ(stats.tensors, 0u);
+
+  server.resume();
+  const auto tensor = streamer.next_blocking();
+  ASSERT_TRUE(tensor);
+  EXPECT_EQ(tensor->info.byte_size(), tensor_bytes);
+  EXPECT_FALSE(streamer.next_blocking());
+  EXPECT_EQ(streamer.stats().bytes, tensor_bytes);
 }
 
 }  // namespace

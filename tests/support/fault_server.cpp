@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/buffer.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -10,6 +11,7 @@
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/read.hpp>
 #include <charconv>
+#include <chrono>
 #include <exception>
 #include <optional>
 #include <string_view>
@@ -127,7 +129,22 @@ asio::awaitable<void> FaultServer::serve(tcp::socket socket) {
     if (truncate || behaviour_.close_after_response) ending = ResponseEnding::close;
     if (reset) ending = ResponseEnding::reset;
     if (stall) ending = ResponseEnding::stall;
-    if (!co_await write_response(socket, header, body, ending)) co_return;
+    std::string_view head = header;
+    if (!behaviour_.pause_range.empty() && range_header == behaviour_.pause_range &&
+        text_body.empty()) {
+      const auto sent = std::min(body.size(), behaviour_.pause_after);
+      if (!co_await write_response(socket, head, body.substr(0, sent), ResponseEnding::keep_alive)) {
+        co_return;
+      }
+      asio::steady_timer timer(socket.get_executor());
+      while (!resumed_) {
+        timer.expires_after(std::chrono::milliseconds(5));
+        co_await timer.async_wait(token);
+      }
+      head = {};
+      body = body.substr(sent);
+    }
+    if (!co_await write_response(socket, head, body, ending)) co_return;
   }
 }
 

@@ -49,6 +49,10 @@ class FaultServer {
                                         ///< announcing it, like a short keep-alive timeout.
     bool body_on_head_error = false;    ///< Send the body of a failed HEAD's error response,
                                         ///< which HTTP forbids and some S3 clones do anyway.
+    std::string pause_range{};          ///< For a request with exactly this Range header, send
+    std::size_t pause_after = 0;        ///< pause_after body bytes, then the rest only once
+                                        ///< resume() is called: a slow link, made to wait for
+                                        ///< the test.
   };
 
   /// Starts serving `object` at `path` (e.g. "/object.bin").
@@ -72,6 +76,9 @@ class FaultServer {
   /// Connections accepted so far.
   int connections() const { return connections_.load(); }
 
+  /// Sends the rest of responses held by Behaviour::pause_range, now and from now on.
+  void resume() { resumed_ = true; }
+
  private:
   boost::asio::awaitable<void> serve(boost::asio::ip::tcp::socket socket);
 
@@ -80,6 +87,7 @@ class FaultServer {
   const Behaviour behaviour_;
   std::atomic<int> requests_{0};
   std::atomic<int> connections_{0};
+  std::atomic<bool> resumed_{false};
   mutable std::mutex mutex_;
   std::vector<std::string> ranges_;
   LoopbackListener listener_;

@@ -37,7 +37,9 @@ struct Listing {
 /// Counters a store keeps about its own work; a snapshot, safe to copy.
 struct StoreStats {
   std::uint64_t requests = 0;   ///< Range reads, size and list requests issued.
-  std::uint64_t bytes = 0;      ///< Payload bytes delivered into destinations.
+  /// Payload bytes delivered into destinations. Network stores count them as they arrive, read
+  /// by read (also those of a read that fails later); files count each read_range() once done.
+  std::uint64_t bytes = 0;
   std::uint64_t retries = 0;    ///< Requests repeated after a transient failure.
   std::uint64_t connections = 0;///< Connections opened (network stores).
   std::uint64_t tls_resumed = 0;///< Of those, TLS connections that resumed an earlier session.

@@ -12,7 +12,9 @@ struct StreamStats {
   std::uint64_t files = 0;            ///< Objects streamed: safetensors files, TRAW objects.
   std::uint64_t tensors = 0;          ///< Tensors yielded so far.
   std::uint64_t total_tensors = 0;    ///< Tensors the stream will yield (0 until headers are read).
-  std::uint64_t bytes = 0;            ///< Tensor bytes landed so far.
+  /// Tensor bytes landed so far, counted as they arrive where the store counts them so (http,
+  /// s3, gs: read by read), else as each chunk completes (files).
+  std::uint64_t bytes = 0;
   std::uint64_t total_bytes = 0;      ///< Tensor bytes the stream will load (0 until headers are read).
   double elapsed_seconds = 0;         ///< Since the stream started (until it finished).
   double first_tensor_seconds = -1;   ///< From the start to the first tensor ready; -1 before.

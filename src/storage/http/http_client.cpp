@@ -200,9 +200,9 @@ asio::awaitable<void> HttpClient::read_range(std::string_view target, const std:
                                              ObjectVersion& version) {
   RangeRequest request(target, host_header_, offset, destination, options_.read_timeout);
   request.pin(version);
+  request.count_into(bytes_);
   co_await perform(request, url);
   version = request.version();
-  bytes_.fetch_add(destination.size(), std::memory_order_relaxed);
   if (request.range_ignored() && !warned_range_ignored_.exchange(true)) {
     log(LogLevel::warning,
         url +

@@ -168,12 +168,12 @@ asio::awaitable<std::optional<Failure>> RangeRequest::read_body(Connection& conn
   if (buffered > 0) {
     std::memcpy(destination_.data() + delivered_, buffer.data().data(), buffered);
     buffer.consume(buffered);
-    delivered_ += buffered;
+    landed(buffered);
   }
   while (delivered_ < destination_.size()) {
     auto [ec, received] = co_await connection.read_some(
         asio::buffer(destination_.data() + delivered_, missing()), read_timeout_);
-    delivered_ += received;
+    landed(received);
     if (ec) {
       connection.close();
       co_return body_failure(ec, read_timeout_, progress(), needed);
@@ -220,7 +220,11 @@ asio::awaitable<std::optional<Failure>> RangeRequest::read_chunked_body(Connecti
     body.more = true;
     const bool skipping = skipped < skip;
     const auto ec = co_await connection.read_some(reader, read_timeout_);
-    (skipping ? skipped : delivered_) += offered - body.size;
+    if (skipping) {
+      skipped += offered - body.size;
+    } else {
+      landed(offered - body.size);
+    }
     if (ec == beast::http::error::need_buffer) {
       if (offered > 0) continue;
       connection.close();

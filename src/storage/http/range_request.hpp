@@ -1,6 +1,7 @@
 #pragma once
 // One byte range of an object, read with `Range` GETs straight into the caller's memory.
 
+#include <atomic>
 #include <boost/asio/awaitable.hpp>
 #include <chrono>
 #include <cstddef>
@@ -47,6 +48,10 @@ class RangeRequest {
   /// success the connection is left reusable if its response was read to the end.
   boost::asio::awaitable<std::optional<Failure>> attempt(Connection& connection);
 
+  /// Adds the bytes of every piece of body that lands in the destination to `landed` as it
+  /// arrives (one relaxed addition per read), for progress that moves within a long body.
+  void count_into(std::atomic<std::uint64_t>& landed) { landed_ = &landed; }
+
   /// Bytes of the destination filled so far, from its start.
   std::uint64_t delivered() const { return delivered_; }
 
@@ -66,6 +71,10 @@ class RangeRequest {
   std::uint64_t first() const { return offset_ + delivered_; }
   std::uint64_t last() const { return offset_ + destination_.size() - 1; }
   std::uint64_t missing() const { return destination_.size() - delivered_; }
+  void landed(std::uint64_t bytes) {
+    delivered_ += bytes;
+    if (landed_ != nullptr) landed_->fetch_add(bytes, std::memory_order_relaxed);
+  }
   // "bytes a-b": what the current attempt asked for.
   std::string asked() const;
   Failure short_object(std::uint64_t object_size) const;
@@ -79,6 +88,7 @@ class RangeRequest {
   std::string credentials_;
   ObjectVersion pinned_;
   std::uint64_t delivered_ = 0;
+  std::atomic<std::uint64_t>* landed_ = nullptr;
   std::uint64_t attempt_first_ = 0;
   bool range_ignored_ = false;
 };

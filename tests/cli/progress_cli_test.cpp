@@ -1,0 +1,184 @@
+// --progress: what the long commands write to stderr while they work, and that stdout stays as
+// it was.
+
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <regex>
+#include <thread>
+
+#include "support/child_process.hpp"
+#include "support/fault_server.hpp"
+#include "support/process.hpp"
+#include "support/scoped_environment.hpp"
+#include "support/temp_dir.hpp"
+#include "tensorstream/model/synthetic_model.hpp"
+#include "tensorstream/safetensors/writer.hpp"
+
+namespace tensorstream {
+namespace {
+
+using testing::lines_of;
+using testing::run_cli;
+using testing::TempDir;
+
+class ProgressCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(run_cli({"gen-model", model_.path().string(), "--preset", "tiny"}).exit_code, 0);
+  }
+  TempDir model_;
+};
+
+// What a bar drawn into a pipe left: the lines it drew over each other, escapes removed.
+std::vector<std::string> redrawn_lines(const std::string& err) {
+  std::vector<std::string> lines;
+  std::size_t at = 0;
+  while ((at = err.find('\r', at)) != std::string::npos) {
+    const auto end = err.find("\033[K", at);
+    if (end == std::string::npos) break;
+    lines.push_back(err.substr(at + 1, end - at - 1));
+    at = end;
+  }
+  return lines;
+}
+
+TEST_F(ProgressCli, NeverAndJsonLeaveStderrEmpty) {
+  for (const std::vector<std::string>& flags :
+       {std::vector<std::string>{"--progress", "never"}, {"--progress", "auto", "--json"}}) {
+    std::vector<std::string> arguments{"stream", model_.path().string()};
+    arguments.insert(arguments.end(), flags.begin(), flags.end());
+    const auto result = run_cli(arguments);
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_EQ(result.err, "") << flags.back();
+  }
+}
+
+TEST_F(ProgressCli, AlwaysDrawsTheBarIntoAPipeFittedToColumnsAndEndsItsLine) {
+  for (const int columns : {60, 120}) {
+    testing::ScopedEnvironment environment;
+    environment.set("COLUMNS", std::to_string(columns));
+    const auto result = run_cli({"stream", model_.path().string(), "--progress", "always"});
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    ASSERT_TRUE(result.err.ends_with("\033[K\n")) << result.err;
+    EXPECT_EQ(lines_of(result.err).size(), 1u) << "every redraw stays on one line";
+    const auto drawn = redrawn_lines(result.err);
+    ASSERT_FALSE(drawn.empty()) << result.err;
+    for (const auto& line : drawn) {
+      EXPECT_LT(line.size(), static_cast<std::size_t>(columns)) << line;
+    }
+    // The tiny preset's 21 tensors, 3.8 MiB; at 60 columns the tensor count does not fit.
+    const std::string tensors = columns == 60 ? "" : ", 21/21 tensors";
+    EXPECT_TRUE(std::regex_match(
+        drawn.back(), std::regex("tensorstream: 3\\.8 MiB in [0-9]+\\.[0-9] s, average "
+                                 "([0-9.]+ (B|KiB|MiB|GiB)|-- B)/s" + tensors)))
+        << drawn.back();
+    // Stdout is what it is without a bar.
+    EXPECT_EQ(lines_of(result.out).size(), 1u) << result.out;
+    EXPECT_TRUE(result.out.starts_with("streamed 21 tensors (3.8 MiB)")) << result.out;
+  }
+}
+
+TEST(ProgressCliErrors, AFailureLeavesOnlyItsErrorLine) {
+  TempDir dir;
+  const auto path = (dir.path() / "nope.safetensors").string();
+  const auto result = run_cli({"stream", path, "--progress", "always"});
+  EXPECT_EQ(result.exit_code, 1);
+  // A bar drawn before the failure is erased: what is left on the screen is the error line.
+  const auto erased = result.err.rfind("\033[K");
+  const std::string shown = erased == std::string::npos ? result.err : result.err.substr(erased + 3);
+  EXPECT_TRUE(shown.starts_with("tensorstream: error: " + path)) << result.err;
+  EXPECT_EQ(lines_of(result.err).size(), 1u) << result.err;
+}
+
+TEST(ProgressCliUsage, AnUnknownModeIsAUsageError) {
+  const auto result = run_cli({"stream", "/tmp/x.safetensors", "--progress", "bogus"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.err,
+            "tensorstream: error: --progress: 'bogus' is not auto, always or never (see "
+            "tensorstream --help)\n");
+  EXPECT_EQ(result.out, "");
+}
+
+// One tensor of 256 KiB whose one read the server sends half of, then holds until the test has
+// seen a plain progress line: a line comes every 5 s, whatever the machine's speed.
+TEST(ProgressCliLog, WithoutATerminalPlainLinesComeWhileTheStreamRuns) {
+  TempDir dir;
+  constexpr std::uint64_t tensor_bytes = 256 * 1024;
+  const auto path = dir.path() / "one.safetensors";
+  const std::vector<TensorSpec> specs{
+      {"weight", Dtype::U8, {static_cast<std::int64_t>(tensor_bytes)}}};
+  write_safetensors(path, specs,
+                    [](const TensorSpec&, std::uint64_t, std::span<std::byte> out) {
+                      std::fill(out.begin(), out.end(), std::byte{7});
+                    });
+  std::ifstream in(path, std::ios::binary);
+  const std::string object{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  std::uint64_t header_size = 0;
+  std::memcpy(&header_size, object.data(), sizeof header_size);
+  const std::uint64_t data_start = 8 + header_size;
+  testing::FaultServer::Behaviour behaviour;
+  behaviour.pause_range = "bytes=" + std::to_string(data_start) + "-" +
+                          std::to_string(data_start + tensor_bytes - 1);
+  behaviour.pause_after = 100000;
+  testing::FaultServer server("/one.safetensors", object, behaviour);
+
+  const auto log = dir.path() / "output.txt";
+  testing::ChildProcess stream({TENSORSTREAM_CLI_PATH, "stream",
+                                server.base_url() + "/one.safetensors", "--chunk-size", "1MiB",
+                                "--timeout", "120"},
+                               log);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::string text;
+  while (text.find("tensorstream: ") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline && !stream.exited()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    text = testing::read_text_file(log);
+  }
+  server.resume();
+  const int status = stream.wait();
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << testing::read_text_file(log);
+
+  text = testing::read_text_file(log);
+  EXPECT_EQ(text.find('\r'), std::string::npos) << text;
+  EXPECT_EQ(text.find('\033'), std::string::npos) << text;
+  const auto lines = lines_of(text);
+  ASSERT_GE(lines.size(), 3u) << text;
+  // 100000 of 262144 bytes landed: the count moves within a read, not per finished read.
+  const std::regex held(
+      "tensorstream: 97\\.7 KiB / 256\\.0 KiB \\(38%\\), [0-9.]+ (B|KiB)/s, ETA [0-9a-z-]+, "
+      "0/1 tensors");
+  EXPECT_TRUE(std::regex_match(lines[0], held)) << lines[0];
+  // On a slow machine a line may fall between the resumption and the end.
+  const std::regex plain("tensorstream: [0-9.]+ (B|KiB) / 256\\.0 KiB \\([0-9]+%\\), .*");
+  for (std::size_t i = 1; i + 2 < lines.size(); ++i) {
+    EXPECT_TRUE(std::regex_match(lines[i], plain)) << lines[i];
+  }
+  EXPECT_TRUE(std::regex_match(
+      lines[lines.size() - 2],
+      std::regex("tensorstream: 256\\.0 KiB in [0-9]+\\.[0-9] s, average [0-9.]+ (B|KiB)/s, "
+                 "1/1 tensors")))
+      << lines[lines.size() - 2];
+  EXPECT_TRUE(lines.back().starts_with("streamed 1 tensors (256.0 KiB) from ")) << lines.back();
+}
+
+TEST_F(ProgressCli, PartitionAndServeTakeTheFlagToo) {
+  TempDir out;
+  const auto result = run_cli({"partition", model_.path().string(), (out.path() / "raw").string(),
+                               "--tp", "1", "--progress", "never"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.err, "");
+  const auto serve = run_cli({"serve", "x", "--tp", "1", "--socket", "s", "--progress", "x"});
+  EXPECT_EQ(serve.exit_code, 2);
+  EXPECT_EQ(serve.err,
+            "tensorstream: error: --progress: 'x' is not auto, always or never (see "
+            "tensorstream --help)\n");
+}
+
+}  // namespace
+}  // namespace tensorstream
