@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include "tensorstream/log.hpp"
+
 namespace tensorstream::cli {
 
 void add_progress_flag(CLI::App& command, std::string& mode) {
@@ -9,7 +11,7 @@ void add_progress_flag(CLI::App& command, std::string& mode) {
   command
       .add_option("--progress", mode,
                   "Progress on stderr: auto (a bar on a terminal, a line every 5 s otherwise, "
-                  "none with --json), always (the bar), never")
+                  "none with --json or -q), always (the bar), never")
       ->capture_default_str()
       ->check(CLI::Validator(
           [](std::string& value) -> std::string {
@@ -21,7 +23,8 @@ void add_progress_flag(CLI::App& command, std::string& mode) {
 
 std::optional<ProgressStyle> progress_style(const std::string& mode, bool json) {
   if (mode == "always") return ProgressStyle::bar;
-  if (mode == "never" || json) return std::nullopt;
+  // -q asks for errors only: progress included, unless asked for by name.
+  if (mode == "never" || json || !log_enabled(LogLevel::warning)) return std::nullopt;
   return ::isatty(STDERR_FILENO) ? ProgressStyle::bar : ProgressStyle::plain;
 }
 

@@ -14,7 +14,7 @@ namespace tensorstream::cli {
 void add_progress_flag(CLI::App& command, std::string& mode);
 
 /// The display `mode` asks for: "auto" the bar when stderr is a terminal, else plain lines, and
-/// nothing when the command prints JSON (`json`), whose readers are programs; "always" the bar,
+/// nothing when the command prints JSON (`json`), whose readers are programs, or under -q; "always" the bar,
 /// also into a file or pipe; "never" nothing.
 std::optional<ProgressStyle> progress_style(const std::string& mode, bool json);
 

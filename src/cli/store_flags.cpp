@@ -2,10 +2,12 @@
 #include "cli/store_flags.hpp"
 
 #include "byte_size.hpp"
+#include "tensorstream/log.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 namespace tensorstream::cli {
@@ -33,6 +35,9 @@ void add_store_flags(CLI::App& command, StoreFlags& flags) {
   command.add_option("--ca-bundle", flags.ca_bundle,
                      "PEM file of CAs trusted for https; default: AWS_CA_BUNDLE for s3://, "
                      "else the system's (SSL_CERT_FILE)");
+  command.add_flag("--insecure", flags.insecure,
+                   "Do not verify TLS certificates (anyone on the path can read and change the "
+                   "bytes)");
   const HttpOptions defaults;
   command
       .add_option("--retries", flags.retries,
@@ -60,6 +65,11 @@ StoreOptions apply_store_flags(const StoreFlags& flags, StoreOptions options) {
   if (!flags.region.empty()) options.s3.region = flags.region;
   if (!flags.endpoint_url.empty()) options.s3.endpoint = flags.endpoint_url;
   if (!flags.ca_bundle.empty()) options.http.ca_file = flags.ca_bundle;
+  if (flags.insecure) {
+    options.http.verify_peer = false;
+    // A warning like any other, so that -q silences it once the user has seen it.
+    log(LogLevel::warning, "--insecure: TLS certificates are not verified");
+  }
   if (flags.retries) options.http.max_retries = *flags.retries;
   if (flags.connect_timeout) options.http.connect_timeout = milliseconds(*flags.connect_timeout);
   if (flags.timeout) options.http.read_timeout = milliseconds(*flags.timeout);

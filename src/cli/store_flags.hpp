@@ -17,6 +17,7 @@ struct StoreFlags {
   std::string region;            ///< S3 region.
   std::string endpoint_url;      ///< S3-compatible endpoint.
   std::string ca_bundle;         ///< PEM file of trusted CAs for https.
+  bool insecure = false;         ///< Do not verify TLS certificates.
   std::optional<int> retries;    ///< Attempts after the first for transient failures.
   std::optional<double> connect_timeout;  ///< Seconds to resolve, connect and handshake.
   std::optional<double> timeout;  ///< Seconds without a byte before a request is retried.
@@ -37,11 +38,13 @@ void add_source_read_flags(CLI::App& command, SourceReadFlags& flags,
 StreamerOptions apply_source_read_flags(const SourceReadFlags& flags, const StoreFlags& store,
                                         StreamerOptions options = {});
 
-/// Adds --no-sign-request, --region, --endpoint-url, --ca-bundle, --retries, --connect-timeout
-/// and --timeout to `command`, storing into `flags` (which must outlive parsing).
+/// Adds --no-sign-request, --region, --endpoint-url, --ca-bundle, --insecure, --retries,
+/// --connect-timeout and --timeout to `command`, storing into `flags` (which must outlive
+/// parsing).
 void add_store_flags(CLI::App& command, StoreFlags& flags);
 
-/// `options` with what `flags` set.
+/// `options` with what `flags` set. Warns on stderr that certificates are not verified when
+/// --insecure is given.
 StoreOptions apply_store_flags(const StoreFlags& flags, StoreOptions options = {});
 
 }  // namespace tensorstream::cli

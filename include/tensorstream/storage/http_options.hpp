@@ -4,9 +4,24 @@
 
 #include <chrono>
 #include <cstddef>
+#include <optional>
 #include <string>
 
 namespace tensorstream {
+
+/// The proxies of an HTTP client, in the forms curl takes from http_proxy, https_proxy and
+/// no_proxy.
+struct ProxyOptions {
+  /// Proxy of http:// URLs, "[http://][user:password@]host[:port]" (port 1080 by default, as
+  /// curl's); requests go to it with absolute URLs. Empty: none.
+  std::string http{};
+  /// Proxy of https:// URLs, in the same form; TLS runs inside a `CONNECT host:port` tunnel.
+  std::string https{};
+  /// Comma-separated hosts reached directly: a name also covers its subdomains (a leading dot
+  /// is ignored), an entry may end in ":port" to cover that port only, and "*" covers all.
+  /// Loopback addresses go through the proxy unless listed.
+  std::string no_proxy{};
+};
 
 /// Options of the HTTP range client. The retry defaults follow the AWS SDKs' standard mode
 /// (base 100 ms, throttling base 1 s, cap 20 s), with more attempts because a stream of many
@@ -36,8 +51,15 @@ struct HttpOptions {
   std::size_t max_idle_connections = 64;
   /// PEM file of trusted CAs; empty means the system store (which honours SSL_CERT_FILE).
   std::string ca_file;
-  /// Verify the server's certificate and host name. Only tests should turn this off.
+  /// Verify the server's certificate and host name. Off, anyone on the path can read and change
+  /// the bytes (the CLI's --insecure).
   bool verify_peer = true;
+  /// Redirects (301, 302, 303, 307, 308) a size or range read follows before failing. The last
+  /// location of each object is remembered, so later reads go there directly.
+  int max_redirects = 10;
+  /// Proxies; unset means the environment's http_proxy, https_proxy and no_proxy (each
+  /// lowercase first, then uppercase), read when the client is made.
+  std::optional<ProxyOptions> proxies{};
 };
 
 }  // namespace tensorstream

@@ -28,7 +28,10 @@ class ObjectPins;
 /// "/models/a.safetensors"; a query string may follow. Bodies are read straight into the
 /// destination. Transient failures (resets, timeouts, truncated bodies, 408, 429, 5xx) are retried
 /// with jittered exponential backoff, resuming after the last byte received. A server that
-/// ignores `Range` is read correctly, at the cost of transferring the skipped prefix.
+/// ignores `Range` is read correctly, at the cost of transferring the skipped prefix. Redirects
+/// are followed (HttpOptions::max_redirects, never from https to http) and the final location of
+/// each key remembered, so that its range reads go there directly; connections go through the
+/// proxies of HttpOptions::proxies or the environment.
 /// Terminal cancellation of the calling coroutine abandons the request (its connection is
 /// closed) and throws boost::system::system_error with asio::error::operation_aborted.
 class HttpStore final : public ObjectStore {

@@ -20,6 +20,8 @@
 #include <string>
 #include <utility>
 
+#include "storage/http/status_failure.hpp"
+
 namespace tensorstream {
 namespace {
 
@@ -112,6 +114,10 @@ Connection::ErrorCode Connection::settle(ErrorCode ec) {
 asio::awaitable<std::optional<Failure>> Connection::open(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   auto failure = co_await connect(deadline);
+  if (failure && server_->proxy) {
+    failure->cause = "proxy " + server_->proxy->url + ": " + failure->cause;
+  }
+  if (!failure && tls_ && server_->proxy) failure = co_await tunnel(deadline);
   if (!failure && tls_) failure = co_await handshake(deadline);
   if (failure) {
     close();
@@ -125,12 +131,14 @@ asio::awaitable<std::optional<Failure>> Connection::connect(
     std::chrono::steady_clock::time_point deadline) {
   const auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
       deadline - std::chrono::steady_clock::now());
+  const std::string& host = server_->proxy ? server_->proxy->host : server_->host;
+  const std::uint16_t port = server_->proxy ? server_->proxy->port : server_->port;
   tcp::resolver::results_type endpoints;
   beast::error_code ec;
-  const auto address = asio::ip::make_address(server_->host, ec);
+  const auto address = asio::ip::make_address(host, ec);
   if (!ec) {
-    endpoints = tcp::resolver::results_type::create(tcp::endpoint(address, server_->port),
-                                                    server_->host, std::to_string(server_->port));
+    endpoints = tcp::resolver::results_type::create(tcp::endpoint(address, port), host,
+                                                    std::to_string(port));
   } else {
     // getaddrinfo cannot be interrupted; the timer only abandons it. The timer's handler holds
     // the resolver weakly because it may run after this coroutine has finished with both.
@@ -141,10 +149,10 @@ asio::awaitable<std::optional<Failure>> Connection::connect(
           if (e) return;
           if (auto live = weak.lock()) live->cancel();
         }));
-    auto [resolve_error, results] =
-        co_await resolver->async_resolve(server_->host, std::to_string(server_->port), token());
+    const std::string service = std::to_string(port);
+    auto [resolve_error, results] = co_await resolver->async_resolve(host, service, token());
     timer.cancel();
-    if (resolve_error) co_return resolve_failure(resolve_error, server_->host, timeout);
+    if (resolve_error) co_return resolve_failure(resolve_error, host, timeout);
     endpoints = std::move(results);
   }
 
@@ -158,6 +166,38 @@ asio::awaitable<std::optional<Failure>> Connection::connect(
   // Requests are written in one piece; Nagle would only delay them behind the previous ACK.
   tcp().socket().set_option(tcp::no_delay(true), ec);
   co_return std::nullopt;
+}
+
+asio::awaitable<std::optional<Failure>> Connection::tunnel(
+    std::chrono::steady_clock::time_point deadline) {
+  const Proxy& proxy = *server_->proxy;
+  const bool ipv6 = server_->host.find(':') != std::string::npos;
+  const std::string authority = (ipv6 ? "[" + server_->host + "]" : server_->host) + ":" +
+                                std::to_string(server_->port);
+  request_ = "CONNECT " + authority + " HTTP/1.1\r\nHost: " + authority +
+             "\r\nUser-Agent: tensorstream\r\n";
+  if (!proxy.authorization.empty()) {
+    request_ += "Proxy-Authorization: " + proxy.authorization + "\r\n";
+  }
+  request_ += "\r\n";
+  const std::string refused = "proxy " + proxy.url + " refused CONNECT to " + authority + ": ";
+  tcp().expires_at(deadline);
+  auto [write_error, written] = co_await asio::async_write(tcp(), asio::buffer(request_), token());
+  if (write_error) co_return transient_failure(refused + write_error.message());
+  HeaderParser parser;
+  // A successful answer has no body: the tunnel starts right after its header.
+  parser.skip(true);
+  auto [read_error, parsed] =
+      co_await beast::http::async_read_header(tcp(), buffer_, parser, token());
+  if (read_error == beast::error::timeout) {
+    co_return transient_failure("proxy " + proxy.url + ": CONNECT to " + authority +
+                                " timed out");
+  }
+  if (read_error) co_return transient_failure(refused + read_error.message());
+  const unsigned status = parser.get().result_int();
+  if (status / 100 == 2) co_return std::nullopt;
+  Failure failure{refused + status_text(parser), status >= 500};
+  co_return failure;
 }
 
 asio::awaitable<std::optional<Failure>> Connection::handshake(

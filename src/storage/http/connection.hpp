@@ -27,6 +27,7 @@
 #include <utility>
 
 #include "storage/http/failure.hpp"
+#include "storage/http/proxy.hpp"
 #include "storage/http/tls_stream.hpp"
 
 namespace tensorstream {
@@ -44,6 +45,9 @@ struct ServerAddress {
   std::uint16_t port = 0;
   boost::asio::ssl::context* tls = nullptr;  ///< Null for plain HTTP.
   bool verify_host = true;                   ///< Check that the certificate names `host`.
+  /// The proxy connections go through: requests of plain HTTP are forwarded by it, https runs
+  /// through a CONNECT tunnel.
+  std::optional<Proxy> proxy{};
 };
 
 /// The read and write deadline of an in-memory connection. Tests implement it with a clock they
@@ -88,11 +92,17 @@ class Connection {
   /// Where every operation on the connection must run.
   const Strand& strand() const { return strand_; }
 
-  /// Resolves, connects and, for https, handshakes, all within `timeout`.
+  /// Resolves, connects (to the proxy, if any, and for https through its tunnel) and, for
+  /// https, handshakes, all within `timeout`. Failures on the way to a proxy name it.
   boost::asio::awaitable<std::optional<Failure>> open(std::chrono::milliseconds timeout);
 
   /// Whether the TLS handshake resumed an earlier session of the same server.
   bool tls_resumed() const { return tls_ && SSL_session_reused(tls_->native_handle()) == 1; }
+  /// The proxy that forwards this connection's requests (plain HTTP through a proxy), which then
+  /// carry absolute URLs; null otherwise.
+  const Proxy* forwarding_proxy() const {
+    return server_ != nullptr && server_->proxy && !tls_ ? &*server_->proxy : nullptr;
+  }
   /// Whether open() succeeded and nothing has closed the connection since.
   bool is_open() const { return memory_ ? memory_open_ : tcp().socket().is_open(); }
 
@@ -148,6 +158,9 @@ class Connection {
   // timer reports a timeout, as a TCP stream does.
   ErrorCode settle(ErrorCode ec);
   boost::asio::awaitable<std::optional<Failure>> connect(
+      std::chrono::steady_clock::time_point deadline);
+  // Asks the proxy for a tunnel to the server.
+  boost::asio::awaitable<std::optional<Failure>> tunnel(
       std::chrono::steady_clock::time_point deadline);
   boost::asio::awaitable<std::optional<Failure>> handshake(
       std::chrono::steady_clock::time_point deadline);

@@ -4,16 +4,27 @@
 
 namespace tensorstream {
 
-void begin_request(std::string& text, std::string_view method, std::string_view target,
+void begin_request(Connection& connection, std::string_view method, std::string_view target,
                    std::string_view host) {
+  const Proxy* proxy = connection.forwarding_proxy();
+  std::string& text = connection.request();
   text.clear();
   text += method;
   text += ' ';
+  if (proxy != nullptr) {
+    text += "http://";
+    text += host;
+  }
   text += target;
   text += " HTTP/1.1\r\nHost: ";
   text += host;
   // Bodies are read byte for byte into tensors: no content coding may be applied.
   text += "\r\nAccept-Encoding: identity\r\nUser-Agent: tensorstream\r\n";
+  if (proxy != nullptr && !proxy->authorization.empty()) {
+    text += "Proxy-Authorization: ";
+    text += proxy->authorization;
+    text += "\r\n";
+  }
 }
 
 boost::asio::awaitable<std::optional<Failure>> exchange(Connection& connection,

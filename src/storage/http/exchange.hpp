@@ -17,9 +17,10 @@ namespace tensorstream {
 /// Largest response header accepted; S3 and GCS send a few KiB at most.
 inline constexpr std::uint32_t header_limit = 16 * 1024;
 
-/// Replaces `text` with the request line and the headers every request carries; the caller
-/// appends its own headers and the blank line that ends the header.
-void begin_request(std::string& text, std::string_view method, std::string_view target,
+/// Replaces connection.request() with the request line and the headers every request carries;
+/// the caller appends its own headers and the blank line that ends the header. Through a plain
+/// HTTP proxy the target is the absolute URL and the proxy's credentials are added.
+void begin_request(Connection& connection, std::string_view method, std::string_view target,
                    std::string_view host);
 
 /// Sends connection.request(), then `body` (which the request's header announced), and reads the response header into `parser`, leaving the

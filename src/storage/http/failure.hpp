@@ -26,6 +26,8 @@ struct Failure {
   /// The error response's body when it was short enough to read (S3 and GCS explain errors
   /// there); empty otherwise.
   std::string body{};
+  /// The Location of a redirect (301, 302, 303, 307 or 308); empty for other responses.
+  std::string location{};
 };
 
 /// A failure that may go away when retried.

@@ -12,8 +12,8 @@ HeadRequest::HeadRequest(std::string_view target, std::string_view host,
     : target_(target), host_(host), read_timeout_(read_timeout) {}
 
 boost::asio::awaitable<std::optional<Failure>> HeadRequest::attempt(Connection& connection) {
+  begin_request(connection, "HEAD", target_, host_);
   std::string& text = connection.request();
-  begin_request(text, "HEAD", target_, host_);
   text += credentials_;
   text += "\r\n";
 

@@ -25,6 +25,13 @@ class HeadRequest {
   /// What credentials must cover.
   RequestHead head() const { return RequestHead{"HEAD", target_, host_, {}}; }
 
+  /// Sends the next attempts for `target` to `host`, where a redirect led; both must outlive
+  /// the request.
+  void aim(std::string_view target, std::string_view host) {
+    target_ = target;
+    host_ = host;
+  }
+
   /// Header lines every attempt carries, from ServiceAdapter::authorize.
   void set_credentials(std::string lines) { credentials_ = std::move(lines); }
 

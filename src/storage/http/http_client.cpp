@@ -15,6 +15,7 @@
 #include "storage/http/head_request.hpp"
 #include "storage/http/open_file_limit.hpp"
 #include "storage/http/range_request.hpp"
+#include "storage/http/redirect.hpp"
 #include "async/run_on_strand.hpp"
 #include "storage/http/text_request.hpp"
 #include "storage/http/tls_context.hpp"
@@ -76,40 +77,82 @@ bool is_throttling(const Failure& failure) {
   return failure.status == 429 || failure.status == 503;
 }
 
+// What a presigned URL or a CDN answers once the location it gave has expired.
+bool is_stale_location(const Failure& failure) {
+  return failure.status == 403 || failure.status == 404 || failure.status == 410;
+}
+
+// The origin-form target of `url`: its path and query.
+std::string target_of(const Url& url) {
+  return url.query.empty() ? url.path : url.path + "?" + url.query;
+}
+
 }  // namespace
+
+HttpClient::Endpoint::Endpoint(Url origin_url, ServerAddress address, Connect connect,
+                               std::size_t max_in_use, std::size_t max_idle)
+    : origin(std::move(origin_url)),
+      host_header(origin.origin().substr(origin.scheme.size() + 3)),
+      server(std::move(address)),
+      pool([this, connect = std::move(connect)] { return connect(server); }, max_in_use,
+           max_idle) {}
 
 HttpClient::HttpClient(asio::any_io_executor executor, const Url& origin, HttpOptions options,
                        std::shared_ptr<ServiceAdapter> adapter)
     : options_(std::move(options)),
       adapter_(std::move(adapter)),
-      host_header_(origin.origin().substr(origin.scheme.size() + 3)),
-      tls_(origin.scheme == "https"
-               ? std::optional<asio::ssl::context>(make_tls_context(options_, origin.origin()))
-               : std::nullopt),
-      server_{origin.host, origin.port, tls_ ? &*tls_ : nullptr, options_.verify_peer},
+      proxies_(options_.proxies.value_or(proxies_from_environment())),
       jitter_(full_jitter),
-      pool_([this, executor] { return std::make_unique<Connection>(executor, server_); },
-            max_connections(options_), options_.max_idle_connections) {
+      connect_([executor](const ServerAddress& server) {
+        return std::make_unique<Connection>(executor, server);
+      }) {
+  endpoint(origin);
   raise_open_file_limit();
 }
 
 HttpClient::HttpClient(std::string host_header, HttpOptions options,
                        ConnectionPool::Factory connect, Jitter jitter)
     : options_(std::move(options)),
-      host_header_(std::move(host_header)),
+      proxies_(options_.proxies.value_or(ProxyOptions{})),
       jitter_(std::move(jitter)),
-      pool_(std::move(connect), max_connections(options_), options_.max_idle_connections) {}
+      connect_([connect = std::move(connect)](const ServerAddress&) { return connect(); }) {
+  endpoint(Url::parse("http://" + host_header));
+}
+
+HttpClient::Endpoint& HttpClient::endpoint(const Url& origin) {
+  std::lock_guard lock(mutex_);
+  const std::string key = origin.origin();
+  if (home_ && home_->origin.origin() == key) return *home_;
+  if (auto found = others_.find(key); found != others_.end()) return *found->second;
+  ServerAddress server{origin.host, origin.port, nullptr, options_.verify_peer,
+                       proxies_.route(origin)};
+  if (origin.scheme == "https") {
+    if (!tls_) tls_.emplace(make_tls_context(options_, key));
+    server.tls = &*tls_;
+  }
+  auto made = std::make_unique<Endpoint>(origin, std::move(server), connect_,
+                                         max_connections(options_),
+                                         options_.max_idle_connections);
+  Endpoint& result = *made;
+  if (!home_) {
+    home_ = std::move(made);
+  } else {
+    others_.emplace(key, std::move(made));
+  }
+  return result;
+}
 
 template <class Request>
 asio::awaitable<std::optional<Failure>> HttpClient::attempt(Request& request,
-                                                            Connection& connection) {
+                                                            Connection& connection,
+                                                            const Endpoint& endpoint) {
   if (!connection.is_open()) {
     auto failure = co_await connection.open(options_.connect_timeout);
     if (failure) co_return failure;
     connections_.fetch_add(1, std::memory_order_relaxed);
     if (connection.tls_resumed()) tls_resumed_.fetch_add(1, std::memory_order_relaxed);
     log(LogLevel::debug, [&] {
-      return "connected to " + host_header_ +
+      return "connected to " + endpoint.host_header +
              (tls_ ? (connection.tls_resumed() ? " (TLS, session resumed)" : " (TLS)") : "");
     });
   }
@@ -118,16 +161,21 @@ asio::awaitable<std::optional<Failure>> HttpClient::attempt(Request& request,
 }
 
 template <class Request>
-asio::awaitable<void> HttpClient::perform(Request& request, const std::string& url) {
+asio::awaitable<std::optional<HttpClient::Outcome>> HttpClient::perform(Request& request,
+                                                                        Endpoint& endpoint,
+                                                                        const std::string& url) {
   const int max_attempts = 1 + std::max(options_.max_retries, 0);
   int attempts = 0;
   bool fresh = false;
   for (;;) {
-    if (adapter_) {
+    // A service's credentials are for its own server, not for one its redirects lead to.
+    if (adapter_ && &endpoint == home_.get()) {
       auto lines = co_await adapter_->authorize(request.head());
       request.set_credentials(std::move(lines));
+    } else {
+      request.set_credentials({});
     }
-    auto connection = co_await pool_.acquire(fresh);
+    auto connection = co_await endpoint.pool.acquire(fresh);
     const bool reused = connection->is_open();
     std::optional<Failure> failure;
     std::exception_ptr error;
@@ -136,7 +184,7 @@ asio::awaitable<void> HttpClient::perform(Request& request, const std::string& u
     const auto started = std::chrono::steady_clock::now();
     try {
       auto strand = connection->strand();
-      auto work = attempt(request, *connection);
+      auto work = attempt(request, *connection, endpoint);
       auto on_strand = async::run_on_strand(std::move(strand), std::move(work));
       failure = co_await std::move(on_strand);
     } catch (...) {
@@ -148,11 +196,13 @@ asio::awaitable<void> HttpClient::perform(Request& request, const std::string& u
       log(LogLevel::trace, attempted + ": " + outcome + " in " +
                                seconds_text(std::chrono::steady_clock::now() - started));
     }
-    pool_.release(std::move(connection));
+    endpoint.pool.release(std::move(connection));
     if (error) std::rethrow_exception(error);
-    if (!failure) co_return;
+    if (!failure) co_return std::nullopt;
     co_await throw_if_cancelled();
-    if (adapter_ && failure->status != 0) adapter_->interpret(*failure);
+    if (adapter_ && &endpoint == home_.get() && failure->status != 0) {
+      adapter_->interpret(*failure);
+    }
 
     // On a reused keep-alive connection two failures say nothing about this request: the server
     // closed the idle connection just as it was reused (the request never reached it), or an
@@ -169,7 +219,9 @@ asio::awaitable<void> HttpClient::perform(Request& request, const std::string& u
     }
     fresh = false;
     ++attempts;
-    if (!failure->transient || attempts >= max_attempts) throw_failure(url, *failure, attempts);
+    if (!failure->transient || attempts >= max_attempts) {
+      co_return Outcome{std::move(*failure), attempts};
+    }
     retries_.fetch_add(1, std::memory_order_relaxed);
     const auto delay = jitter_(backoff_cap(options_, attempts, is_throttling(*failure)));
     // At the default level: a slow load that is retrying should say so, not look hung.
@@ -185,11 +237,80 @@ asio::awaitable<void> HttpClient::perform(Request& request, const std::string& u
   }
 }
 
+template <class Request>
+asio::awaitable<void> HttpClient::perform(Request& request, const std::string& url) {
+  auto outcome = co_await perform(request, *home_, url);
+  if (outcome) throw_failure(url, outcome->failure, outcome->attempts);
+}
+
+template <class Request>
+asio::awaitable<void> HttpClient::follow(Request& request, std::string_view target,
+                                         const std::string& url) {
+  Location at{home_.get(), std::string(target)};
+  bool remembered = false;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto found = locations_.find(target); found != locations_.end()) {
+      at = found->second;
+      remembered = true;
+    }
+  }
+  int redirects = 0;
+  for (;;) {
+    request.aim(at.target, at.endpoint->host_header);
+    auto outcome = co_await perform(request, *at.endpoint, url);
+    if (!outcome) break;
+    const Failure& failure = outcome->failure;
+    if (remembered && is_stale_location(failure)) {
+      log(LogLevel::debug, [&] {
+        return url + ": " + failure.cause + " from its last location; starting over";
+      });
+      at = {home_.get(), std::string(target)};
+      remembered = false;
+      continue;
+    }
+    if (failure.location.empty()) throw_failure(url, failure, outcome->attempts);
+    const std::string next =
+        resolve_location(at.endpoint->origin.origin(), at.target, failure.location);
+    if (++redirects > options_.max_redirects) {
+      throw StorageError(url,
+                         "too many redirects: stopped after " +
+                             std::to_string(options_.max_redirects) + ", the next to " + next,
+                         false);
+    }
+    Url to;
+    try {
+      to = Url::parse(next);
+    } catch (const InvalidArgument& error) {
+      throw StorageError(url, "cannot follow the redirect to " + next + ": " + error.what(),
+                         false);
+    }
+    if (to.scheme != "http" && to.scheme != "https") {
+      throw StorageError(url, "cannot follow the redirect to " + next + ": not http or https",
+                         false);
+    }
+    if (at.endpoint->origin.scheme == "https" && to.scheme == "http") {
+      throw StorageError(url, "refusing the redirect from https to " + next, false);
+    }
+    log(LogLevel::debug, [&] {
+      return url + ": following HTTP " + std::to_string(failure.status) + " to " + next;
+    });
+    at = {&endpoint(to), target_of(to)};
+    remembered = false;
+  }
+  std::lock_guard lock(mutex_);
+  if (at.endpoint == home_.get() && at.target == target) {
+    if (auto found = locations_.find(target); found != locations_.end()) locations_.erase(found);
+  } else {
+    locations_.insert_or_assign(std::string(target), std::move(at));
+  }
+}
+
 asio::awaitable<std::uint64_t> HttpClient::content_length(std::string_view target,
                                                           const std::string& url,
                                                           ObjectVersion& version) {
-  HeadRequest request(target, host_header_, options_.read_timeout);
-  co_await perform(request, url);
+  HeadRequest request(target, home_->host_header, options_.read_timeout);
+  co_await follow(request, target, url);
   version = request.version();
   co_return request.size();
 }
@@ -198,10 +319,10 @@ asio::awaitable<void> HttpClient::read_range(std::string_view target, const std:
                                              std::uint64_t offset,
                                              std::span<std::byte> destination,
                                              ObjectVersion& version) {
-  RangeRequest request(target, host_header_, offset, destination, options_.read_timeout);
+  RangeRequest request(target, home_->host_header, offset, destination, options_.read_timeout);
   request.pin(version);
   request.count_into(bytes_);
-  co_await perform(request, url);
+  co_await follow(request, target, url);
   version = request.version();
   if (request.range_ignored() && !warned_range_ignored_.exchange(true)) {
     log(LogLevel::warning,
@@ -213,14 +334,14 @@ asio::awaitable<void> HttpClient::read_range(std::string_view target, const std:
 
 asio::awaitable<std::string> HttpClient::get_text(std::string_view target, const std::string& url,
                                                  std::size_t max_size) {
-  TextRequest request(target, host_header_, max_size, options_.read_timeout);
+  TextRequest request(target, home_->host_header, max_size, options_.read_timeout);
   co_await perform(request, url);
   co_return std::move(request.response().body);
 }
 
 asio::awaitable<TextResponse> HttpClient::send(std::string_view target, const std::string& url,
                                                std::size_t max_size, RequestBody body) {
-  TextRequest request(target, host_header_, max_size, options_.read_timeout, body);
+  TextRequest request(target, home_->host_header, max_size, options_.read_timeout, body);
   co_await perform(request, url);
   co_return std::move(request.response());
 }
@@ -232,7 +353,7 @@ StoreStats HttpClient::stats() const {
   stats.retries = retries_.load(std::memory_order_relaxed);
   stats.connections = connections_.load(std::memory_order_relaxed);
   stats.tls_resumed = tls_resumed_.load(std::memory_order_relaxed);
-  stats.io_mode = tls_ ? "https" : "http";
+  stats.io_mode = home_->origin.scheme == "https" ? "https" : "http";
   return stats;
 }
 

@@ -3,7 +3,10 @@
 // HttpStore, reusable by other backends that speak HTTP.
 
 #include <atomic>
+#include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ssl/context.hpp>
@@ -17,6 +20,7 @@
 #include "storage/http/backoff.hpp"
 #include "storage/http/connection.hpp"
 #include "storage/http/connection_pool.hpp"
+#include "storage/http/proxy.hpp"
 #include "storage/http/service_adapter.hpp"
 #include "storage/http/text_request.hpp"
 #include "storage/object_version.hpp"
@@ -36,17 +40,27 @@ namespace tensorstream {
 /// A storage service's `adapter` adds credentials to every attempt and interprets its error
 /// bodies before the retry decision, so that e.g. S3's RequestTimeout (a 400) is retried.
 ///
-/// At most options.max_connections requests run at a time (clamped to
+/// Size and range reads follow redirects, up to options.max_redirects, to other servers too
+/// (never from https to http), and remember where each object's redirects led: later reads of
+/// the same target go there directly, and once more from the start when that location answers
+/// 403, 404 or 410 (a presigned URL that expired, say). Credentials of the adapter go to the
+/// server of `origin` only. Other requests report redirects as failures.
+///
+/// Connections go through the proxy options.proxies (or the environment) names for their
+/// server.
+///
+/// At most options.max_connections requests run at a time to each server (clamped to
 /// HttpOptions::max_connections_limit); more wait for a connection. Constructing a client raises
 /// the process's soft limit of open files to the hard limit.
 class HttpClient {
  public:
-  /// Throws InvalidArgument when https trust cannot be set up or max_connections is 0.
+  /// Throws InvalidArgument when https trust cannot be set up, max_connections is 0 or a proxy
+  /// cannot be used.
   HttpClient(boost::asio::any_io_executor executor, const Url& origin, HttpOptions options,
              std::shared_ptr<ServiceAdapter> adapter = nullptr);
 
-  /// A client whose connections come from `connect` (tests run them in memory) and whose
-  /// backoff delays come from `jitter`.
+  /// A client whose connections, to every server, come from `connect` (tests run them in memory)
+  /// and whose backoff delays come from `jitter`.
   HttpClient(std::string host_header, HttpOptions options, ConnectionPool::Factory connect,
              Jitter jitter);
 
@@ -81,19 +95,63 @@ class HttpClient {
   StoreStats stats() const;
 
  private:
+  // Makes an unopened connection to a server.
+  using Connect = std::function<std::unique_ptr<Connection>(const ServerAddress&)>;
+
+  // One server: its address, the Host header of its requests, and its connections.
+  struct Endpoint {
+    Endpoint(Url origin, ServerAddress server, Connect connect, std::size_t max_in_use,
+             std::size_t max_idle);
+
+    Url origin;
+    std::string host_header;
+    ServerAddress server;
+    ConnectionPool pool;
+  };
+  // Where an object's redirects led.
+  struct Location {
+    Endpoint* endpoint;
+    std::string target;
+  };
+  // The last failure of a request that gave up, and the attempts it took.
+  struct Outcome {
+    Failure failure;
+    int attempts = 0;
+  };
+
+  // Runs `request` on `endpoint`, retrying transient failures; nullopt once it succeeded.
+  template <class Request>
+  boost::asio::awaitable<std::optional<Outcome>> perform(Request& request, Endpoint& endpoint,
+                                                         const std::string& url);
+  // perform(), then throws the failure as HttpClient's documentation says.
   template <class Request>
   boost::asio::awaitable<void> perform(Request& request, const std::string& url);
+  // perform() from the last location of `target`, following redirects.
+  template <class Request>
+  boost::asio::awaitable<void> follow(Request& request, std::string_view target,
+                                      const std::string& url);
   // Opens `connection` if needed and runs one attempt of `request` on it, on its strand.
   template <class Request>
-  boost::asio::awaitable<std::optional<Failure>> attempt(Request& request, Connection& connection);
+  boost::asio::awaitable<std::optional<Failure>> attempt(Request& request, Connection& connection,
+                                                         const Endpoint& endpoint);
+  // The endpoint of `origin`'s server, made at its first use.
+  Endpoint& endpoint(const Url& origin);
 
   HttpOptions options_;
   std::shared_ptr<ServiceAdapter> adapter_;
-  std::string host_header_;
-  std::optional<boost::asio::ssl::context> tls_;
-  ServerAddress server_;
+  ProxyRoutes proxies_;
   Jitter jitter_;
-  ConnectionPool pool_;
+  Connect connect_;
+  // Guards tls_, home_'s creation, others_ and locations_.
+  std::mutex mutex_;
+  // Shared by the https endpoints; made with the first.
+  std::optional<boost::asio::ssl::context> tls_;
+  // The server of the origin the client was made for.
+  std::unique_ptr<Endpoint> home_;
+  // Servers redirects led to, by origin.
+  std::map<std::string, std::unique_ptr<Endpoint>> others_;
+  // Where the redirects of each target led, for targets that were redirected.
+  std::map<std::string, Location, std::less<>> locations_;
   std::atomic<std::uint64_t> requests_{0};
   std::atomic<std::uint64_t> bytes_{0};
   std::atomic<std::uint64_t> retries_{0};

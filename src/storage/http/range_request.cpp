@@ -60,8 +60,8 @@ RequestHead RangeRequest::head() {
 
 asio::awaitable<std::optional<Failure>> RangeRequest::attempt(Connection& connection) {
   attempt_first_ = first();
+  begin_request(connection, "GET", target_, host_);
   std::string& text = connection.request();
-  begin_request(text, "GET", target_, host_);
   text += "Range: bytes=";
   append_number(text, first());
   text += '-';

@@ -32,6 +32,13 @@ class RangeRequest {
   /// What credentials must cover in the next attempt: the Range of the bytes still missing.
   RequestHead head();
 
+  /// Sends the next attempts for `target` to `host`, where a redirect led; both must outlive
+  /// the request.
+  void aim(std::string_view target, std::string_view host) {
+    target_ = target;
+    host_ = host;
+  }
+
   /// Header lines the next attempt carries, from ServiceAdapter::authorize.
   void set_credentials(std::string lines) { credentials_ = std::move(lines); }
 

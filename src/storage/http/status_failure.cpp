@@ -22,6 +22,10 @@ bool is_transient_status(unsigned status) {
          status == 504;
 }
 
+bool is_redirect(unsigned status) {
+  return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
+}
+
 std::string lowercase(std::string_view text) {
   std::string lower(text);
   for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -83,6 +87,7 @@ boost::asio::awaitable<Failure> status_failure(Connection& connection, HeaderPar
   const std::string_view location = parser.get()[beast::http::field::location];
   if (code / 100 == 3 && !location.empty()) {
     failure.cause += " (redirect to " + std::string(location) + " not followed)";
+    if (is_redirect(code)) failure.location = location;
   }
   const bool keep_alive = parser.keep_alive();
   if (parser.is_done()) {

@@ -14,7 +14,8 @@ namespace tensorstream {
 std::string status_text(const HeaderParser& parser);
 
 /// The failure a response with an unexpected status stands for, e.g. "HTTP 404 Not Found".
-/// 408, 429 and 5xx are transient; 404 is not_found; redirects are reported, not followed.
+/// 408, 429 and 5xx are transient; 404 is not_found; a redirect's Location is kept in
+/// Failure::location for the caller to follow, and the cause says it was not followed.
 /// A short body is read, kept in Failure::body and, when it is text, quoted in the cause (up to
 /// 200 bytes); reading it also keeps the connection reusable. A long body closes the connection.
 /// Consumes `parser`.

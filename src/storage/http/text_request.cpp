@@ -19,8 +19,8 @@ TextRequest::TextRequest(std::string_view target, std::string_view host, std::si
       body_(body) {}
 
 boost::asio::awaitable<std::optional<Failure>> TextRequest::attempt(Connection& connection) {
+  begin_request(connection, body_.method, target_, host_);
   std::string& text = connection.request();
-  begin_request(text, body_.method, target_, host_);
   if (body_.method != "GET") {
     text += "Content-Length: " + std::to_string(body_.bytes.size()) + "\r\n";
   }
