@@ -50,46 +50,76 @@ StreamerOptions resolve(StreamerOptions options) {
 
 }  // namespace
 
-class RawStreamer::Engine {
+// Shared by the streamer and, on a service's executor, by the run it started: the run may end
+// after the streamer is gone, and must find the engine still there.
+class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
  public:
-  Engine(std::string remote_path, StreamerOptions options, const StoreFactory& make_store)
+  /// With `executor` the engine runs on it; without, on an io_context and threads of its own.
+  Engine(std::string remote_path, StreamerOptions options, const StoreFactory& make_store,
+         std::optional<asio::any_io_executor> executor)
       : remote_path_(std::move(remote_path)),
         options_(resolve(std::move(options))),
         url_(detail::resolve_url(remote_path_)),
-        strand_(asio::make_strand(io_)),
-        work_guard_(io_.get_executor()),
-        store_(make_store(url_, io_.get_executor())),
+        own_io_(executor ? std::nullopt : std::make_optional<asio::io_context>()),
+        executor_(executor ? *executor : asio::any_io_executor(own_io_->get_executor())),
+        strand_(asio::make_strand(executor_)),
+        store_(make_store(url_, executor_)),
         budget_(std::make_shared<MemoryBudget>(options_.memory_limit)),
-        memory_(std::make_shared<detail::TensorMemoryPool>(budget_)) {
+        memory_(std::make_shared<detail::TensorMemoryPool>(budget_)) {}
+
+  ~Engine() { memory_->close(); }
+
+  // Starts the run; once, right after construction, when the engine is shared.
+  void start() {
     // Posted to the strand, where plan() checks the budget and parks without a suspension in
-    // between: a release can then never fall between the check and the wait.
-    budget_->set_release_listener([this] {
-      asio::post(strand_, [this] { memory_released_.notify_all(); });
+    // between: a release can then never fall between the check and the wait. A release may
+    // come after the engine is gone: tensors outlive it.
+    budget_->set_release_listener([weak = weak_from_this()] {
+      if (auto self = weak.lock()) {
+        asio::post(self->strand_, [self] { self->memory_released_.notify_all(); });
+      }
     });
     running_.enter();
+    // On a service's executor the run keeps the engine alive; with threads of its own, stop()
+    // waits for the run instead, and the engine must not die on one of those threads.
+    const auto keep = own_io_ ? nullptr : shared_from_this();
     asio::co_spawn(strand_, run(),
-                   asio::bind_cancellation_slot(cancellation_.slot(),
-                                                [this](std::exception_ptr error) { finish(error); }));
-    threads_.reserve(options_.io_threads);
-    for (std::size_t i = 0; i < options_.io_threads; ++i) threads_.emplace_back([this] { io_.run(); });
+                   asio::bind_cancellation_slot(
+                       cancellation_.slot(),
+                       [this, keep](std::exception_ptr error) { finish(error); }));
+    if (own_io_) {
+      work_guard_.emplace(own_io_->get_executor());
+      threads_.reserve(options_.io_threads);
+      for (std::size_t i = 0; i < options_.io_threads; ++i) {
+        threads_.emplace_back([this] { own_io_->run(); });
+      }
+    }
   }
 
-  ~Engine() {
+  // Cancels the run. With threads of its own, waits for it and joins them; on a service's
+  // executor, returns at once, and the run ends on that executor.
+  void stop() {
     budget_->set_release_listener({});
-    asio::post(strand_, [this] { cancellation_.emit(asio::cancellation_type::terminal); });
-    asio::co_spawn(io_, running_.close(), asio::use_future).get();
+    // As in start(): with threads of its own, a handler that never ran must not keep the engine
+    // alive from inside its own io_context.
+    const auto keep = own_io_ ? nullptr : shared_from_this();
+    asio::post(strand_,
+               [this, keep] { cancellation_.emit(asio::cancellation_type::terminal); });
+    if (own_io_) asio::co_spawn(*own_io_, running_.close(), asio::use_future).get();
     // A next() still parked outlives us through its share of the outbox.
     outbox_->ready.broken(std::make_exception_ptr(
         Cancelled("the stream of " + remote_path_ + " was destroyed")));
+    if (!own_io_) return;
     work_guard_.reset();
-    io_.stop();
+    own_io_->stop();
     for (auto& thread : threads_) thread.join();
-    memory_->close();
   }
 
   asio::awaitable<std::optional<StreamedTensor>> next() {
-    // The frame's own reference: the streamer may be destroyed while this is parked.
+    // The frame's own references: the streamer may be destroyed while this is parked.
     const std::shared_ptr<Outbox> outbox = outbox_;
+    const std::shared_ptr<detail::TensorMemoryPool> memory = memory_;
+    const bool hand_over = options_.memory_accounting == MemoryAccounting::stream;
     Outbox::Consumer consumer(*outbox);
     std::unique_lock lock(outbox->mutex);
     check_stall_locked();
@@ -111,7 +141,10 @@ class RawStreamer::Engine {
       throw boost::system::system_error(asio::error::operation_aborted);
     }
     consumer.done_locked();
-    co_return outbox->take_locked();
+    auto tensor = outbox->take_locked();
+    lock.unlock();
+    if (tensor && hand_over) memory->detach(tensor->data);
+    co_return tensor;
   }
 
   std::optional<StreamedTensor> next_blocking() {
@@ -121,7 +154,12 @@ class RawStreamer::Engine {
     check_stall_locked();
     outbox.changed.wait(lock, [&] { return outbox.has_news_locked(); });
     consumer.done_locked();
-    return outbox.take_locked();
+    auto tensor = outbox.take_locked();
+    lock.unlock();
+    if (tensor && options_.memory_accounting == MemoryAccounting::stream) {
+      memory_->detach(tensor->data);
+    }
+    return tensor;
   }
 
   StreamStats stats() const {
@@ -417,7 +455,8 @@ class RawStreamer::Engine {
   }
 
   // A consumer waits, nothing is loading, and the planner cannot allocate because the consumer
-  // itself holds the memory: waiting would never end, so the stream fails with the reason.
+  // itself holds the memory: waiting would never end, so the stream fails with the reason. Only
+  // MemoryAccounting::until_released counts what consumers hold.
   void check_stall_locked() {
     const Outbox& outbox = *outbox_;
     if (outbox.has_news_locked() || !outbox.consumer_waiting) return;
@@ -430,7 +469,9 @@ class RawStreamer::Engine {
         format_byte_size(budget_->limit()) + " is held by " + format_byte_size(budget_->used()) +
         " of yielded tensors that are still alive; release tensors after use or raise "
         "memory_limit")));
-    asio::post(strand_, [this] { cancellation_.emit(asio::cancellation_type::terminal); });
+    asio::post(strand_, [this, keep = own_io_ ? nullptr : shared_from_this()] {
+      cancellation_.emit(asio::cancellation_type::terminal);
+    });
   }
 
   const std::string remote_path_;
@@ -438,10 +479,12 @@ class RawStreamer::Engine {
   const Url url_;
   const Clock::time_point started_at_ = Clock::now();
 
-  // Declared before everything bound to it, so it is destroyed last.
-  asio::io_context io_;
-  asio::strand<asio::io_context::executor_type> strand_;
-  asio::executor_work_guard<asio::io_context::executor_type> work_guard_;
+  // Declared before everything bound to it, so it is destroyed last. Empty on a service's
+  // executor.
+  std::optional<asio::io_context> own_io_;
+  asio::any_io_executor executor_;
+  asio::strand<asio::any_io_executor> strand_;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_guard_;
   std::unique_ptr<ObjectStore> store_;
   std::shared_ptr<MemoryBudget> budget_;
   std::shared_ptr<detail::TensorMemoryPool> memory_;
@@ -462,16 +505,38 @@ class RawStreamer::Engine {
   std::vector<std::thread> threads_;
 };
 
+namespace {
+
+StoreFactory default_store_factory(const StoreOptions& options) {
+  return [options](const Url& url, asio::any_io_executor executor) {
+    return open_store(url, std::move(executor), options);
+  };
+}
+
+}  // namespace
+
 RawStreamer::RawStreamer(std::string remote_path, StreamerOptions options)
-    : RawStreamer(std::move(remote_path), options,
-                  [store_options = options.store](const Url& url, asio::any_io_executor executor) {
-                    return open_store(url, std::move(executor), store_options);
-                  }) {}
+    : RawStreamer(std::move(remote_path), options, default_store_factory(options.store)) {}
 
 RawStreamer::RawStreamer(std::string remote_path, StreamerOptions options, StoreFactory make_store)
-    : engine_(std::make_unique<Engine>(std::move(remote_path), std::move(options), make_store)) {}
+    : engine_(std::make_shared<Engine>(std::move(remote_path), std::move(options), make_store,
+                                       std::nullopt)) {
+  engine_->start();
+}
 
-RawStreamer::~RawStreamer() = default;
+RawStreamer::RawStreamer(boost::asio::any_io_executor executor, std::string remote_path,
+                         StreamerOptions options)
+    : RawStreamer(std::move(executor), std::move(remote_path), options,
+                  default_store_factory(options.store)) {}
+
+RawStreamer::RawStreamer(boost::asio::any_io_executor executor, std::string remote_path,
+                         StreamerOptions options, StoreFactory make_store)
+    : engine_(std::make_shared<Engine>(std::move(remote_path), std::move(options), make_store,
+                                       std::move(executor))) {
+  engine_->start();
+}
+
+RawStreamer::~RawStreamer() { engine_->stop(); }
 
 asio::awaitable<std::optional<StreamedTensor>> RawStreamer::next() { return engine_->next(); }
 

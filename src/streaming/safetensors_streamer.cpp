@@ -35,6 +35,12 @@ SafeTensorsStreamer::SafeTensorsStreamer(std::string remote_path, std::string lo
                                          StreamerOptions options)
     : raw_(std::move(remote_path), std::move(options)), local_path_(std::move(local_path)) {}
 
+SafeTensorsStreamer::SafeTensorsStreamer(boost::asio::any_io_executor executor,
+                                         std::string remote_path, std::string local_path,
+                                         StreamerOptions options)
+    : raw_(std::move(executor), std::move(remote_path), std::move(options)),
+      local_path_(std::move(local_path)) {}
+
 boost::asio::awaitable<std::optional<NamedTensor>> SafeTensorsStreamer::next() {
   auto tensor = co_await raw_.next();
   if (!tensor) co_return std::nullopt;

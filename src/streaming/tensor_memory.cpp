@@ -102,25 +102,35 @@ std::shared_ptr<std::byte> TensorMemoryPool::allocate(std::uint64_t bytes) {
     budget_->release(bytes);
     throw;
   }
-  return std::shared_ptr<std::byte>(memory, [bytes, mapped, pool = shared_from_this()](std::byte* p) {
-    pool->release(p, bytes, mapped);
-  });
+  return std::shared_ptr<std::byte>(memory, Release{shared_from_this(), bytes, mapped});
 }
 
-void TensorMemoryPool::release(std::byte* memory, std::uint64_t bytes, std::uint64_t mapped) {
-  if (mapped != 0) {
+void TensorMemoryPool::detach(const std::shared_ptr<std::byte>& memory) {
+  // The caller's reference keeps the deleter from running meanwhile.
+  Release* allocation = std::get_deleter<Release>(memory);
+  if (allocation == nullptr || allocation->pool.get() != this || !allocation->counted) return;
+  allocation->counted = false;
+  budget_->release(allocation->bytes);
+}
+
+void TensorMemoryPool::release(std::byte* memory, const Release& allocation) {
+  if (allocation.mapped != 0) {
     std::unique_lock lock(mutex_);
-    if (closed_) {
+    // Detached memory was not the budget's: keeping it must still leave the limit unexceeded.
+    const bool fits =
+        allocation.counted ||
+        budget_->used() + kept_bytes_ + allocation.mapped <= budget_->limit();
+    if (closed_ || !fits) {
       lock.unlock();
-      ::munmap(memory, mapped);
+      ::munmap(memory, allocation.mapped);
     } else {
-      kept_.emplace(mapped, memory);
-      kept_bytes_ += mapped;
+      kept_.emplace(allocation.mapped, memory);
+      kept_bytes_ += allocation.mapped;
     }
-  } else if (bytes != 0) {
+  } else if (allocation.bytes != 0) {
     std::free(memory);
   }
-  budget_->release(bytes);
+  if (allocation.counted) budget_->release(allocation.bytes);
 }
 
 void TensorMemoryPool::close() {

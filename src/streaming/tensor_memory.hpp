@@ -17,9 +17,10 @@ namespace tensorstream::detail {
 /// a smaller one from its head (the tail stays kept), a larger one by growing it with mremap (its
 /// pages come along). A stream whose consumer releases tensors so writes into memory that is
 /// already faulted in, instead of paying a page fault and the kernel's zeroing for every page of
-/// the model. Kept mappings count towards the budget's limit together with live tensors: the pool
-/// unmaps kept ones before mapping more than the limit. Thread-safe; tensors may die on any
-/// thread, also after the stream.
+/// the model. Kept mappings count towards the budget's limit together with the memory the budget
+/// holds: the pool unmaps kept ones before mapping more than the limit, and does not keep a
+/// released mapping that would exceed it. Thread-safe; tensors may die on any thread, also after
+/// the stream.
 class TensorMemoryPool : public std::enable_shared_from_this<TensorMemoryPool> {
  public:
   explicit TensorMemoryPool(std::shared_ptr<MemoryBudget> budget);
@@ -32,6 +33,13 @@ class TensorMemoryPool : public std::enable_shared_from_this<TensorMemoryPool> {
   /// copy dies. Never null, also for zero bytes.
   std::shared_ptr<std::byte> allocate(std::uint64_t bytes);
 
+  /// Gives the bytes of `memory`, which allocate() returned, back to the budget now rather than
+  /// when it dies: the stream has handed the tensor over, and what the consumer keeps is no
+  /// longer the stream's. Its mapping is still recycled when it dies, if it fits the limit
+  /// beside what the budget then holds. Does nothing for memory already detached or not the
+  /// pool's.
+  void detach(const std::shared_ptr<std::byte>& memory);
+
   /// Unmaps every kept mapping; later releases unmap at once. Called when the stream ends.
   void close();
 
@@ -39,8 +47,17 @@ class TensorMemoryPool : public std::enable_shared_from_this<TensorMemoryPool> {
   std::uint64_t kept_bytes() const;
 
  private:
+  // The deleter of allocated memory; `counted` while the bytes are the budget's.
+  struct Release {
+    std::shared_ptr<TensorMemoryPool> pool;
+    std::uint64_t bytes;
+    std::uint64_t mapped;
+    bool counted = true;
+    void operator()(std::byte* memory) const { pool->release(memory, *this); }
+  };
+
   std::byte* take_mapping(std::uint64_t size);
-  void release(std::byte* memory, std::uint64_t bytes, std::uint64_t mapped);
+  void release(std::byte* memory, const Release& allocation);
 
   const std::shared_ptr<MemoryBudget> budget_;
   mutable std::mutex mutex_;

@@ -114,6 +114,7 @@ TEST(SafeTensorsStreamer, ATensorViewKeepsItsMemoryInTheBudget) {
   });
   StreamerOptions options;
   options.memory_limit = 1000;
+  options.memory_accounting = MemoryAccounting::until_released;
   SafeTensorsStreamer streamer(path.string(), "", options);
   auto first = streamer.next_blocking().value();
   at::Tensor view = first.second.slice(0, 0, 10);

@@ -72,6 +72,37 @@ TEST(TensorMemoryPool, ALargerTensorGrowsAKeptMappingKeepingItsBytes) {
   std::memset(grown.get(), 1, 5 * mib);
 }
 
+TEST(TensorMemoryPool, DetachedMemoryLeavesTheBudgetAtOnceAndIsKeptOnlyWithinTheLimit) {
+  Pool p(8 * mib);
+  auto a = p.allocate(3 * mib);
+  auto b = p.allocate(4 * mib);
+  p.pool->detach(a);
+  p.pool->detach(a);
+  EXPECT_EQ(p.budget->used(), 4 * mib) << "detached once, however often asked";
+  p.pool->detach(b);
+  auto c = p.allocate(5 * mib);
+  EXPECT_EQ(p.budget->used(), 5 * mib);
+  b.reset();
+  EXPECT_EQ(p.budget->used(), 5 * mib) << "a detached release gives nothing back twice";
+  EXPECT_EQ(p.pool->kept_bytes(), 0u) << "4 MiB beside 5 MiB held would exceed 8 MiB";
+  a.reset();
+  EXPECT_EQ(p.pool->kept_bytes(), 3 * mib);
+  c.reset();
+  EXPECT_EQ(p.budget->used(), 0u);
+  EXPECT_LE(p.pool->kept_bytes(), 8 * mib);
+}
+
+TEST(TensorMemoryPool, DetachIgnoresMemoryThatIsNotThePools) {
+  Pool p(8 * mib);
+  std::byte outside[16];
+  const std::shared_ptr<std::byte> placed(outside, [](std::byte*) {});
+  p.pool->detach(placed);
+  auto a = p.allocate(2 * mib);
+  Pool other(8 * mib);
+  other.pool->detach(a);
+  EXPECT_EQ(p.budget->used(), 2 * mib);
+}
+
 TEST(TensorMemoryPool, MemoryIsAlignedAndZeroBytesGetAPointer) {
   Pool p(8 * mib);
   for (std::uint64_t bytes : {std::uint64_t{1}, std::uint64_t{100}, 3 * mib}) {

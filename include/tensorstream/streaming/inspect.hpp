@@ -2,6 +2,7 @@
 /// @file
 /// Reading the headers of a checkpoint without loading any tensor.
 
+#include <boost/asio/awaitable.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,5 +26,10 @@ struct FileHeader {
 /// calling thread.
 /// Throws what RawStreamer::next() would for the same problems.
 std::vector<FileHeader> inspect(const std::string& remote_path, StreamerOptions options = {});
+
+/// Like inspect(), on the awaiting coroutine's executor: a service with an io_context of its
+/// own reads the headers there, without blocking its thread.
+boost::asio::awaitable<std::vector<FileHeader>> async_inspect(std::string remote_path,
+                                                              StreamerOptions options = {});
 
 }  // namespace tensorstream

@@ -42,14 +42,15 @@ using StoreFactory =
 /// `TP{tensor_parallel_size}/shard{rank}/`. A model prefix holding both layouts, or a partition
 /// that was not written, is an error listing what the prefix holds.
 ///
-/// Work starts at construction on the stream's own I/O threads: headers of all files are fetched
+/// Work starts at construction on the stream's own I/O threads (or on a service's executor, see
+/// the constructor taking one): headers of all files are fetched
 /// concurrently (at most `max_concurrency` at a time), then every tensor is split into
 /// `chunk_size` range reads, at most `max_concurrency` in flight, landing directly in the tensor's
 /// final memory; runs of small neighbouring tensors of a file (each under 1 MiB) share one read and
-/// are copied out into their own memory. Reads are scheduled smallest first. Memory allocated and
-/// not yet released never exceeds `memory_limit` (one oversized tensor excepted); a consumer that
-/// does not keep up stalls the downloads. A consumer that keeps every tensor alive until the limit
-/// is full gets an Error saying so instead of waiting forever.
+/// are copied out into their own memory. Reads are scheduled smallest first. Memory the stream
+/// holds (reads in flight, tensors not yet taken) never exceeds `memory_limit` (one oversized
+/// tensor excepted); a consumer that does not keep up stalls the downloads, and one that keeps
+/// every tensor may (see MemoryAccounting for the hard cap that counts kept tensors too).
 ///
 /// Destroying the streamer cancels every outstanding request and waits for them to finish.
 /// Yielded tensors stay valid after the streamer is gone.
@@ -62,6 +63,19 @@ class RawStreamer {
 
   /// Like the constructor above, reading through the store `make_store` creates.
   RawStreamer(std::string remote_path, StreamerOptions options, StoreFactory make_store);
+
+  /// Starts streaming on `executor`, a service's own (e.g. its io_context's), with no thread of
+  /// the stream's: every read, timer and completion runs there, and options.io_threads is
+  /// unused. The service must keep running the executor's context until the stream's work ends:
+  /// until next() returns nullopt or throws, or after destruction, until the cancelled work has
+  /// wound down (destruction does not wait for it, so it may happen on the executor's own
+  /// thread). next_blocking() must not be called on a thread the executor needs.
+  RawStreamer(boost::asio::any_io_executor executor, std::string remote_path,
+              StreamerOptions options = {});
+
+  /// Like the constructor above, reading through the store `make_store` creates.
+  RawStreamer(boost::asio::any_io_executor executor, std::string remote_path,
+              StreamerOptions options, StoreFactory make_store);
   ~RawStreamer();
   RawStreamer(const RawStreamer&) = delete;
   RawStreamer& operator=(const RawStreamer&) = delete;
@@ -86,7 +100,7 @@ class RawStreamer {
 
  private:
   class Engine;
-  std::unique_ptr<Engine> engine_;
+  std::shared_ptr<Engine> engine_;
 };
 
 }  // namespace tensorstream

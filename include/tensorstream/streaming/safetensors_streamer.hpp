@@ -41,6 +41,11 @@ class SafeTensorsStreamer {
   SafeTensorsStreamer(std::string remote_path, std::string local_path = "/srv/model",
                       StreamerOptions options = {});
 
+  /// Starts streaming `remote_path` on `executor`, a service's own, with no thread of the
+  /// stream's; see RawStreamer's constructor taking an executor for what the service must do.
+  SafeTensorsStreamer(boost::asio::any_io_executor executor, std::string remote_path,
+                      std::string local_path = "/srv/model", StreamerOptions options = {});
+
   /// The next complete tensor, or nullopt after the last. Resumes on the awaiting coroutine's
   /// executor and never blocks its thread.
   boost::asio::awaitable<std::optional<NamedTensor>> next();

@@ -23,6 +23,18 @@ enum class ReadOrder {
   file_order,
 };
 
+/// What StreamerOptions::memory_limit bounds.
+enum class MemoryAccounting {
+  /// The memory the stream holds: reads in flight, and tensors delivered but not yet taken by
+  /// next(). A tensor stops counting when the consumer takes it, so a consumer may keep every
+  /// tensor; one that releases them still gets their memory recycled for later reads.
+  stream,
+  /// Also every yielded tensor until it (and every view of it) is released: one hard cap on
+  /// tensor memory. A consumer that keeps tensors until the limit is full gets an Error saying
+  /// so instead of waiting forever.
+  until_released,
+};
+
 /// Where a stream lands a tensor instead of memory of its own: a pointer to `tensor.byte_size()`
 /// writable bytes, aligned for the tensor's dtype, that stay valid until the stream is destroyed
 /// (a shared-memory region, pinned memory), or nullptr for the stream's own memory. Called on the
@@ -54,13 +66,16 @@ struct StreamerOptions {
   /// prefix holding TRAW partitions `TP{n}/shard{r}/` needs it set: it selects
   /// `TP{tensor_parallel_size}/shard{rank}/`. Unset streams as 1 otherwise.
   std::optional<int> tensor_parallel_size;
-  /// Bytes of tensor memory allocated and not yet released, in flight or yielded and still alive.
+  /// Bytes of tensor memory the stream may hold at once (see memory_accounting for what counts).
   /// A slow consumer stalls the downloads instead of growing memory. A tensor larger than the
   /// limit is loaded alone, when nothing else is held. Memory of released tensors is reused for
   /// later ones within this limit, so a window well below the model's size (the default) streams
-  /// faster than mapping fresh memory for every tensor; a consumer that keeps every tensor needs a
-  /// limit above the model's size.
+  /// faster than mapping fresh memory for every tensor.
   std::uint64_t memory_limit = 512ull << 20;
+  /// What memory_limit counts: by default what the stream holds, so that a consumer keeping
+  /// every tensor works whatever the model's size; MemoryAccounting::until_released makes it a
+  /// hard cap on all tensor memory, kept tensors included.
+  MemoryAccounting memory_accounting = MemoryAccounting::stream;
   /// How reads are ordered. With ReadOrder::file_order, a consumer that must use tensors in file
   /// order (writing them out sequentially) may keep the tensors that arrive before their
   /// predecessors and wait for those: the stream reserves memory strictly in plan order, so every
