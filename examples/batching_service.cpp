@@ -15,16 +15,17 @@
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
 #include <array>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -89,7 +90,16 @@ const std::array<const char*, 8> sample_prompts{
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int clients = argc > 1 ? std::stoi(argv[1]) : 24;
+  int clients = 24;
+  if (argc > 1) {
+    const std::string_view text(argv[1]);
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), clients);
+    if (ec != std::errc{} || end != text.data() + text.size() || clients < 1) {
+      std::fprintf(stderr, "example_batching_service: error: '%s' is not a number of clients\n",
+                   argv[1]);
+      return 2;
+    }
+  }
   asio::io_context context;
   Classifier model;
 
@@ -125,7 +135,12 @@ int main(int argc, char** argv) {
           for (int id = 0; id < clients; ++id) {
             asio::co_spawn(context, client(id), [&, id](std::exception_ptr error) {
               if (error) {
-                std::fprintf(stderr, "client %d failed\n", id);
+                try {
+                  std::rethrow_exception(error);
+                } catch (const std::exception& e) {
+                  std::fprintf(stderr, "example_batching_service: error: client %d: %s\n", id,
+                               e.what());
+                }
                 exit_code = 1;
               }
               if (--remaining == 0) {
@@ -143,7 +158,7 @@ int main(int argc, char** argv) {
         try {
           std::rethrow_exception(error);
         } catch (const std::exception& e) {
-          std::fprintf(stderr, "service failed: %s\n", e.what());
+          std::fprintf(stderr, "example_batching_service: error: %s\n", e.what());
           exit_code = 1;
         }
       });

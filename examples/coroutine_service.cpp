@@ -1,16 +1,17 @@
-// Loading weights inside an async service: the service's io_context keeps serving (here, a
-// heartbeat timer) while tensors arrive, and the streamer never blocks its thread.
+// Loading weights inside an async service: the streamer runs on the service's own io_context
+// (no thread of its own), which keeps serving (here, a heartbeat timer) while tensors arrive.
+// A failed load is reported and ends the service with a non-zero exit.
 //
 //   example_coroutine_service [URL]   (default: a synthetic model written to a temporary directory)
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <cstdio>
-#include <iostream>
+#include <exception>
 #include <filesystem>
+#include <iostream>
 #include <string>
 
 #include "tensorstream/model/synthetic_model.hpp"
@@ -29,9 +30,10 @@ int main(int argc, char** argv) {
   }
 
   asio::io_context service;
-  tensorstream::SafeTensorsStreamer streamer(url);
+  tensorstream::SafeTensorsStreamer streamer(service.get_executor(), url);
   bool loading = true;
   int heartbeats = 0;
+  int exit_code = 0;
 
   asio::co_spawn(
       service,
@@ -42,12 +44,21 @@ int main(int argc, char** argv) {
           ++tensors;
           std::cout << name << ' ' << value.sizes() << ' ' << value.dtype() << '\n';
         }
-        loading = false;
         const auto stats = streamer.stats();
         std::printf("%zu tensors, %.3f GB/s, first after %.1f ms, %d heartbeats meanwhile\n", tensors,
                     stats.gigabytes_per_second(), stats.first_tensor_seconds * 1e3, heartbeats);
       },
-      asio::detached);
+      // Not asio::detached, which would drop the error: the service must hear that loading failed.
+      [&](std::exception_ptr error) {
+        loading = false;
+        if (!error) return;
+        try {
+          std::rethrow_exception(error);
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "example_coroutine_service: error: %s\n", e.what());
+        }
+        exit_code = 1;
+      });
 
   asio::co_spawn(
       service,
@@ -59,7 +70,8 @@ int main(int argc, char** argv) {
           ++heartbeats;
         }
       },
-      asio::detached);
+      [](std::exception_ptr) {});
 
   service.run();
+  return exit_code;
 }

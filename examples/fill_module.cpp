@@ -2,7 +2,8 @@
 // tensor is copied into its parameter and released at once, so peak memory is the module plus the
 // streaming budget, not two copies of the model.
 //
-//   example_fill_module   (streams a synthetic tiny Llama checkpoint into a matching module)
+//   example_fill_module [URL]   (default: a synthetic tiny Llama checkpoint; URL must hold one
+//                                of that shape)
 
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
@@ -10,7 +11,9 @@
 #include <torch/nn/modules/linear.h>
 
 #include <cstdio>
+#include <exception>
 #include <filesystem>
+#include <string>
 
 #include "tensorstream/model/load_into_module.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
@@ -76,17 +79,27 @@ struct Llama : torch::nn::Module {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) try {
   const auto config = tensorstream::synthetic_preset("tiny");
-  const auto dir = std::filesystem::temp_directory_path() / "tensorstream-example-llama";
-  tensorstream::generate_synthetic_model(dir, {.preset = "tiny", .shards = 2});
+  std::string url;
+  if (argc > 1) {
+    url = argv[1];
+  } else {
+    const auto dir = std::filesystem::temp_directory_path() / "tensorstream-example-llama";
+    tensorstream::generate_synthetic_model(dir, {.preset = "tiny", .shards = 2});
+    url = dir.string() + "/";
+  }
 
   Llama model(config);
   model.to(torch::kBFloat16);
-  tensorstream::SafeTensorsStreamer streamer(dir.string() + "/");
+  tensorstream::SafeTensorsStreamer streamer(url);
   // Throws if a tensor has no parameter, does not fit it, or a parameter is never streamed.
   const auto report = tensorstream::load_into_module_blocking(streamer, model);
   std::printf("filled %zu parameters (%.1f MiB); peak streaming memory %.1f MiB\n", report.tensors,
               static_cast<double>(report.bytes) / (1 << 20),
               static_cast<double>(streamer.stats().peak_memory) / (1 << 20));
+  return 0;
+} catch (const std::exception& error) {
+  std::fprintf(stderr, "example_fill_module: error: %s\n", error.what());
+  return 1;
 }

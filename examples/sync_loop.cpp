@@ -1,16 +1,18 @@
 // The synchronous loop, as in the Python original: downloads keep running on the stream's threads
-// while the loop body works on each tensor.
+// while the loop body works on each tensor. Errors (a missing object, a malformed header, an
+// HTTP failure) are thrown by the loop and reported with a non-zero exit.
 //
 //   example_sync_loop [URL]   (default: a synthetic model written to a temporary directory)
 
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <string>
 
 #include "tensorstream/model/synthetic_model.hpp"
 #include "tensorstream/streaming/safetensors_streamer.hpp"
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   std::string url;
   if (argc > 1) {
     url = argv[1];
@@ -33,4 +35,8 @@ int main(int argc, char** argv) {
   const auto stats = streamer.stats();
   std::printf("%llu tensors in %.3f s (sum of |x| = %.3f)\n",
               static_cast<unsigned long long>(stats.tensors), stats.elapsed_seconds, checksum);
+  return 0;
+} catch (const std::exception& error) {
+  std::fprintf(stderr, "example_sync_loop: error: %s\n", error.what());
+  return 1;
 }
