@@ -14,6 +14,7 @@
 
 #include "support/child_process.hpp"
 #include "support/fault_server.hpp"
+#include "support/held_read_server.hpp"
 #include "support/process.hpp"
 #include "support/scoped_environment.hpp"
 #include "support/temp_dir.hpp"
@@ -110,23 +111,9 @@ TEST(ProgressCliUsage, AnUnknownModeIsAUsageError) {
 TEST(ProgressCliLog, WithoutATerminalPlainLinesComeWhileTheStreamRuns) {
   TempDir dir;
   constexpr std::uint64_t tensor_bytes = 256 * 1024;
-  const auto path = dir.path() / "one.safetensors";
-  const std::vector<TensorSpec> specs{
-      {"weight", Dtype::U8, {static_cast<std::int64_t>(tensor_bytes)}}};
-  write_safetensors(path, specs,
-                    [](const TensorSpec&, std::uint64_t, std::span<std::byte> out) {
-                      std::fill(out.begin(), out.end(), std::byte{7});
-                    });
-  std::ifstream in(path, std::ios::binary);
-  const std::string object{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  std::uint64_t header_size = 0;
-  std::memcpy(&header_size, object.data(), sizeof header_size);
-  const std::uint64_t data_start = 8 + header_size;
-  testing::FaultServer::Behaviour behaviour;
-  behaviour.pause_range = "bytes=" + std::to_string(data_start) + "-" +
-                          std::to_string(data_start + tensor_bytes - 1);
-  behaviour.pause_after = 100000;
-  testing::FaultServer server("/one.safetensors", object, behaviour);
+  constexpr std::uint64_t sent = 100000;
+  const auto held_server = testing::serve_one_tensor_holding_its_read(dir.path(), tensor_bytes, sent);
+  testing::FaultServer& server = *held_server;
 
   const auto log = dir.path() / "output.txt";
   testing::ChildProcess stream({TENSORSTREAM_CLI_PATH, "stream",

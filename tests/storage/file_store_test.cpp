@@ -31,6 +31,7 @@
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
 #include "support/run_task.hpp"
+#include "streaming/forwarding_store.hpp"
 #include "support/temp_dir.hpp"
 
 namespace tensorstream {
@@ -390,28 +391,11 @@ TEST_P(FileStoreTest, RecursiveListDescendsIntoDirectoriesButNotThroughLinks) {
   EXPECT_EQ(listed, expected);
 }
 
-// Lists recursively through a FileStore and leaves list_level() to ObjectStore's default, which
-// groups the deeper keys, as a store whose service cannot group them would.
-class RecursiveListingStore final : public ObjectStore {
+// A FileStore that leaves list_level() to ObjectStore's default, which groups the keys of a
+// recursive listing, as a store whose service cannot group them would.
+class RecursiveListingStore final : public testing::ForwardingStore {
  public:
-  explicit RecursiveListingStore(FileStore& inner) : inner_(inner) {}
-  std::string url(const std::string& key) const override { return inner_.url(key); }
-  boost::asio::awaitable<std::uint64_t> size(std::string key) override {
-    return inner_.size(std::move(key));
-  }
-  bool can_list() const override { return true; }
-  boost::asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix,
-                                                       ListDepth depth) override {
-    return inner_.list(std::move(prefix), depth);
-  }
-  boost::asio::awaitable<void> read_range(std::string key, std::uint64_t offset,
-                                          std::span<std::byte> destination) override {
-    return inner_.read_range(std::move(key), offset, destination);
-  }
-  StoreStats stats() const override { return inner_.stats(); }
-
- private:
-  FileStore& inner_;
+  using ForwardingStore::ForwardingStore;
 };
 
 TEST_P(FileStoreTest, ListLevelGivesFilesAndSubdirectoriesAsTheDefaultGroupsThem) {
@@ -425,7 +409,7 @@ TEST_P(FileStoreTest, ListLevelGivesFilesAndSubdirectoriesAsTheDefaultGroupsThem
   write_file(root / "TP2-notes.txt", random_bytes(2, 3));
 
   FileStore store(context_.get_executor(), options());
-  RecursiveListingStore grouped(store);
+  RecursiveListingStore grouped(context_.get_executor());
   const std::string prefix = root.string() + "/";
   for (ObjectStore* lister : {static_cast<ObjectStore*>(&store), static_cast<ObjectStore*>(&grouped)}) {
     const Listing listing = run(context_, lister->list_level(prefix));

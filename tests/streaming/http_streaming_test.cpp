@@ -10,6 +10,7 @@
 
 #include "support/certificates.hpp"
 #include "support/fault_server.hpp"
+#include "support/held_read_server.hpp"
 #include "support/nginx_server.hpp"
 #include "support/skip.hpp"
 #include "support/temp_dir.hpp"
@@ -181,34 +182,20 @@ TEST(HttpStreamingFaults, UnreachableHostFailsQuicklyWithACause) {
 TEST(HttpStreamingProgress, BytesCountAsTheyLandBeforeTheirReadCompletes) {
   TempDir dir;
   constexpr std::uint64_t tensor_bytes = 256 * 1024;
-  const auto path = dir.path() / "one.safetensors";
-  const std::vector<TensorSpec> specs{
-      {"weight", Dtype::U8, {static_cast<std::int64_t>(tensor_bytes)}}};
-  write_safetensors(path, specs,
-                    [](const TensorSpec&, std::uint64_t, std::span<std::byte> out) {
-                      std::fill(out.begin(), out.end(), std::byte{7});
-                    });
-  std::ifstream in(path, std::ios::binary);
-  const std::string object{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  std::uint64_t header_size = 0;
-  std::memcpy(&header_size, object.data(), sizeof header_size);
-  const std::uint64_t data_start = 8 + header_size;
-  FaultServer::Behaviour behaviour;
-  behaviour.pause_range = "bytes=" + std::to_string(data_start) + "-" +
-                          std::to_string(data_start + tensor_bytes - 1);
-  behaviour.pause_after = 100000;
-  FaultServer server("/one.safetensors", object, behaviour);
+  constexpr std::uint64_t sent = 100000;
+  const auto held_server = testing::serve_one_tensor_holding_its_read(dir.path(), tensor_bytes, sent);
+  testing::FaultServer& server = *held_server;
 
   StreamerOptions options;
   options.chunk_size = 1 << 20;
   RawStreamer streamer(server.base_url() + "/one.safetensors", options);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   StreamStats stats = streamer.stats();
-  while (stats.bytes < behaviour.pause_after && std::chrono::steady_clock::now() < deadline) {
+  while (stats.bytes < sent && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
     stats = streamer.stats();
   }
-  EXPECT_EQ(stats.bytes, behaviour.pause_after) << "the held read's first part is counted";
+  EXPECT_EQ(stats.bytes, sent) << "the held read's first part is counted";
   EXPECT_EQ(stats.total_bytes, tensor_bytes);
   EXPECT_EQ(stats.tensors, 0u);
 
