@@ -82,11 +82,16 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     running_.enter();
     // On a service's executor the run keeps the engine alive; with threads of its own, stop()
     // waits for the run instead, and the engine must not die on one of those threads.
-    const auto keep = own_io_ ? nullptr : shared_from_this();
+    auto keep = own_io_ ? nullptr : shared_from_this();
     asio::co_spawn(strand_, run(),
                    asio::bind_cancellation_slot(
-                       cancellation_.slot(),
-                       [this, keep](std::exception_ptr error) { finish(error); }));
+                       cancellation_.slot(), [this, keep](std::exception_ptr error) mutable {
+                         finish(error);
+                         // The run's frames are torn down after this returns, and their
+                         // cancellation state lives in cancellation_: the engine's last
+                         // reference must go in a later handler.
+                         if (keep) asio::post(strand_, [keep = std::move(keep)] {});
+                       }));
     if (own_io_) {
       work_guard_.emplace(own_io_->get_executor());
       threads_.reserve(options_.io_threads);

@@ -95,6 +95,8 @@ class HttpRedirects : public ::testing::Test {
     root_ = std::make_unique<TempDir>();
     write_file(root_->path() / "object.bin", object_);
     write_file(root_->path() / "v1" / "object.bin", object_);
+    write_file(root_->path() / "signed" / "object.bin", object_);
+    write_file(root_->path() / "nohead" / "object.bin", object_);
     certificates_ = Certificates::generate(root_->path());
     const std::string sentinel = "location = /sentinel { access_log off; return 204; }\n";
     tls_ = std::make_unique<NginxServer>(NginxServer::Options{
@@ -121,6 +123,14 @@ class HttpRedirects : public ::testing::Test {
                         "location = /secure/object.bin { return 302 https://127.0.0.1:" +
                         std::to_string(tls_->port()) +
                         "/object.bin; }\n"
+                        // A presigned URL, signed for GET only, behind a hub's redirect.
+                        "location = /presigned/object.bin { return 302 /signed/object.bin; }\n"
+                        "location = /signed/object.bin {\n"
+                        "  if ($request_method = HEAD) { return 403; }\n"
+                        "}\n"
+                        "location = /nohead/object.bin {\n"
+                        "  if ($request_method = HEAD) { return 405; }\n"
+                        "}\n"
                         "location = /loop/a { return 302 /loop/b; }\n"
                         "location = /loop/b { return 302 /loop/a; }\n"
                         // Where the object is now: v1 until a test moves it to v2.
@@ -191,6 +201,20 @@ TEST_F(HttpRedirects, EveryRedirectStatusIsFollowedOnceAndRemembered) {
     EXPECT_EQ(hits("/object.bin") - before, 4) << key;
     EXPECT_EQ(store.stats().requests, 5u) << key;
   }
+}
+
+// HEAD refused where the redirect leads: the size comes from the first byte by GET, whose
+// location the reads then go to straight.
+TEST_F(HttpRedirects, ASizeRefusedToHeadIsTakenFromAOneByteGet) {
+  HttpStore store = make_store(*nginx_);
+  read_whole(store, "/presigned/object.bin");
+  EXPECT_EQ(hits("/presigned/object.bin"), 2) << "HEAD, then the GET of one byte";
+  EXPECT_EQ(hits("/signed/object.bin"), 5) << "the refused HEAD, the byte and three reads";
+  EXPECT_EQ(store.stats().requests, 7u);
+
+  HttpStore plain = make_store(*nginx_);
+  read_whole(plain, "/nohead/object.bin");
+  EXPECT_EQ(plain.stats().requests, 5u) << "a HEAD answered 405, the byte and three reads";
 }
 
 TEST_F(HttpRedirects, RelativeAndAbsoluteLocationsAreResolved) {

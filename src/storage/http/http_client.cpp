@@ -310,9 +310,28 @@ asio::awaitable<std::uint64_t> HttpClient::content_length(std::string_view targe
                                                           const std::string& url,
                                                           ObjectVersion& version) {
   HeadRequest request(target, home_->host_header, options_.read_timeout);
-  co_await follow(request, target, url);
-  version = request.version();
-  co_return request.size();
+  std::exception_ptr refused;
+  try {
+    co_await follow(request, target, url);
+    version = request.version();
+    co_return request.size();
+  } catch (const StorageError& error) {
+    if (error.transient() || !(error.cause().starts_with("HTTP 403") ||
+                               error.cause().starts_with("HTTP 405"))) {
+      throw;
+    }
+    refused = std::current_exception();
+  }
+  // Presigned URLs, where CDNs and hubs redirect to, are signed for GET and refuse HEAD (403),
+  // and some servers do not implement HEAD (405): the first byte by GET says the size in its
+  // Content-Range. A GET refused too fails with its own answer, which names the cause.
+  std::byte first_byte[1];
+  RangeRequest probe(target, home_->host_header, 0, std::span<std::byte>(first_byte),
+                     options_.read_timeout);
+  co_await follow(probe, target, url);
+  if (!probe.object_size()) std::rethrow_exception(refused);
+  version = probe.version();
+  co_return *probe.object_size();
 }
 
 asio::awaitable<void> HttpClient::read_range(std::string_view target, const std::string& url,

@@ -81,6 +81,7 @@ asio::awaitable<std::optional<Failure>> RangeRequest::attempt(Connection& connec
       connection.close();
       co_return failure;
     }
+    object_size_ = ContentRange::parse(parser.get()[field::content_range])->total;
     co_return co_await read_body(connection, parser, 0);
   }
   if (status == 200) {
@@ -89,6 +90,7 @@ asio::awaitable<std::optional<Failure>> RangeRequest::attempt(Connection& connec
       connection.close();
       co_return failure;
     }
+    if (const auto length = parser.content_length()) object_size_ = *length;
     co_return co_await read_body(connection, parser, first());
   }
   const auto range = ContentRange::parse(parser.get()[field::content_range]);

@@ -65,6 +65,10 @@ class RangeRequest {
   /// Whether the server answered a range request with the whole object.
   bool range_ignored() const { return range_ignored_; }
 
+  /// The size of the whole object, once an attempt succeeded and its response said it (the total
+  /// of a 206's Content-Range, the length of a 200).
+  std::optional<std::uint64_t> object_size() const { return object_size_; }
+
  private:
   // The body of a 206 (skip 0) or of a 200 (skip = offset of the first missing byte).
   boost::asio::awaitable<std::optional<Failure>> read_body(Connection& connection,
@@ -98,6 +102,7 @@ class RangeRequest {
   std::atomic<std::uint64_t>* landed_ = nullptr;
   std::uint64_t attempt_first_ = 0;
   bool range_ignored_ = false;
+  std::optional<std::uint64_t> object_size_;
 };
 
 }  // namespace tensorstream
