@@ -25,7 +25,8 @@ if ((${#targets[@]} == 0)); then
 fi
 
 mkdir -p "$build_dir/crashes"
-for target in "${targets[@]}"; do
+fuzz() {
+  local target="$1"
   mkdir -p "$build_dir/corpus/$target"
   echo "fuzz: $target for ${seconds} s" >&2
   # -timeout and -rss_limit_mb turn a hang or runaway allocation into a reported failure.
@@ -34,9 +35,25 @@ for target in "${targets[@]}"; do
     -artifact_prefix="$build_dir/crashes/$target-" -print_final_stats=1 2>"$build_dir/$target.log" || {
     tail -n 60 "$build_dir/$target.log" >&2
     echo "fuzz: $target failed; its input is in $build_dir/crashes/" >&2
-    exit 1
+    return 1
   }
+  local runs rate
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$build_dir/$target.log")
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$build_dir/$target.log")
   echo "fuzz: $target clean: $runs runs in ${seconds} s, $rate exec/s" >&2
+}
+
+# A fuzzer runs on one core: as many run at once as there are cores, each for its full time.
+jobs="${JOBS:-$(nproc)}"
+running=()
+failed=0
+for target in "${targets[@]}"; do
+  fuzz "$target" &
+  running+=($!)
+  if ((${#running[@]} >= jobs)); then
+    wait "${running[0]}" || failed=1
+    running=("${running[@]:1}")
+  fi
 done
+for pid in "${running[@]}"; do wait "$pid" || failed=1; done
+exit "$failed"
