@@ -24,7 +24,9 @@ int main(int argc, char** argv) {
   if (argc > 1) {
     url = argv[1];
   } else {
-    const auto dir = std::filesystem::temp_directory_path() / "tensorstream-example-model";
+    // A directory per example: examples run side by side must not write each other's model.
+    const auto dir =
+        std::filesystem::temp_directory_path() / "tensorstream-example-coroutine-service";
     tensorstream::generate_synthetic_model(dir, {.preset = "tiny", .shards = 2});
     url = dir.string() + "/";
   }

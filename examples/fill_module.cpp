@@ -85,7 +85,9 @@ int main(int argc, char** argv) try {
   if (argc > 1) {
     url = argv[1];
   } else {
-    const auto dir = std::filesystem::temp_directory_path() / "tensorstream-example-llama";
+    // A directory per example: examples run side by side must not write each other's model.
+    const auto dir =
+        std::filesystem::temp_directory_path() / "tensorstream-example-fill-module";
     tensorstream::generate_synthetic_model(dir, {.preset = "tiny", .shards = 2});
     url = dir.string() + "/";
   }
