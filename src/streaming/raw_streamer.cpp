@@ -75,17 +75,17 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     // between: a release can then never fall between the check and the wait. A release may
     // come after the engine is gone: tensors outlive it.
     budget_->set_release_listener([weak = weak_from_this()] {
-      if (auto self = weak.lock()) {
-        asio::post(self->strand_, [self] { self->memory_released_.notify_all(); });
+      if (const auto self = weak.lock()) {
+        asio::post(self->strand_, [engine = self.get(), keep = self->keep_alive()] {
+          engine->memory_released_.notify_all();
+        });
       }
     });
     running_.enter();
-    // On a service's executor the run keeps the engine alive; with threads of its own, stop()
-    // waits for the run instead, and the engine must not die on one of those threads.
-    auto keep = own_io_ ? nullptr : shared_from_this();
     asio::co_spawn(strand_, run(),
                    asio::bind_cancellation_slot(
-                       cancellation_.slot(), [this, keep](std::exception_ptr error) mutable {
+                       cancellation_.slot(),
+                       [this, keep = keep_alive()](std::exception_ptr error) mutable {
                          finish(error);
                          // The run's frames are torn down after this returns, and their
                          // cancellation state lives in cancellation_: the engine's last
@@ -101,15 +101,19 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     }
   }
 
+  // What a handler on the executor holds: on a service's executor, the engine, which the run
+  // may need after the streamer is gone; with threads of its own, nothing, since stop() joins
+  // them before the engine dies, and a handler still queued when they stop must not keep the
+  // engine alive from inside its own io_context.
+  std::shared_ptr<Engine> keep_alive() { return own_io_ ? nullptr : shared_from_this(); }
+
   // Cancels the run. With threads of its own, waits for it and joins them; on a service's
   // executor, returns at once, and the run ends on that executor.
   void stop() {
     budget_->set_release_listener({});
-    // As in start(): with threads of its own, a handler that never ran must not keep the engine
-    // alive from inside its own io_context.
-    const auto keep = own_io_ ? nullptr : shared_from_this();
-    asio::post(strand_,
-               [this, keep] { cancellation_.emit(asio::cancellation_type::terminal); });
+    asio::post(strand_, [this, keep = keep_alive()] {
+      cancellation_.emit(asio::cancellation_type::terminal);
+    });
     if (own_io_) asio::co_spawn(*own_io_, running_.close(), asio::use_future).get();
     // A next() still parked outlives us through its share of the outbox.
     outbox_->ready.broken(std::make_exception_ptr(
@@ -474,7 +478,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
         format_byte_size(budget_->limit()) + " is held by " + format_byte_size(budget_->used()) +
         " of yielded tensors that are still alive; release tensors after use or raise "
         "memory_limit")));
-    asio::post(strand_, [this, keep = own_io_ ? nullptr : shared_from_this()] {
+    asio::post(strand_, [this, keep = keep_alive()] {
       cancellation_.emit(asio::cancellation_type::terminal);
     });
   }

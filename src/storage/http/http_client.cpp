@@ -50,11 +50,12 @@ std::size_t max_connections(const HttpOptions& options) {
   return std::min(options.max_connections, HttpOptions::max_connections_limit);
 }
 
-// "GET https://host/key bytes=0-1023": what an attempt of `request` asks for, for the trace log.
+// "GET https://host/key bytes=0-1023": what an attempt of `request` asks of `origin`, for the
+// trace log; after a redirect, where it was sent rather than the object's own URL.
 template <class Request>
-std::string describe_attempt(Request& request, const std::string& url) {
+std::string describe_attempt(Request& request, const Url& origin) {
   const RequestHead head = request.head();
-  std::string text = std::string(head.method) + ' ' + url;
+  std::string text = std::string(head.method) + ' ' + origin.origin() + std::string(head.target);
   for (const auto& [name, value] : head.headers) {
     if (name == "Range") text += ' ' + std::string(value);
   }
@@ -152,8 +153,10 @@ asio::awaitable<std::optional<Failure>> HttpClient::attempt(Request& request,
     connections_.fetch_add(1, std::memory_order_relaxed);
     if (connection.tls_resumed()) tls_resumed_.fetch_add(1, std::memory_order_relaxed);
     log(LogLevel::debug, [&] {
+      // The client's TLS context serves every https endpoint; this one may be plain.
+      const bool tls = endpoint.server.tls != nullptr;
       return "connected to " + endpoint.host_header +
-             (tls_ ? (connection.tls_resumed() ? " (TLS, session resumed)" : " (TLS)") : "");
+             (tls ? (connection.tls_resumed() ? " (TLS, session resumed)" : " (TLS)") : "");
     });
   }
   requests_.fetch_add(1, std::memory_order_relaxed);
@@ -180,7 +183,8 @@ asio::awaitable<std::optional<HttpClient::Outcome>> HttpClient::perform(Request&
     std::optional<Failure> failure;
     std::exception_ptr error;
     const bool traced = log_enabled(LogLevel::trace);
-    const std::string attempted = traced ? describe_attempt(request, url) : std::string();
+    const std::string attempted =
+        traced ? describe_attempt(request, endpoint.origin) : std::string();
     const auto started = std::chrono::steady_clock::now();
     try {
       auto strand = connection->strand();
