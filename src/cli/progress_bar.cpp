@@ -116,10 +116,12 @@ std::string ProgressRenderer::finish(const ProgressSample& sample, Clock::time_p
   if (!succeeded) return drawn_ ? "\r\033[K" : "";
   const auto room = static_cast<std::size_t>(std::max(columns - 1, 1));
   std::string line = final_line(now);
+  // The detail goes when it does not fit; the totals and the average never: the final line is
+  // written once, so wrapping a narrow terminal costs nothing, and cutting it would lose them.
   if (line.size() > room) {
     ProgressRenderer without_detail = *this;
     without_detail.last_.detail.clear();
-    line = without_detail.final_line(now).substr(0, room);
+    line = without_detail.final_line(now);
   }
   return redrawn(line) + "\n";
 }

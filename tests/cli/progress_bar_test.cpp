@@ -118,6 +118,13 @@ TEST(ProgressBar, TheFinalLineFitsSixtyColumns) {
             "\rtensorstream: 1000.0 MiB in 3.0 s, average 333.3 MiB/s\033[K\n");
 }
 
+TEST(ProgressBar, TheFinalLineKeepsItsTotalsOnANarrowTerminal) {
+  ProgressRenderer renderer(ProgressStyle::bar, start);
+  EXPECT_EQ(renderer.finish({1000 * MiB, 1000 * MiB, "100/100 tensors"}, start + seconds(3), 40,
+                            true),
+            "\rtensorstream: 1000.0 MiB in 3.0 s, average 333.3 MiB/s\033[K\n");
+}
+
 TEST(ProgressBar, AFailureErasesTheBarForTheErrorMessage) {
   ProgressRenderer drawn(ProgressStyle::bar, start);
   drawn.update({MiB, 2 * MiB, {}}, start + seconds(1), 80);
