@@ -6,12 +6,14 @@ find_package(simdjson REQUIRED)
 find_package(pugixml REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(liburing REQUIRED IMPORTED_TARGET liburing)
-find_package(Torch REQUIRED)
 if(TENSORSTREAM_BUILD_CLI)
   find_package(CLI11 REQUIRED)
 endif()
 
-# libtorch's CMake package exports a variable, not a target; wrap it so the library can link it
-# like any other dependency and the installed package config can find it again.
-add_library(tensorstream_torch INTERFACE)
-target_link_libraries(tensorstream_torch INTERFACE ${TORCH_LIBRARIES})
+if(TENSORSTREAM_WITH_TORCH)
+  find_package(Torch REQUIRED)
+  # libtorch's CMake package exports a variable, not a target; wrap it so the library can link it
+  # like any other dependency and the installed package config can find it again.
+  add_library(tensorstream_torch INTERFACE)
+  target_link_libraries(tensorstream_torch INTERFACE ${TORCH_LIBRARIES})
+endif()

@@ -3,27 +3,38 @@ include(CMakePackageConfigHelpers)
 
 # Shared libraries versioned like the package: before 1.0, a minor release may break the ABI, so
 # the soname carries the minor version (libtensorstream.so.0.1), as SameMinorVersion below says.
-set_target_properties(tensorstream_core tensorstream PROPERTIES
+set(tensorstream_shared_libraries tensorstream_batching tensorstream_core)
+if(TENSORSTREAM_WITH_TORCH)
+  list(APPEND tensorstream_shared_libraries tensorstream)
+endif()
+set_target_properties(${tensorstream_shared_libraries} PROPERTIES
   VERSION ${PROJECT_VERSION}
   SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}
   INSTALL_RPATH "$ORIGIN")
-# An installed tool finds the libraries beside it, wherever the prefix was moved to.
-if(TENSORSTREAM_BUILD_CLI)
-  file(RELATIVE_PATH tensorstream_lib_from_bin ${CMAKE_INSTALL_FULL_BINDIR}
-    ${CMAKE_INSTALL_FULL_LIBDIR})
-  set_target_properties(tensorstream_cli PROPERTIES
-    INSTALL_RPATH "$ORIGIN/${tensorstream_lib_from_bin}")
-endif()
 
 install(DIRECTORY include/tensorstream DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(TARGETS tensorstream_core tensorstream tensorstream_torch EXPORT tensorstreamTargets
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+# One export file per component, so that the package config loads (and asks consumers for the
+# dependencies of) only the components they name: find_package(tensorstream COMPONENTS batching)
+# needs the Boost headers and nothing else.
+install(TARGETS tensorstream_batching EXPORT tensorstreamBatchingTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS tensorstream_core EXPORT tensorstreamCoreTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+if(TENSORSTREAM_WITH_TORCH)
+  install(TARGETS tensorstream tensorstream_torch EXPORT tensorstreamTorchTargets
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 if(TENSORSTREAM_BUILD_CLI)
   install(TARGETS tensorstream_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
-install(EXPORT tensorstreamTargets NAMESPACE tensorstream::
-  DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/tensorstream)
+set(tensorstream_export_sets Batching Core)
+if(TENSORSTREAM_WITH_TORCH)
+  list(APPEND tensorstream_export_sets Torch)
+endif()
+foreach(component ${tensorstream_export_sets})
+  install(EXPORT tensorstream${component}Targets NAMESPACE tensorstream::
+    DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/tensorstream)
+endforeach()
 configure_package_config_file(cmake/tensorstreamConfig.cmake.in
   ${CMAKE_CURRENT_BINARY_DIR}/tensorstreamConfig.cmake
   INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/tensorstream)
@@ -33,8 +44,13 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/tensorstreamConfig.cmake
   ${CMAKE_CURRENT_BINARY_DIR}/tensorstreamConfigVersion.cmake
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/tensorstream)
 
-# pkg-config files for builds without CMake: tensorstream-core (no libtorch) and tensorstream
-# (the torch::Tensor API, with libtorch's flags as this build found them).
+# pkg-config files for builds without CMake: tensorstream-batching, tensorstream-core (no
+# libtorch) and tensorstream (the torch::Tensor API, with libtorch's flags as this build found
+# them).
+set(tensorstream_pc_files tensorstream-batching tensorstream-core)
+if(TENSORSTREAM_WITH_TORCH)
+  list(APPEND tensorstream_pc_files tensorstream)
+endif()
 string(JOIN " -I" tensorstream_torch_cflags "" ${TORCH_INCLUDE_DIRS})
 set(tensorstream_torch_libs "")
 foreach(library torch torch_cpu c10)
@@ -48,7 +64,7 @@ endforeach()
 # keep it right.
 file(RELATIVE_PATH tensorstream_prefix_from_pc ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig
   ${CMAKE_INSTALL_PREFIX})
-foreach(name tensorstream-core tensorstream)
+foreach(name ${tensorstream_pc_files})
   configure_file(cmake/${name}.pc.in ${CMAKE_CURRENT_BINARY_DIR}/${name}.pc @ONLY)
   install(FILES ${CMAKE_CURRENT_BINARY_DIR}/${name}.pc
     DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -2,32 +2,42 @@
 /// @file
 /// The exceptions tensorstream's public API throws. Every message says what failed and where
 /// (the object's URL, the tensor's name, the option's name), so one line on stderr is enough.
+///
+/// Every failure is an Error, with one exception by design: cancellation. An operation that its
+/// caller cancels through Asio (a cancellation slot, `co_await (streamer.next() || timer)`, a
+/// stopped io_context) ends as Asio's own operations do, with boost::system::system_error holding
+/// boost::asio::error::operation_aborted, so that Asio's awaitable operators and the caller's
+/// handling of its other operations see one convention. Cancelled, below, is not that: it is the
+/// outcome of a batched request withdrawn before it was processed, which its ResultFuture
+/// delivers like any other result.
 
 #include <stdexcept>
 #include <string>
 
+#include "tensorstream/export.hpp"
+
 namespace tensorstream {
 
 /// Base of every exception thrown by tensorstream.
-class Error : public std::runtime_error {
+class TENSORSTREAM_API Error : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
 /// An option, URL, environment variable or argument has an invalid value.
-class InvalidArgument : public Error {
+class TENSORSTREAM_API InvalidArgument : public Error {
  public:
   using Error::Error;
 };
 
 /// An object is not a well-formed safetensors file (header, dtype, shape or offsets).
-class FormatError : public Error {
+class TENSORSTREAM_API FormatError : public Error {
  public:
   using Error::Error;
 };
 
 /// Reading an object failed: HTTP status, I/O error, timeout, truncated body, refused connection.
-class StorageError : public Error {
+class TENSORSTREAM_API StorageError : public Error {
  public:
   /// @param object URL or path of the object the operation was about.
   /// @param cause what went wrong, e.g. "HTTP 503 Service Unavailable".
@@ -50,26 +60,28 @@ class StorageError : public Error {
 };
 
 /// The object or prefix does not exist (HTTP 404, ENOENT).
-class NotFoundError : public StorageError {
+class TENSORSTREAM_API NotFoundError : public StorageError {
  public:
   NotFoundError(std::string object, std::string cause)
       : StorageError(std::move(object), std::move(cause), false) {}
 };
 
 /// An operation was used in the wrong state, e.g. submitting to a batcher that is not running.
-class StateError : public Error {
+class TENSORSTREAM_API StateError : public Error {
  public:
   using Error::Error;
 };
 
-/// A queued request was cancelled before it was processed.
-class Cancelled : public Error {
+/// The outcome of a batched request withdrawn before it was processed (ResultFuture::cancel(), a
+/// cancelled wait on a queued request, a batcher's stop()). A cancelled operation itself ends
+/// with boost::system::system_error (operation_aborted); see above.
+class TENSORSTREAM_API Cancelled : public Error {
  public:
   using Error::Error;
 };
 
 /// A request's deadline passed before it was processed.
-class DeadlineExceeded : public Error {
+class TENSORSTREAM_API DeadlineExceeded : public Error {
  public:
   using Error::Error;
 };

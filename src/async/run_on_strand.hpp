@@ -50,12 +50,12 @@ boost::asio::awaitable<T> run_on_strand(boost::asio::strand<Executor> strand,
     }
   } detach{caller};
 
-  auto guarded = [](std::shared_ptr<Relay> relay, asio::awaitable<T> work) -> asio::awaitable<T> {
+  auto guarded = [](std::shared_ptr<Relay> owner, asio::awaitable<T> body) -> asio::awaitable<T> {
     struct Finish {
       Relay& relay;
       ~Finish() { relay.finished = true; }
-    } finish{*relay};
-    co_return co_await std::move(work);
+    } finish{*owner};
+    co_return co_await std::move(body);
   };
   auto spawned = guarded(relay, std::move(work));
   auto token = asio::bind_cancellation_slot(relay->signal.slot(), asio::use_awaitable);

@@ -24,7 +24,6 @@
 #include "streaming/options_check.hpp"
 #include "streaming/run_concurrently.hpp"
 #include "tensorstream/error.hpp"
-#include "tensorstream/model/model_loader_config.hpp"
 #include "tensorstream/storage/open_store.hpp"
 #include "tensorstream/streaming/raw_streamer.hpp"
 
@@ -113,7 +112,7 @@ struct Selection {
 
 Selection discover_selection(const std::string& url_text, const StreamerOptions& options,
                              std::optional<std::uint64_t> max_bytes) {
-  detail::Discovery discovery = detail::discover_blocking(detail::resolve_url(url_text), options);
+  detail::Discovery discovery = detail::discover_blocking(resolve_url(url_text), options);
   Selection selection;
   selection.files = std::move(discovery.files);
   selection.io_mode = std::move(discovery.io_mode);
@@ -353,7 +352,7 @@ std::string SweepResult::best_environment() const {
 
 SweepResult sweep(const std::string& url, const SweepGrid& grid, const SweepOptions& options) {
   validate(grid, options);
-  StreamerOptions stream = ModelLoaderConfig::from_environment().streamer_options(options.stream);
+  StreamerOptions stream = environment_streamer_options(options.stream);
 
   SweepResult result;
   result.url = url;
@@ -407,7 +406,7 @@ SweepResult sweep(const std::string& url, const SweepGrid& grid, const SweepOpti
   std::vector<std::size_t> order(result.cells.size() + result.ceilings.size());
   std::iota(order.begin(), order.end(), 0);
   std::mt19937_64 shuffle(result.seed);
-  const Url parsed = detail::resolve_url(url);
+  const Url parsed = resolve_url(url);
   std::size_t planned = order.size() * options.repeat;
   std::size_t done = 0;
   for (std::size_t repeat = 0; repeat < options.repeat; ++repeat) {

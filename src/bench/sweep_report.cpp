@@ -8,7 +8,7 @@
 #include <ctime>
 
 #include "byte_size.hpp"
-#include "safetensors/json_string.hpp"
+#include "json_string.hpp"
 
 namespace tensorstream::bench {
 namespace {

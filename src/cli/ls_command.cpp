@@ -10,7 +10,7 @@
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/store_flags.hpp"
-#include "streaming/discovery.hpp"
+#include "tensorstream/streaming/resolve_url.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/open_store.hpp"
 
@@ -30,7 +30,7 @@ struct LsArguments {
 // rather than taken for a prefix.
 Url listing_url(const std::string& text) {
   const Url url = Url::parse(text);
-  return url.scheme == "file" ? detail::resolve_url(text) : url;
+  return url.scheme == "file" ? resolve_url(text) : url;
 }
 
 // What `url` names: the object itself, or what lies under it when it is a prefix or names no

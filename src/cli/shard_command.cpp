@@ -8,7 +8,7 @@
 #include "cli/number_checks.hpp"
 #include "cli/commands.hpp"
 #include "cli/store_flags.hpp"
-#include "tensorstream/model/shard_checkpoint.hpp"
+#include "model/shard_checkpoint.hpp"
 
 namespace tensorstream::cli {
 namespace {

@@ -4,9 +4,8 @@
 
 #include <utility>
 
-#include "safetensors/json_string.hpp"
+#include "json_string.hpp"
 #include "tensorstream/error.hpp"
-#include "tensorstream/store/torch_views.hpp"
 
 namespace tensorstream {
 namespace {
@@ -150,12 +149,12 @@ LoadReport load_into_module_blocking(SafeTensorsStreamer& streamer, torch::nn::M
   return load_into_tensors_blocking(streamer, module_targets(module), options);
 }
 
-LoadReport load_into_module(const store::AttachedRank& rank, torch::nn::Module& module,
+LoadReport load_into_module(const std::map<std::string, at::Tensor>& tensors,
+                            const std::string& source, torch::nn::Module& module,
                             const LoadOptions& options) {
   const auto targets = module_targets(module);
-  Loader loader(targets, options,
-                rank.where() + " rank " + std::to_string(rank.manifest().rank));
-  for (const auto& [name, tensor] : store::torch_tensors(rank)) loader.load(name, tensor);
+  Loader loader(targets, options, source);
+  for (const auto& [name, tensor] : tensors) loader.load(name, tensor);
   return loader.finish();
 }
 

@@ -1,76 +1,25 @@
 #include "tensorstream/model/model_loader_config.hpp"
 
-#include <cctype>
-#include <charconv>
-#include <cstdlib>
-#include <limits>
-#include <string_view>
-
+#include "environment_setting.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream {
-namespace {
-
-// One setting as its two variables name it.
-struct Variable {
-  std::string name;   // The variable that gave the value, for messages.
-  std::string value;
-};
-
-// TENSORSTREAM_<setting>, else FLYTE_MODEL_LOADER_<setting>; nullopt when neither is set. Empty
-// values count as unset, so that `VAR=` in a container spec does not hide the other variable.
-std::optional<Variable> lookup(std::string_view setting) {
-  for (const std::string_view prefix : {"TENSORSTREAM_", "FLYTE_MODEL_LOADER_"}) {
-    std::string name(prefix);
-    name += setting;
-    const char* value = std::getenv(name.c_str());
-    if (value != nullptr && *value != '\0') return Variable{std::move(name), value};
-  }
-  return std::nullopt;
-}
-
-template <class Number>
-Number positive_number(const Variable& variable) {
-  const std::string_view text = variable.value;
-  Number number = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), number);
-  if (ec == std::errc::result_out_of_range) {
-    throw InvalidArgument(variable.name + "='" + variable.value + "' is too large (at most " +
-                          std::to_string(std::numeric_limits<Number>::max()) + ")");
-  }
-  if (ec != std::errc{} || end != text.data() + text.size() || number == 0) {
-    throw InvalidArgument(variable.name + "='" + variable.value +
-                          "' is not a positive decimal integer");
-  }
-  return number;
-}
-
-bool is_true(std::string_view text) {
-  constexpr std::string_view word = "true";
-  if (text.size() != word.size()) return false;
-  for (std::size_t i = 0; i < word.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(text[i])) != word[i]) return false;
-  }
-  return true;
-}
-
-}  // namespace
 
 ModelLoaderConfig ModelLoaderConfig::from_environment() {
+  using detail::environment_setting;
   ModelLoaderConfig config;
-  if (auto variable = lookup("REMOTE_MODEL_PATH")) config.remote_model_path = variable->value;
-  if (auto variable = lookup("LOCAL_MODEL_PATH")) {
-    config.local_model_path = variable->value;
+  if (auto setting = environment_setting("REMOTE_MODEL_PATH")) {
+    config.remote_model_path = setting->value;
+  }
+  if (auto setting = environment_setting("LOCAL_MODEL_PATH")) {
+    config.local_model_path = setting->value;
     config.local_model_path_set = true;
   }
-  if (auto variable = lookup("CHUNK_SIZE")) {
-    config.chunk_size = positive_number<std::uint64_t>(*variable);
-  }
-  if (auto variable = lookup("MAX_CONCURRENCY")) {
-    config.max_concurrency = positive_number<std::size_t>(*variable);
-  }
-  if (auto variable = lookup("STREAM_SAFETENSORS")) {
-    config.stream_safetensors = is_true(variable->value);
+  const StreamerOptions streaming = environment_streamer_options();
+  config.chunk_size = *streaming.chunk_size;
+  config.max_concurrency = *streaming.max_concurrency;
+  if (auto setting = environment_setting("STREAM_SAFETENSORS")) {
+    config.stream_safetensors = detail::is_true(setting->value);
   }
   return config;
 }

@@ -17,7 +17,7 @@
 #include "byte_size.hpp"
 #include "model/read_head_config.hpp"
 #include "model/write_destination.hpp"
-#include "safetensors/json_string.hpp"
+#include "json_string.hpp"
 #include "streaming/discovery.hpp"
 #include "streaming/run_concurrently.hpp"
 #include "tensorstream/async/condition_variable.hpp"
@@ -463,7 +463,7 @@ asio::awaitable<PartitionReport> partition(std::string source, std::string desti
                                            PartitionOptions options) {
   validate(options);
   const auto executor = co_await asio::this_coro::executor;
-  const Url source_url = detail::resolve_url(source);
+  const Url source_url = resolve_url(source);
   const std::string source_prefix =
       source_url.is_prefix() ? source_url.path
                              : source_url.path.substr(0, source_url.path.rfind('/') + 1);

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "safetensors/json_string.hpp"
+#include "json_string.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream {

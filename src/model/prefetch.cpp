@@ -11,7 +11,7 @@
 
 #include "async/run_on_strand.hpp"
 #include "storage/relative_key.hpp"
-#include "streaming/discovery.hpp"
+#include "tensorstream/streaming/resolve_url.hpp"
 #include "streaming/run_concurrently.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/file_store.hpp"
@@ -164,7 +164,7 @@ asio::awaitable<PrefetchResult> prefetch(ObjectStore& store, std::string prefix,
 
 asio::awaitable<PrefetchResult> prefetch(std::string remote_path, fs::path destination,
                                          PrefetchOptions options) {
-  Url url = detail::resolve_url(remote_path);
+  Url url = resolve_url(remote_path);
   if (!url.is_prefix()) url.path.push_back('/');
   const auto executor = co_await asio::this_coro::executor;
   const auto source = open_store(url, executor, options.store);

@@ -1,4 +1,4 @@
-#include "tensorstream/model/shard_checkpoint.hpp"
+#include "model/shard_checkpoint.hpp"
 
 #include <boost/asio/io_context.hpp>
 
@@ -11,7 +11,7 @@
 
 #include "model/read_head_config.hpp"
 #include "model/write_destination.hpp"
-#include "safetensors/json_string.hpp"
+#include "json_string.hpp"
 #include "streaming/discovery.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/partition_rules.hpp"
@@ -30,7 +30,7 @@ constexpr std::uint64_t copy_buffer_size = 16ull << 20;
 // The head layout of config.json next to the checkpoint: under the prefix, or in the directory of
 // the file.
 HeadConfig read_head_config(const std::string& source, const StoreOptions& options) {
-  const Url url = detail::resolve_url(source);
+  const Url url = resolve_url(source);
   const std::string key = url.path.substr(0, url.path.rfind('/') + 1) + "config.json";
   asio::io_context io;
   auto store = open_store(url, io.get_executor(), options);

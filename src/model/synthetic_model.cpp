@@ -12,11 +12,15 @@
 #include <utility>
 
 #include "model/write_destination.hpp"
-#include "safetensors/json_string.hpp"
+#include "json_string.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream {
 namespace {
+
+// Wide enough for the products of two 64-bit sizes; a GCC extension, hence the marker that keeps
+// -Wpedantic quiet about it.
+__extension__ typedef unsigned __int128 Wide;
 
 namespace asio = boost::asio;
 
@@ -202,8 +206,8 @@ std::vector<int> assign_shards(const std::vector<TensorSpec>& tensors, int count
       const auto tensors_left = tensors.size() - i;
       const auto shards_left = static_cast<std::size_t>(count - 1 - shard);
       // Compared as before + size/2 > (shard + 1) × total / count, scaled to stay in integers.
-      const auto middle = static_cast<unsigned __int128>(2 * before + sizes[i]) * count;
-      const auto share_end = static_cast<unsigned __int128>(2 * total) * (shard + 1);
+      const auto middle = static_cast<Wide>(2 * before + sizes[i]) * count;
+      const auto share_end = static_cast<Wide>(2 * total) * (shard + 1);
       if (tensors_left == shards_left || middle > share_end) ++shard;
     }
     shard_of[i] = shard;

@@ -11,7 +11,7 @@
 #include <unordered_set>
 #include <utility>
 
-#include "safetensors/json_string.hpp"
+#include "json_string.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream {

@@ -213,15 +213,15 @@ void list_directory(const std::string& directory, ListDepth depth,
 
 class FileStore::Impl {
  public:
-  Impl(boost::asio::any_io_executor executor, const FileStoreOptions& options)
+  Impl(boost::asio::any_io_executor executor, const FileOptions& options)
       : files(kCachedFiles) {
     if (options.queue_depth == 0 || options.queue_depth > kMaxQueueDepth) {
-      throw InvalidArgument("FileStoreOptions::queue_depth must be between 1 and " +
+      throw InvalidArgument("FileOptions::queue_depth must be between 1 and " +
                             std::to_string(kMaxQueueDepth) + ", not " +
                             std::to_string(options.queue_depth));
     }
     if (options.pread_threads == 0) {
-      throw InvalidArgument("FileStoreOptions::pread_threads must be at least 1");
+      throw InvalidArgument("FileOptions::pread_threads must be at least 1");
     }
     if (!options.use_io_uring) {
       io_mode = "pread (io_uring disabled by option)";
@@ -256,7 +256,7 @@ class FileStore::Impl {
   std::shared_ptr<FilePins> pins = std::make_shared<FilePins>();
 };
 
-FileStore::FileStore(boost::asio::any_io_executor executor, FileStoreOptions options)
+FileStore::FileStore(boost::asio::any_io_executor executor, FileOptions options)
     : impl_(std::make_unique<Impl>(std::move(executor), options)) {}
 
 FileStore::~FileStore() = default;

@@ -89,34 +89,50 @@ PageFetcher page_fetcher(HttpClient& client, const std::string& path_prefix,
 
 }  // namespace
 
+struct GcsStore::Impl {
+  std::string bucket;
+  boost::asio::any_io_executor executor;  // Where destroyed writers cancel their uploads.
+  std::string origin;                     // "scheme://host[:port]" of the endpoint.
+  // The endpoint's path, if it has one (a proxy's, say), which every request target starts with.
+  std::string path_prefix;
+  std::string description;
+  std::shared_ptr<HttpClient> client;  // Shared with writers, which cancel in the background.
+  ObjectPins<ObjectVersion> pins;
+};
+
 GcsStore::GcsStore(boost::asio::any_io_executor executor, const Url& bucket, HttpOptions http,
                    GcsOptions options)
-    : bucket_(checked_bucket(bucket).host),
-      executor_(executor),
-      pins_(std::make_unique<ObjectPins<ObjectVersion>>()) {
+    : impl_(std::make_unique<Impl>()) {
+  impl_->bucket = checked_bucket(bucket).host;
+  impl_->executor = executor;
   const Endpoint endpoint = resolve_endpoint(options);
   const auto tokens = token_provider(options, endpoint.emulator);
-  path_prefix_ = endpoint.path_prefix;
-  origin_ = endpoint.origin.origin();
-  description_ = origin_ + path_prefix_ + " (" +
-                 (tokens ? "credentials: " + tokens->name() : std::string("without credentials")) +
-                 ")";
-  log(LogLevel::debug, [&] { return "gs://" + bucket_ + ": endpoint " + description_; });
-  client_ = std::make_shared<HttpClient>(std::move(executor), endpoint.origin, std::move(http),
-                                         std::make_shared<gcs::Adapter>(tokens));
+  impl_->path_prefix = endpoint.path_prefix;
+  impl_->origin = endpoint.origin.origin();
+  impl_->description =
+      impl_->origin + impl_->path_prefix + " (" +
+      (tokens ? "credentials: " + tokens->name() : std::string("without credentials")) + ")";
+  log(LogLevel::debug,
+      [&] { return "gs://" + impl_->bucket + ": endpoint " + impl_->description; });
+  impl_->client = std::make_shared<HttpClient>(std::move(executor), endpoint.origin,
+                                               std::move(http),
+                                               std::make_shared<gcs::Adapter>(tokens));
 }
 
 GcsStore::~GcsStore() = default;
 
-std::string GcsStore::url(const std::string& key) const { return "gs://" + bucket_ + key; }
+const std::string& GcsStore::describe() const { return impl_->description; }
+
+std::string GcsStore::url(const std::string& key) const { return "gs://" + impl_->bucket + key; }
 
 boost::asio::awaitable<std::uint64_t> GcsStore::size(std::string key) {
   const std::string object = url(key);
   check_bucket_key(object, key, "GCS");
-  const std::string body = co_await client_->get_text(
-      path_prefix_ + gcs::metadata_target(bucket_, key.substr(1)), object, max_metadata);
+  const std::string body = co_await impl_->client->get_text(
+      impl_->path_prefix + gcs::metadata_target(impl_->bucket, key.substr(1)), object,
+      max_metadata);
   const gcs::ObjectMetadata metadata = gcs::parse_object_metadata(body, object);
-  pin_version(*pins_, key, object, ObjectVersion{.generation = metadata.generation});
+  pin_version(impl_->pins, key, object, ObjectVersion{.generation = metadata.generation});
   co_return metadata.size;
 }
 
@@ -124,12 +140,15 @@ boost::asio::awaitable<std::vector<ObjectInfo>> GcsStore::list(std::string prefi
                                                                ListDepth depth) {
   const std::string listed = url(prefix);
   co_return co_await list_bucket(listed, "GCS", prefix,
-                                 page_fetcher(*client_, path_prefix_, bucket_, listed, depth == ListDepth::one_level));
+                                 page_fetcher(*impl_->client, impl_->path_prefix, impl_->bucket,
+                                              listed, depth == ListDepth::one_level));
 }
 
 boost::asio::awaitable<Listing> GcsStore::list_level(std::string prefix) {
   const std::string listed = url(prefix);
-  co_return co_await list_bucket_level(listed, "GCS", prefix, page_fetcher(*client_, path_prefix_, bucket_, listed, true));
+  co_return co_await list_bucket_level(
+      listed, "GCS", prefix,
+      page_fetcher(*impl_->client, impl_->path_prefix, impl_->bucket, listed, true));
 }
 
 boost::asio::awaitable<void> GcsStore::read_range(std::string key, std::uint64_t offset,
@@ -138,14 +157,14 @@ boost::asio::awaitable<void> GcsStore::read_range(std::string key, std::uint64_t
   check_bucket_key(object, key, "GCS");
   if (destination.empty()) co_return;
   check_byte_range(object, offset, destination.size());
-  ObjectVersion version = pins_->find(key).value_or(ObjectVersion{});
+  ObjectVersion version = impl_->pins.find(key).value_or(ObjectVersion{});
   const std::string media =
-      path_prefix_ + gcs::media_target(bucket_, key.substr(1), version.generation);
-  co_await client_->read_range(media, object, offset, destination, version);
-  pin_version(*pins_, key, object, version);
+      impl_->path_prefix + gcs::media_target(impl_->bucket, key.substr(1), version.generation);
+  co_await impl_->client->read_range(media, object, offset, destination, version);
+  pin_version(impl_->pins, key, object, version);
 }
 
-StoreStats GcsStore::stats() const { return client_->stats(); }
+StoreStats GcsStore::stats() const { return impl_->client->stats(); }
 
 std::unique_ptr<ObjectWriter> GcsStore::create_writer(std::string key, WriteOptions options) {
   const std::string object = url(key);
@@ -153,9 +172,10 @@ std::unique_ptr<ObjectWriter> GcsStore::create_writer(std::string key, WriteOpti
   if (key.back() == '/') {
     throw InvalidArgument(object + ": an object to write needs a name, not a prefix");
   }
-  gcs::UploadTarget target{path_prefix_ + gcs::upload_objects_target(bucket_), key.substr(1),
-                           origin_};
-  return std::make_unique<gcs::Writer>(client_, executor_, std::move(target), object, options);
+  gcs::UploadTarget target{impl_->path_prefix + gcs::upload_objects_target(impl_->bucket),
+                           key.substr(1), impl_->origin};
+  return std::make_unique<gcs::Writer>(impl_->client, impl_->executor, std::move(target), object,
+                                       options);
 }
 
 }  // namespace tensorstream

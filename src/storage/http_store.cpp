@@ -33,21 +33,27 @@ const Url& checked_origin(const Url& origin) {
 
 }  // namespace
 
+struct HttpStore::Impl {
+  std::string origin;
+  HttpClient client;
+  ObjectPins<ObjectVersion> pins;
+};
+
 HttpStore::HttpStore(boost::asio::any_io_executor executor, Url origin, HttpOptions options)
-    : origin_(checked_origin(origin).origin()),
-      client_(std::make_unique<HttpClient>(std::move(executor), origin, std::move(options))),
-      pins_(std::make_unique<ObjectPins<ObjectVersion>>()) {}
+    : impl_(new Impl{checked_origin(origin).origin(),
+                     HttpClient(std::move(executor), origin, std::move(options)),
+                     {}}) {}
 
 HttpStore::~HttpStore() = default;
 
-std::string HttpStore::url(const std::string& key) const { return origin_ + key; }
+std::string HttpStore::url(const std::string& key) const { return impl_->origin + key; }
 
 boost::asio::awaitable<std::uint64_t> HttpStore::size(std::string key) {
   const std::string object = url(key);
   check_key(object, key);
   ObjectVersion version;
-  const std::uint64_t size = co_await client_->content_length(key, object, version);
-  pin_version(*pins_, key, object, version);
+  const std::uint64_t size = co_await impl_->client.content_length(key, object, version);
+  pin_version(impl_->pins, key, object, version);
   co_return size;
 }
 
@@ -63,11 +69,11 @@ boost::asio::awaitable<void> HttpStore::read_range(std::string key, std::uint64_
   check_key(object, key);
   if (destination.empty()) co_return;
   check_byte_range(object, offset, destination.size());
-  ObjectVersion version = pins_->find(key).value_or(ObjectVersion{});
-  co_await client_->read_range(key, object, offset, destination, version);
-  pin_version(*pins_, key, object, version);
+  ObjectVersion version = impl_->pins.find(key).value_or(ObjectVersion{});
+  co_await impl_->client.read_range(key, object, offset, destination, version);
+  pin_version(impl_->pins, key, object, version);
 }
 
-StoreStats HttpStore::stats() const { return client_->stats(); }
+StoreStats HttpStore::stats() const { return impl_->client.stats(); }
 
 }  // namespace tensorstream

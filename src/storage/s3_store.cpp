@@ -20,7 +20,7 @@
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
 #include "tensorstream/storage/s3/default_credentials.hpp"
-#include "tensorstream/storage/s3/sigv4.hpp"
+#include "storage/s3/sigv4.hpp"
 
 namespace tensorstream {
 namespace {
@@ -62,29 +62,40 @@ PageFetcher page_fetcher(HttpClient& client, const std::string& path_prefix,
 
 }  // namespace
 
+struct S3Store::Impl {
+  std::string bucket;
+  std::string path_prefix;
+  std::string description;
+  boost::asio::any_io_executor executor;
+  std::shared_ptr<HttpClient> client;  // Shared with writers aborting in the background.
+  ObjectPins<ObjectVersion> pins;
+};
+
 S3Store::S3Store(boost::asio::any_io_executor executor, const Url& bucket, HttpOptions http,
                  S3Options options)
-    : bucket_(checked_bucket(bucket).host),
-      executor_(executor),
-      pins_(std::make_unique<ObjectPins<ObjectVersion>>()) {
-  const s3::BucketEndpoint endpoint = s3::resolve_bucket_endpoint(bucket_, options);
-  path_prefix_ = endpoint.path_prefix;
-  description_ = endpoint.describe();
+    : impl_(std::make_unique<Impl>()) {
+  impl_->bucket = checked_bucket(bucket).host;
+  impl_->executor = executor;
+  const s3::BucketEndpoint endpoint = s3::resolve_bucket_endpoint(impl_->bucket, options);
+  impl_->path_prefix = endpoint.path_prefix;
+  impl_->description = endpoint.describe();
   log(LogLevel::debug, [&] {
-    return "s3://" + bucket_ + ": endpoint " + description_ +
+    return "s3://" + impl_->bucket + ": endpoint " + impl_->description +
            (options.sign_requests ? "" : ", unsigned requests");
   });
-  client_ = std::make_shared<HttpClient>(
+  impl_->client = std::make_shared<HttpClient>(
       std::move(executor), endpoint.origin, with_ca_bundle(std::move(http)),
       std::make_shared<s3::Adapter>(endpoint.region, signing_credentials(options)));
 }
 
 S3Store::~S3Store() = default;
 
-std::string S3Store::url(const std::string& key) const { return "s3://" + bucket_ + key; }
+const std::string& S3Store::describe() const { return impl_->description; }
+
+std::string S3Store::url(const std::string& key) const { return "s3://" + impl_->bucket + key; }
 
 std::string S3Store::target(const std::string& key) const {
-  return path_prefix_ + s3::uri_encode(key, true);
+  return impl_->path_prefix + s3::uri_encode(key, true);
 }
 
 boost::asio::awaitable<std::uint64_t> S3Store::size(std::string key) {
@@ -93,8 +104,8 @@ boost::asio::awaitable<std::uint64_t> S3Store::size(std::string key) {
   std::exception_ptr refused;
   try {
     ObjectVersion version;
-    const std::uint64_t size = co_await client_->content_length(target(key), object, version);
-    pin_version(*pins_, key, object, version);
+    const std::uint64_t size = co_await impl_->client->content_length(target(key), object, version);
+    pin_version(impl_->pins, key, object, version);
     co_return size;
   } catch (const StorageError& error) {
     if (error.transient() || !error.cause().starts_with("HTTP 4")) throw;
@@ -106,7 +117,7 @@ boost::asio::awaitable<std::uint64_t> S3Store::size(std::string key) {
   // what the caller needs to act on. Should it succeed after all, the HEAD's refusal stands.
   std::byte first_byte[1];
   ObjectVersion any_version;
-  co_await client_->read_range(target(key), object, 0, std::span<std::byte>(first_byte),
+  co_await impl_->client->read_range(target(key), object, 0, std::span<std::byte>(first_byte),
                                any_version);
   std::rethrow_exception(refused);
 }
@@ -114,13 +125,15 @@ boost::asio::awaitable<std::uint64_t> S3Store::size(std::string key) {
 boost::asio::awaitable<std::vector<ObjectInfo>> S3Store::list(std::string prefix,
                                                               ListDepth depth) {
   const std::string listed = url(prefix);
-  co_return co_await list_bucket(listed, "S3", prefix,
-                                 page_fetcher(*client_, path_prefix_, listed, depth == ListDepth::one_level));
+  co_return co_await list_bucket(
+      listed, "S3", prefix,
+      page_fetcher(*impl_->client, impl_->path_prefix, listed, depth == ListDepth::one_level));
 }
 
 boost::asio::awaitable<Listing> S3Store::list_level(std::string prefix) {
   const std::string listed = url(prefix);
-  co_return co_await list_bucket_level(listed, "S3", prefix, page_fetcher(*client_, path_prefix_, listed, true));
+  co_return co_await list_bucket_level(
+      listed, "S3", prefix, page_fetcher(*impl_->client, impl_->path_prefix, listed, true));
 }
 
 boost::asio::awaitable<void> S3Store::read_range(std::string key, std::uint64_t offset,
@@ -129,9 +142,9 @@ boost::asio::awaitable<void> S3Store::read_range(std::string key, std::uint64_t 
   check_bucket_key(object, key, "S3");
   if (destination.empty()) co_return;
   check_byte_range(object, offset, destination.size());
-  ObjectVersion version = pins_->find(key).value_or(ObjectVersion{});
-  co_await client_->read_range(target(key), object, offset, destination, version);
-  pin_version(*pins_, key, object, version);
+  ObjectVersion version = impl_->pins.find(key).value_or(ObjectVersion{});
+  co_await impl_->client->read_range(target(key), object, offset, destination, version);
+  pin_version(impl_->pins, key, object, version);
 }
 
 std::unique_ptr<ObjectWriter> S3Store::create_writer(std::string key, WriteOptions options) {
@@ -140,7 +153,7 @@ std::unique_ptr<ObjectWriter> S3Store::create_writer(std::string key, WriteOptio
   if (key.back() == '/') {
     throw InvalidArgument(object + ": an object to write needs a name, not a prefix");
   }
-  return std::make_unique<s3::Writer>(client_, executor_, target(key), object, options);
+  return std::make_unique<s3::Writer>(impl_->client, impl_->executor, target(key), object, options);
 }
 
 boost::asio::awaitable<StaleUploads> S3Store::abort_stale_uploads(
@@ -156,8 +169,8 @@ boost::asio::awaitable<StaleUploads> S3Store::abort_stale_uploads(
   std::optional<s3::UploadsMarker> marker;
   do {
     const std::string request =
-        path_prefix_ + "/?" + s3::list_multipart_uploads_query(name_prefix, marker);
-    const std::string body = co_await client_->get_text(request, listed, max_list_page);
+        impl_->path_prefix + "/?" + s3::list_multipart_uploads_query(name_prefix, marker);
+    const std::string body = co_await impl_->client->get_text(request, listed, max_list_page);
     s3::MultipartUploadsPage page = s3::parse_list_multipart_uploads(body, listed);
     for (s3::MultipartUpload& upload : page.uploads) {
       if (older_than > std::chrono::system_clock::duration::zero() &&
@@ -168,7 +181,7 @@ boost::asio::awaitable<StaleUploads> S3Store::abort_stale_uploads(
       std::string key = "/" + upload.key;
       const std::string object_target = target(key);
       const std::string object = url(key);
-      if (co_await s3::abort_multipart_upload(*client_, object_target, object, upload.id)) {
+      if (co_await s3::abort_multipart_upload(*impl_->client, object_target, object, upload.id)) {
         stale.removed.push_back(StaleUpload{std::move(key), upload.id, upload.initiated});
       }
     }
@@ -186,6 +199,6 @@ boost::asio::awaitable<StaleUploads> S3Store::abort_stale_uploads(
   co_return stale;
 }
 
-StoreStats S3Store::stats() const { return client_->stats(); }
+StoreStats S3Store::stats() const { return impl_->client->stats(); }
 
 }  // namespace tensorstream

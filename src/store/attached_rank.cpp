@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "safetensors/json_string.hpp"
+#include "json_string.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream::store {

@@ -7,7 +7,7 @@
 #include <set>
 #include <utility>
 
-#include "safetensors/json_string.hpp"
+#include "json_string.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream::store {

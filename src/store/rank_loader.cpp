@@ -241,7 +241,7 @@ asio::awaitable<void> load_cut(const std::string& source, const Url& url, Object
 asio::awaitable<void> load(const std::string& source, const LoadOptions& options,
                            std::vector<ServedRank>& ranks, const RankChanged& changed) {
   const auto executor = co_await asio::this_coro::executor;
-  const Url url = tensorstream::detail::resolve_url(source);
+  const Url url = tensorstream::resolve_url(source);
   const auto store = open_store(url, executor, options.stream.store);
   const std::string prefix =
       url.is_prefix() ? url.path : url.path.substr(0, url.path.rfind('/') + 1);

@@ -13,7 +13,7 @@
 
 #include "async/run_on_strand.hpp"
 #include "exception_message.hpp"
-#include "safetensors/json_string.hpp"
+#include "json_string.hpp"
 #include "store/rank_loader.hpp"
 #include "tensorstream/async/condition_variable.hpp"
 #include "tensorstream/error.hpp"

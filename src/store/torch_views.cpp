@@ -25,4 +25,11 @@ std::map<std::string, at::Tensor> torch_tensors(const AttachedRank& rank) {
   return tensors;
 }
 
+LoadReport load_into_module(const AttachedRank& rank, torch::nn::Module& module,
+                            const LoadOptions& options) {
+  return tensorstream::load_into_module(
+      torch_tensors(rank), rank.where() + " rank " + std::to_string(rank.manifest().rank), module,
+      options);
+}
+
 }  // namespace tensorstream::store

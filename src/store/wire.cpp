@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "safetensors/json_string.hpp"
+#include "json_string.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream::store {

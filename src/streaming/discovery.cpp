@@ -16,7 +16,6 @@
 #include "streaming/weight_index.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
-#include "tensorstream/model/model_loader_config.hpp"
 #include "tensorstream/storage/open_store.hpp"
 #include "tensorstream/traw/format.hpp"
 
@@ -54,7 +53,7 @@ std::string directory_of(const std::string& key) { return key.substr(0, key.rfin
 
 // Header reads share the stream's bound on requests in flight.
 std::size_t header_concurrency(const StreamerOptions& options) {
-  return options.max_concurrency.value_or(ModelLoaderConfig{}.max_concurrency);
+  return options.max_concurrency.value_or(default_max_concurrency);
 }
 
 asio::awaitable<SourceFile> read_safetensors_header(ObjectStore& store, std::string key,
@@ -341,20 +340,6 @@ asio::awaitable<std::vector<SourceFile>> discover_all(ObjectStore& store, const 
 
 }  // namespace
 
-Url resolve_url(const std::string& remote_path) {
-  Url url = Url::parse(remote_path);
-  if (url.scheme == "file") {
-    std::error_code ec;
-    url.path = std::filesystem::absolute(url.path, ec).string();
-    if (!url.is_prefix() && std::filesystem::is_directory(url.path, ec)) url.path.push_back('/');
-  } else if ((url.scheme == "s3" || url.scheme == "gs") && !url.is_prefix() &&
-             !ends_with(url.path, safetensors_suffix) && !ends_with(url.path, index_suffix) &&
-             !ends_with(url.path, traw_suffix)) {
-    url.path.push_back('/');
-  }
-  return url;
-}
-
 asio::awaitable<std::vector<SourceFile>> discover(ObjectStore& store, const Url& url,
                                                   const StreamerOptions& options) {
   std::vector<SourceFile> files = co_await discover_all(store, url, options);
@@ -403,3 +388,21 @@ asio::awaitable<std::vector<SourceFile>> read_headers(ObjectStore& store,
 }
 
 }  // namespace tensorstream::detail
+
+namespace tensorstream {
+
+Url resolve_url(const std::string& remote_path) {
+  Url url = Url::parse(remote_path);
+  if (url.scheme == "file") {
+    std::error_code ec;
+    url.path = std::filesystem::absolute(url.path, ec).string();
+    if (!url.is_prefix() && std::filesystem::is_directory(url.path, ec)) url.path.push_back('/');
+  } else if ((url.scheme == "s3" || url.scheme == "gs") && !url.is_prefix() &&
+             !url.path.ends_with(detail::safetensors_suffix) &&
+             !url.path.ends_with(detail::index_suffix) && !url.path.ends_with(detail::traw_suffix)) {
+    url.path.push_back('/');
+  }
+  return url;
+}
+
+}  // namespace tensorstream

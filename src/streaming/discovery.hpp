@@ -9,6 +9,7 @@
 #include "tensorstream/safetensors/header.hpp"
 #include "tensorstream/storage/object_store.hpp"
 #include "tensorstream/storage/url.hpp"
+#include "tensorstream/streaming/resolve_url.hpp"
 #include "tensorstream/streaming/streamer_options.hpp"
 
 namespace tensorstream::detail {
@@ -21,12 +22,6 @@ struct SourceFile {
   std::uint64_t size = 0;
   Header header;
 };
-
-/// Parses a stream's path: local paths become absolute, a local directory named without its
-/// trailing '/' is a prefix, and so is an s3:// or gs:// path whose last segment does not end in
-/// ".safetensors", ".safetensors.index.json" or ".bin" (buckets have no directories to check, and
-/// the Python original takes such paths as prefixes).
-Url resolve_url(const std::string& remote_path);
 
 /// Finds the files a stream of `url` reads, fetches their headers concurrently (at most
 /// `options.max_concurrency` at a time, the default when unset), and keeps in each

@@ -3,7 +3,6 @@
 #include <boost/asio/this_coro.hpp>
 
 #include "streaming/discovery.hpp"
-#include "tensorstream/model/model_loader_config.hpp"
 #include "tensorstream/storage/open_store.hpp"
 
 namespace tensorstream {
@@ -11,7 +10,7 @@ namespace {
 
 // Bounded as a stream's are: max_concurrency, when unset, comes from the environment.
 StreamerOptions resolved(StreamerOptions options) {
-  return ModelLoaderConfig::from_environment().streamer_options(std::move(options));
+  return environment_streamer_options(std::move(options));
 }
 
 std::vector<FileHeader> headers_of(std::vector<detail::SourceFile> files) {
@@ -26,13 +25,13 @@ std::vector<FileHeader> headers_of(std::vector<detail::SourceFile> files) {
 
 std::vector<FileHeader> inspect(const std::string& remote_path, StreamerOptions options) {
   options = resolved(std::move(options));
-  return headers_of(detail::discover_blocking(detail::resolve_url(remote_path), options).files);
+  return headers_of(detail::discover_blocking(resolve_url(remote_path), options).files);
 }
 
 boost::asio::awaitable<std::vector<FileHeader>> async_inspect(std::string remote_path,
                                                               StreamerOptions options) {
   options = resolved(std::move(options));
-  const Url url = detail::resolve_url(remote_path);
+  const Url url = resolve_url(remote_path);
   const auto store = open_store(url, co_await boost::asio::this_coro::executor, options.store);
   auto files = co_await detail::discover(*store, url, options);
   co_return headers_of(std::move(files));

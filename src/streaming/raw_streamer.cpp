@@ -30,7 +30,6 @@
 #include "tensorstream/async/condition_variable.hpp"
 #include "tensorstream/async/gate.hpp"
 #include "tensorstream/error.hpp"
-#include "tensorstream/model/model_loader_config.hpp"
 #include "tensorstream/storage/open_store.hpp"
 #include "tensorstream/streaming/chunk_plan.hpp"
 
@@ -43,7 +42,7 @@ namespace {
 
 // The options as given, the ones left unset from the environment, checked.
 StreamerOptions resolve(StreamerOptions options) {
-  options = ModelLoaderConfig::from_environment().streamer_options(std::move(options));
+  options = environment_streamer_options(std::move(options));
   detail::check_streamer_options(options);
   return options;
 }
@@ -59,7 +58,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
          std::optional<asio::any_io_executor> executor)
       : remote_path_(std::move(remote_path)),
         options_(resolve(std::move(options))),
-        url_(detail::resolve_url(remote_path_)),
+        url_(resolve_url(remote_path_)),
         own_io_(executor ? std::nullopt : std::make_optional<asio::io_context>()),
         executor_(executor ? *executor : asio::any_io_executor(own_io_->get_executor())),
         strand_(asio::make_strand(executor_)),

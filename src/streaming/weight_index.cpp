@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "safetensors/json_string.hpp"
+#include "json_string.hpp"
 #include "storage/relative_key.hpp"
 
 namespace tensorstream::detail {

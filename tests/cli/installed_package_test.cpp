@@ -1,11 +1,16 @@
 // `cmake --install` gives a working package: the tool runs from its prefix alone, the libraries
-// carry their soname, and pkg-config builds a program against them.
+// carry their soname and export only what the installed headers declare, pkg-config builds a
+// program against them, and a program that only batches builds with the Boost headers alone.
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "support/child_process.hpp"
 #include "support/process.hpp"
@@ -55,7 +60,8 @@ TEST_F(InstalledPackage, TheToolRunsFromItsPrefixAlone) {
 }
 
 TEST_F(InstalledPackage, TheLibrariesCarryTheirSoname) {
-  for (const std::string library : {"libtensorstream_core", "libtensorstream"}) {
+  for (const std::string library :
+       {"libtensorstream_batching", "libtensorstream_core", "libtensorstream"}) {
     const auto link = find(library + ".so");
     ASSERT_FALSE(link.empty()) << library;
     ASSERT_TRUE(std::filesystem::is_symlink(link)) << link;
@@ -98,6 +104,187 @@ int main(int argc, char** argv) {
   const auto probed = run_process({binary.string(), model});
   ASSERT_EQ(probed.exit_code, 0) << probed.err;
   EXPECT_EQ(probed.out, "21 tensors\n");
+}
+
+// Every identifier of the installed headers under `directory`.
+std::set<std::string> identifiers_under(const std::filesystem::path& directory) {
+  static const std::regex identifier("[A-Za-z_][A-Za-z_0-9]*");
+  std::set<std::string> names;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(directory)) {
+    if (!entry.is_regular_file()) continue;
+    std::stringstream text;
+    text << std::ifstream(entry.path()).rdbuf();
+    const std::string content = text.str();
+    for (std::sregex_iterator it(content.begin(), content.end(), identifier), end; it != end;
+         ++it) {
+      names.insert(it->str());
+    }
+  }
+  return names;
+}
+
+// What a demangled symbol names, as the components of its qualified name: "typeinfo for
+// tensorstream::s3::ChainProvider" and "tensorstream::s3::ChainProvider::name() const" both give
+// {"tensorstream", "s3", "ChainProvider", ...}. Template arguments and parameters are left out.
+std::vector<std::string> qualified_name(std::string symbol) {
+  for (auto tag = symbol.find("[abi:"); tag != std::string::npos; tag = symbol.find("[abi:")) {
+    symbol.erase(tag, symbol.find(']', tag) + 1 - tag);
+  }
+  for (const std::string prefix : {"typeinfo name for ", "typeinfo for ", "vtable for ",
+                                   "VTT for ", "guard variable for "}) {
+    if (symbol.starts_with(prefix)) symbol.erase(0, prefix.size());
+  }
+  std::vector<std::string> parts(1);
+  int depth = 0;
+  for (std::size_t i = 0; i < symbol.size(); ++i) {
+    const char c = symbol[i];
+    if (c == '<' || c == '(') ++depth;
+    if (c == '>' || c == ')') --depth;
+    if (depth > 0 || c == '>' || c == ')') {
+      if (c == '(' && depth == 1) break;
+      continue;
+    }
+    if (c == ' ') break;
+    if (c == ':' && i + 1 < symbol.size() && symbol[i + 1] == ':') {
+      parts.emplace_back();
+      ++i;
+    } else {
+      parts.back() += c;
+    }
+  }
+  return parts;
+}
+
+// The symbols a library exports: "nm -D --defined-only" demangled, one per line.
+std::vector<std::string> exported_symbols(const std::filesystem::path& library) {
+  const auto listed = run_process({"/usr/bin/nm", "-D", "--defined-only", "-C", library.string()});
+  EXPECT_EQ(listed.exit_code, 0) << listed.err;
+  std::vector<std::string> symbols;
+  for (const auto& line : testing::lines_of(listed.out)) {
+    // "ADDRESS TYPE NAME"
+    const auto type = line.find(' ');
+    if (type == std::string::npos || line.size() < type + 3) continue;
+    symbols.push_back(line.substr(type + 3));
+  }
+  return symbols;
+}
+
+// Asio's per-process state, which cmake/tensorstream.map keeps global so that the application
+// and the library share it: what each thread runs, and the error categories.
+bool is_asio_process_state(const std::string& symbol) {
+  static const std::regex state(
+      "(guard variable for )?boost::asio::("
+      "detail::call_stack<.*>::top_|detail::keyword_tss_ptr<.*>::value_|"
+      "(ssl::)?error::get_[a-z]+_category\\(\\)::instance)");
+  return std::regex_match(symbol, state);
+}
+
+TEST_F(InstalledPackage, TheLibrariesExportOnlyWhatTheirHeadersDeclare) {
+  const auto include = std::filesystem::path(prefix()) / "include" / "tensorstream";
+  const auto declared = identifiers_under(include);
+  // The batchers are templates over the pipeline compiled into tensorstream_batching: its
+  // detail classes are part of the ABI the headers instantiate, and the only detail exported.
+  const auto batching_detail = identifiers_under(include / "batching" / "detail");
+  const std::set<std::string> namespaces = {"tensorstream", "s3", "gcs", "store", "bench",
+                                            "async", "traw", "detail"};
+  for (const std::string library :
+       {"libtensorstream_batching", "libtensorstream_core", "libtensorstream"}) {
+    const auto path = find(library + ".so");
+    ASSERT_FALSE(path.empty()) << library;
+    const auto symbols = exported_symbols(path);
+    EXPECT_GT(symbols.size(), 10u) << library;
+    for (const auto& symbol : symbols) {
+      if (symbol == "_init" || symbol == "_fini") continue;
+      if (is_asio_process_state(symbol)) continue;
+      const auto parts = qualified_name(symbol);
+      ASSERT_FALSE(parts.empty());
+      EXPECT_EQ(parts.front(), "tensorstream") << library << " exports " << symbol;
+      if (parts.front() != "tensorstream") continue;
+      std::size_t named = 1;
+      bool in_detail = false;
+      while (named < parts.size() && namespaces.contains(parts[named])) {
+        in_detail = in_detail || parts[named] == "detail";
+        ++named;
+      }
+      ASSERT_LT(named, parts.size()) << symbol;
+      EXPECT_TRUE(declared.contains(parts[named]))
+          << library << " exports " << symbol << ", which no installed header declares";
+      EXPECT_TRUE(!in_detail || batching_detail.contains(parts[named]))
+          << library << " exports the detail " << symbol;
+    }
+  }
+}
+
+TEST_F(InstalledPackage, AProgramThatOnlyBatchesNeedsOnlyTheBoostHeaders) {
+#if defined(TENSORSTREAM_SANITIZED_BUILD)
+  GTEST_SKIP() << "the sanitized libraries need the sanitizer's runtime, which a plain consumer "
+                  "does not link; the unsanitized build runs this";
+#endif
+  const auto project = root_.path() / "batching-only";
+  std::filesystem::create_directories(project);
+  std::ofstream(project / "CMakeLists.txt") << R"(cmake_minimum_required(VERSION 3.25)
+project(batching_only LANGUAGES CXX)
+set(CMAKE_CXX_STANDARD 20)
+find_package(tensorstream REQUIRED COMPONENTS batching)
+if(TARGET tensorstream::core OR TARGET tensorstream::tensorstream)
+  message(FATAL_ERROR "COMPONENTS batching loaded more than tensorstream::batching")
+endif()
+add_executable(probe probe.cpp)
+target_link_libraries(probe PRIVATE tensorstream::batching)
+)";
+  std::ofstream(project / "probe.cpp") << R"(#include <tensorstream/batching/dynamic_batcher.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <cstdio>
+#include <vector>
+namespace asio = boost::asio;
+asio::awaitable<std::vector<int>> times_ten(std::vector<int> batch) {
+  for (int& value : batch) value *= 10;
+  co_return batch;
+}
+int main() {
+  asio::io_context io;
+  tensorstream::DynamicBatcher<int, int>::Options options;
+  options.process_fn = times_ten;
+  tensorstream::DynamicBatcher<int, int> batcher(io.get_executor(), options);
+  batcher.start();
+  int result = 0;
+  asio::co_spawn(io, [&]() -> asio::awaitable<void> {
+    auto future = co_await batcher.submit(4);
+    result = co_await future.get();
+    co_await batcher.stop();
+  }, asio::detached);
+  io.run();
+  std::printf("%d\n", result);
+  return result == 40 ? 0 : 1;
+}
+)";
+  // Every other dependency of the package is made unfindable: the batching component must not
+  // ask for it.
+  const auto build = root_.path() / "batching-build";
+  std::vector<std::string> configure = {TENSORSTREAM_CMAKE_COMMAND, "-S", project.string(), "-B",
+                                        build.string(), "-DCMAKE_PREFIX_PATH=" + prefix()};
+  for (const std::string package : {"Torch", "OpenSSL", "simdjson", "pugixml", "PkgConfig"}) {
+    configure.push_back("-DCMAKE_DISABLE_FIND_PACKAGE_" + package + "=ON");
+  }
+  const auto configured = run_process(configure);
+  ASSERT_EQ(configured.exit_code, 0) << configured.out << configured.err;
+  const auto built = run_process({TENSORSTREAM_CMAKE_COMMAND, "--build", build.string()});
+  ASSERT_EQ(built.exit_code, 0) << built.out << built.err;
+
+  const auto ran = run_process({(build / "probe").string()});
+  EXPECT_EQ(ran.exit_code, 0) << ran.err;
+  EXPECT_EQ(ran.out, "40\n");
+  // It links the batching library and nothing of the rest of the package.
+  const auto needed = run_process({"/usr/bin/readelf", "-d", (build / "probe").string()});
+  ASSERT_EQ(needed.exit_code, 0) << needed.err;
+  EXPECT_NE(needed.out.find("[libtensorstream_batching.so.0.1]"), std::string::npos)
+      << needed.out;
+  for (const std::string other : {"libtensorstream_core", "libtensorstream.so", "libssl",
+                                  "liburing", "libtorch", "libc10"}) {
+    EXPECT_EQ(needed.out.find(other), std::string::npos) << other << " in\n" << needed.out;
+  }
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 #include "storage/gcs/json_api.hpp"
 #include "storage/gcs/token_response.hpp"
 #include "tensorstream/error.hpp"
-#include "tensorstream/storage/gcs/credentials_error.hpp"
+#include "tensorstream/storage/credentials_error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data), size);
@@ -29,7 +29,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto token = tensorstream::gcs::parse_token(body, std::chrono::system_clock::now(), url,
                                                       "fuzz", true);
     if (token.value.empty()) __builtin_trap();
-  } catch (const tensorstream::gcs::CredentialsError&) {
+  } catch (const tensorstream::CredentialsError&) {
   }
   return 0;
 }

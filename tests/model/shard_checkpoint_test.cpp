@@ -1,4 +1,4 @@
-#include "tensorstream/model/shard_checkpoint.hpp"
+#include "model/shard_checkpoint.hpp"
 
 #include <gtest/gtest.h>
 

@@ -149,8 +149,8 @@ class FileStoreTest : public ::testing::TestWithParam<Mode> {
     }
   }
 
-  FileStoreOptions options() const {
-    FileStoreOptions options;
+  FileOptions options() const {
+    FileOptions options;
     options.use_io_uring = GetParam() == Mode::io_uring;
     return options;
   }
@@ -540,7 +540,7 @@ TEST_P(FileStoreTest, DestroyingTheStoreWithReadsInFlightFailsOrFinishesEach) {
   }
 }
 
-TEST(FileStoreOptionsTest, EnvironmentVariableForcesPread) {
+TEST(FileOptionsTest, EnvironmentVariableForcesPread) {
   const ScopedEnvironment disable("TENSORSTREAM_DISABLE_IO_URING", "1");
   asio::io_context context;
   FileStore store(context.get_executor());
@@ -554,7 +554,7 @@ TEST(FileStoreOptionsTest, EnvironmentVariableForcesPread) {
   EXPECT_TRUE(std::equal(read.begin(), read.end(), bytes.begin() + 1000));
 }
 
-TEST(FileStoreOptionsTest, EnvironmentVariableZeroKeepsIoUring) {
+TEST(FileOptionsTest, EnvironmentVariableZeroKeepsIoUring) {
   if (const auto reason = FileStore::io_uring_unavailable_reason(); !reason.empty()) {
     GTEST_SKIP() << "io_uring is unavailable here: " << reason;
   }
@@ -564,19 +564,19 @@ TEST(FileStoreOptionsTest, EnvironmentVariableZeroKeepsIoUring) {
   EXPECT_EQ(store.stats().io_mode, "io_uring");
 }
 
-TEST(FileStoreOptionsTest, InvalidOptionsAreRejected) {
+TEST(FileOptionsTest, InvalidOptionsAreRejected) {
   asio::io_context context;
   const auto with = [&](unsigned queue_depth, std::size_t threads) {
-    FileStoreOptions options;
+    FileOptions options;
     options.queue_depth = queue_depth;
     options.pread_threads = threads;
     return thrown<InvalidArgument>([&] { FileStore store(context.get_executor(), options); });
   };
   EXPECT_EQ(std::string(with(0, 2)->what()),
-            "FileStoreOptions::queue_depth must be between 1 and 4096, not 0");
+            "FileOptions::queue_depth must be between 1 and 4096, not 0");
   EXPECT_EQ(std::string(with(4097, 2)->what()),
-            "FileStoreOptions::queue_depth must be between 1 and 4096, not 4097");
-  EXPECT_EQ(std::string(with(8, 0)->what()), "FileStoreOptions::pread_threads must be at least 1");
+            "FileOptions::queue_depth must be between 1 and 4096, not 4097");
+  EXPECT_EQ(std::string(with(8, 0)->what()), "FileOptions::pread_threads must be at least 1");
 }
 
 // What Docker's default seccomp profile does: io_uring_setup fails with EPERM.

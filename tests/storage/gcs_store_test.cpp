@@ -12,7 +12,7 @@
 #include <memory>
 #include <span>
 
-#include "gcs_test_environment.hpp"
+#include "storage/gcs_test_environment.hpp"
 #include "storage/gcs/json_api.hpp"
 #include "support/gcs_fixture_server.hpp"
 #include "support/random_bytes.hpp"

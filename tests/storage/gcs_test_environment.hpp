@@ -10,7 +10,7 @@
 
 #include "support/isolated_environment_test.hpp"
 #include "support/rsa_key.hpp"
-#include "tensorstream/storage/gcs/credentials_error.hpp"
+#include "tensorstream/storage/credentials_error.hpp"
 #include "tensorstream/storage/gcs/token_provider.hpp"
 
 namespace tensorstream::gcs::testing {

@@ -7,7 +7,7 @@
 #include <atomic>
 #include <fstream>
 
-#include "s3_test_environment.hpp"
+#include "storage/s3_test_environment.hpp"
 #include "support/certificates.hpp"
 #include "support/run_task.hpp"
 #include "support/s3rver_server.hpp"
@@ -226,7 +226,7 @@ TEST_F(S3StoreTest, ListingFollowsContinuationTokensPastAThousandKeys) {
 class ExpiringProvider : public s3::CredentialsProvider {
  public:
   std::string name() const override { return "expiring test credentials"; }
-  boost::asio::awaitable<s3::Credentials> load() override {
+  boost::asio::awaitable<s3::Credentials> credentials() override {
     const int generation = ++loads_;
     co_return s3::Credentials{S3rverServer::access_key_id, S3rverServer::secret_access_key,
                               "session-" + std::to_string(generation),

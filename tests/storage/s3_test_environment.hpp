@@ -6,7 +6,7 @@
 #include <string>
 
 #include "support/isolated_environment_test.hpp"
-#include "tensorstream/storage/s3/credentials_error.hpp"
+#include "tensorstream/storage/credentials_error.hpp"
 #include "tensorstream/storage/s3/credentials_provider.hpp"
 
 namespace tensorstream::s3::testing {
@@ -42,19 +42,19 @@ class AwsEnvironmentTest : public tensorstream::testing::IsolatedEnvironmentTest
     set("AWS_EC2_METADATA_DISABLED", "true");
   }
 
-  /// What a failing load() threw.
+  /// What a failing credentials() threw.
   struct Failure {
     std::string message;
     bool configured = false;
   };
 
   /// The credentials `provider` loads.
-  Credentials load(CredentialsProvider& provider) { return run(provider.load()); }
+  Credentials load(CredentialsProvider& provider) { return run(provider.credentials()); }
 
   /// The error `provider` fails with (and a test failure if it loads credentials instead).
   Failure failure(CredentialsProvider& provider) {
     try {
-      const auto credentials = run(provider.load());
+      const auto credentials = run(provider.credentials());
       ADD_FAILURE() << "loaded credentials " << credentials.access_key_id;
     } catch (const CredentialsError& error) {
       return {error.what(), error.configured()};

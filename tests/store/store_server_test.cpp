@@ -24,7 +24,7 @@
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/partition_checkpoint.hpp"
-#include "tensorstream/model/shard_checkpoint.hpp"
+#include "model/shard_checkpoint.hpp"
 #include "tensorstream/store/attached_rank.hpp"
 #include "tensorstream/store/client.hpp"
 

@@ -187,7 +187,7 @@ TEST_F(Discovery, AnIndexThatCannotBeReadIsNotSwallowed) {
   boost::asio::io_context io;
   UnreadableIndexStore store(io.get_executor());
   try {
-    testing::run_task(io, detail::discover(store, detail::resolve_url(prefix()), {}));
+    testing::run_task(io, detail::discover(store, resolve_url(prefix()), {}));
     FAIL() << "expected StorageError";
   } catch (const StorageError& error) {
     EXPECT_EQ(std::string(error.what()), path("model.safetensors.index.json") + ": Permission denied");
@@ -248,7 +248,7 @@ TEST_F(Discovery, ListedFilesAreNotAskedForTheSizesTheListingGave) {
   boost::asio::io_context io;
   testing::RecordingStore store(io.get_executor());
   const auto files = testing::run_task(
-      io, detail::discover(store, detail::resolve_url(prefix()), StreamerOptions{}));
+      io, detail::discover(store, resolve_url(prefix()), StreamerOptions{}));
   ASSERT_EQ(files.size(), 3u);
   for (const auto& file : files) EXPECT_EQ(file.size, std::filesystem::file_size(file.key));
   // Nor is the index, whose absence the listing shows too.
@@ -261,7 +261,7 @@ TEST_F(Discovery, FilesNamedByTheIndexAreAskedForTheirSizes) {
   boost::asio::io_context io;
   testing::RecordingStore store(io.get_executor());
   testing::run_task(io,
-                    detail::discover(store, detail::resolve_url(prefix()), StreamerOptions{}));
+                    detail::discover(store, resolve_url(prefix()), StreamerOptions{}));
   auto sized = store.sized();
   std::sort(sized.begin(), sized.end());
   EXPECT_EQ(sized, (Names{path("model-00001-of-00002.safetensors"),
@@ -289,7 +289,7 @@ TEST_F(Discovery, HeaderReadsStayWithinMaxConcurrency) {
     boost::asio::io_context io;
     testing::RecordingStore store(io.get_executor());
     const auto files =
-        testing::run_task(io, detail::discover(store, detail::resolve_url(url), options));
+        testing::run_task(io, detail::discover(store, resolve_url(url), options));
     EXPECT_EQ(files.size(), static_cast<std::size_t>(shards)) << url;
     EXPECT_LE(store.peak(), 4) << url;
     EXPECT_GE(store.peak(), 2) << url << ": the store saw no concurrency at all";
@@ -380,13 +380,13 @@ TEST_F(Discovery, InspectShowsWhatTheStreamWouldRead) {
 }
 
 TEST(ResolveUrl, BucketPathsWithoutAWeightsSuffixArePrefixes) {
-  EXPECT_EQ(detail::resolve_url("s3://bucket/models/llama").path, "/models/llama/");
-  EXPECT_EQ(detail::resolve_url("gs://bucket/models/llama/").path, "/models/llama/");
-  EXPECT_EQ(detail::resolve_url("s3://bucket/llama/model.safetensors").path,
+  EXPECT_EQ(resolve_url("s3://bucket/models/llama").path, "/models/llama/");
+  EXPECT_EQ(resolve_url("gs://bucket/models/llama/").path, "/models/llama/");
+  EXPECT_EQ(resolve_url("s3://bucket/llama/model.safetensors").path,
             "/llama/model.safetensors");
-  EXPECT_EQ(detail::resolve_url("gs://bucket/llama/model.safetensors.index.json").path,
+  EXPECT_EQ(resolve_url("gs://bucket/llama/model.safetensors.index.json").path,
             "/llama/model.safetensors.index.json");
-  EXPECT_EQ(detail::resolve_url("https://host/models/blob").path, "/models/blob");
+  EXPECT_EQ(resolve_url("https://host/models/blob").path, "/models/blob");
 }
 
 }  // namespace

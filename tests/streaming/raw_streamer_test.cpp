@@ -17,6 +17,7 @@
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
+#include "tensorstream/storage/file_store.hpp"
 #include "tensorstream/safetensors/writer.hpp"
 #include "tensorstream/streaming/inspect.hpp"
 

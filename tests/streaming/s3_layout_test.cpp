@@ -13,7 +13,7 @@
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/prefetch.hpp"
-#include "tensorstream/model/shard_checkpoint.hpp"
+#include "model/shard_checkpoint.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
 #include "tensorstream/streaming/raw_streamer.hpp"
 

@@ -169,7 +169,7 @@ TEST_F(TrawStreaming, EachHeaderIsOneSmallReadWithTheListingsSize) {
   StreamerOptions options = partition_options(2, 1);
   options.max_concurrency = 4;
   const auto files =
-      testing::run_task(io, detail::discover(store, detail::resolve_url(prefix()), options));
+      testing::run_task(io, detail::discover(store, resolve_url(prefix()), options));
   ASSERT_EQ(files.size(), llama_tensors(synthetic_preset("tiny")).size() + 1);
   EXPECT_TRUE(store.sized().empty()) << "the listing gives every size";
   ASSERT_EQ(store.reads().size(), files.size()) << "one read per header";

@@ -23,7 +23,7 @@
 #include <string_view>
 #include <utility>
 
-#include "safetensors/json_string.hpp"
+#include "json_string.hpp"
 #include "support/byte_range.hpp"
 
 namespace tensorstream::testing {

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <tuple>
 
-#include "tensorstream/storage/s3/sigv4.hpp"
+#include "storage/s3/sigv4.hpp"
 
 namespace tensorstream::testing {
 namespace {

@@ -7,6 +7,8 @@
 #include <memory>
 #include <mutex>
 
+#include "tensorstream/export.hpp"
+
 namespace tensorstream::async {
 
 /// Parks coroutines until another coroutine or thread notifies them: a condition variable for
@@ -26,7 +28,7 @@ namespace tensorstream::async {
 /// notification sent after a state change made under that lock is never lost.
 ///
 /// The variable may be destroyed with coroutines parked on it: they throw operation_aborted.
-class ConditionVariable {
+class TENSORSTREAM_API ConditionVariable {
  public:
   ConditionVariable();
   ~ConditionVariable();

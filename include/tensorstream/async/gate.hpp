@@ -8,13 +8,14 @@
 #include <utility>
 
 #include "tensorstream/async/condition_variable.hpp"
+#include "tensorstream/export.hpp"
 
 namespace tensorstream::async {
 
 /// Counts work in progress so that shutdown can wait for it, after Seastar's `gate`: work
 /// enters before it starts and leaves when done; close() refuses new work and waits until all
 /// that entered has left. Thread-safe.
-class Gate {
+class TENSORSTREAM_API Gate {
  public:
   /// Leaves the gate on destruction: the scope of one piece of work.
   class Holder {

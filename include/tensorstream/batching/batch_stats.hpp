@@ -4,13 +4,15 @@
 
 #include <cstdint>
 
+#include "tensorstream/export.hpp"
+
 namespace tensorstream {
 
 /// A snapshot of a batcher's counters, cumulative since construction (they survive restarts).
 ///
 /// A record is *completed* once the process function was called with it, whatever the outcome;
 /// cancelled and expired records never reach it and are counted on their own.
-struct BatchStats {
+struct TENSORSTREAM_API BatchStats {
   std::uint64_t total_submitted = 0;   ///< Records accepted by submit() or submit_batch().
   std::uint64_t total_completed = 0;   ///< Records passed to the process function.
   std::uint64_t total_batches = 0;     ///< Calls of the process function.

@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "tensorstream/export.hpp"
+
 namespace tensorstream {
 
 /// A prompt for an LLM endpoint; satisfies TokenEstimator.
@@ -13,7 +15,7 @@ namespace tensorstream {
 /// Not an aggregate on purpose: GCC 12 miscompiles an aggregate temporary with non-trivial
 /// members created inside a `co_await` expression (it is copied bitwise), which is exactly how
 /// `co_await batcher.submit(Prompt{"..."})` reads.
-struct Prompt {
+struct TENSORSTREAM_API Prompt {
   /// An empty prompt.
   Prompt() = default;
   /// A prompt with `text`.

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/streaming/streamer_options.hpp"
 
 namespace tensorstream::bench {
@@ -37,7 +38,7 @@ struct SweepRun {
 };
 
 /// What one chunk size × concurrency did over the repeats.
-struct SweepCell {
+struct TENSORSTREAM_API SweepCell {
   std::uint64_t chunk_size = 0;
   std::size_t concurrency = 0;
   /// Its runs in repeat order. A cell whose run fails is not run again: a failed cell's last run
@@ -67,7 +68,7 @@ struct SweepCell {
 /// in flight, each into a buffer of its own that the next read overwrites; no tensors, no memory
 /// accounting.
 /// What the network and the server give, which no setting of the stream can beat.
-struct SweepCeiling {
+struct TENSORSTREAM_API SweepCeiling {
   std::size_t concurrency = 0;
   /// Bytes per range read: the grid's largest chunk size, made smaller (in whole MiB, at least
   /// one) where that would leave fewer ranges than reads in flight, or buffers of more than the
@@ -110,7 +111,7 @@ struct SweepOptions {
 };
 
 /// A sweep's results, as data.
-struct SweepResult {
+struct TENSORSTREAM_API SweepResult {
   std::string url;                  ///< What was read, as given.
   std::string host;                 ///< This machine's host name.
   std::chrono::system_clock::time_point started;
@@ -146,6 +147,7 @@ struct SweepResult {
 /// cell, and the sweep goes on. Blocks the calling thread.
 /// @throws InvalidArgument for an empty list, a zero chunk size or concurrency, a zero repeat,
 ///   a zero max_bytes or a bad URL; what RawStreamer throws for a checkpoint it cannot read.
+TENSORSTREAM_API
 SweepResult sweep(const std::string& url, const SweepGrid& grid, const SweepOptions& options = {});
 
 }  // namespace tensorstream::bench

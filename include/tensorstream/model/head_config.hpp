@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "tensorstream/export.hpp"
+
 namespace tensorstream {
 
 /// How a model's attention projections are made of heads.
@@ -19,6 +21,7 @@ struct HeadConfig {
 /// (hidden_size / num_attention_heads when absent). `where` names the file in messages. Throws
 /// InvalidArgument naming it for invalid JSON, a missing or non-positive field, or a hidden_size
 /// that is not a multiple of num_attention_heads.
+TENSORSTREAM_API
 HeadConfig parse_head_config(std::string_view config_json, std::string_view where);
 
 }  // namespace tensorstream

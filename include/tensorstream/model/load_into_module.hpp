@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "tensorstream/store/attached_rank.hpp"
+#include "tensorstream/export.hpp"
 #include "tensorstream/streaming/safetensors_streamer.hpp"
 
 namespace tensorstream {
@@ -54,11 +54,13 @@ struct LoadReport {
 /// require gradients can be filled. Two streamed tensors for one target are an InvalidArgument;
 /// so are the other failures described with LoadOptions. The stream's own errors propagate.
 /// Resumes on the awaiting coroutine's executor and never blocks its thread.
+TENSORSTREAM_API
 boost::asio::awaitable<LoadReport> load_into_tensors(
     SafeTensorsStreamer& streamer, const std::map<std::string, at::Tensor>& targets,
     LoadOptions options = {});
 
 /// Like load_into_tensors(), blocking the calling thread; must not be called from a coroutine.
+TENSORSTREAM_API
 LoadReport load_into_tensors_blocking(SafeTensorsStreamer& streamer,
                                       const std::map<std::string, at::Tensor>& targets,
                                       const LoadOptions& options = {});
@@ -72,19 +74,22 @@ LoadReport load_into_tensors_blocking(SafeTensorsStreamer& streamer,
 /// tensorstream::SafeTensorsStreamer streamer("https://host/models/llama/");
 /// const auto report = co_await tensorstream::load_into_module(streamer, llama);
 /// @endcode
+TENSORSTREAM_API
 boost::asio::awaitable<LoadReport> load_into_module(SafeTensorsStreamer& streamer,
                                                     torch::nn::Module& module,
                                                     LoadOptions options = {});
 
 /// Like load_into_module(), blocking the calling thread; must not be called from a coroutine.
+TENSORSTREAM_API
 LoadReport load_into_module_blocking(SafeTensorsStreamer& streamer, torch::nn::Module& module,
                                      const LoadOptions& options = {});
 
-/// Copies every tensor of a rank attached from a store server (store::torch_tensors(rank)) into
-/// the parameters and buffers of `module`, with the rules of load_into_tensors(); the KV cache's
-/// tensors too, so give ignore_unexpected when the module holds no such buffers. For parameters
-/// that are the shared memory itself, without a copy, set them to torch_tensors()' views instead.
-LoadReport load_into_module(const store::AttachedRank& rank, torch::nn::Module& module,
+/// Copies `tensors`, already in memory and named as streamed (store::torch_tensors() of an
+/// attached rank, say), into the parameters and buffers of `module`, with the rules of
+/// load_into_tensors(). `source` names where they came from in error messages.
+TENSORSTREAM_API
+LoadReport load_into_module(const std::map<std::string, at::Tensor>& tensors,
+                            const std::string& source, torch::nn::Module& module,
                             const LoadOptions& options = {});
 
 }  // namespace tensorstream

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/streaming/streamer_options.hpp"
 
 namespace tensorstream {
@@ -17,7 +18,7 @@ namespace tensorstream {
 /// from_environment() reads each setting from `TENSORSTREAM_<NAME>`, else
 /// `FLYTE_MODEL_LOADER_<NAME>`, else keeps the default below. An empty variable counts as unset.
 /// Options given explicitly to a streamer beat both (see streamer_options()).
-struct ModelLoaderConfig {
+struct TENSORSTREAM_API ModelLoaderConfig {
   /// REMOTE_MODEL_PATH: the checkpoint's URL or prefix; unset by default.
   std::optional<std::string> remote_model_path;
   /// LOCAL_MODEL_PATH: the directory that receives config.json, the tokenizer and other
@@ -27,9 +28,9 @@ struct ModelLoaderConfig {
   /// without being told a directory (`tensorstream prefetch`) refuse the default.
   bool local_model_path_set = false;
   /// CHUNK_SIZE: bytes per range read, a positive decimal integer.
-  std::uint64_t chunk_size = 16ull << 20;
+  std::uint64_t chunk_size = default_chunk_size;
   /// MAX_CONCURRENCY: range reads in flight, a positive decimal integer.
-  std::size_t max_concurrency = 32;
+  std::size_t max_concurrency = default_max_concurrency;
   /// STREAM_SAFETENSORS: whether weights are streamed rather than downloaded; true only for the
   /// value "true" in any case, as in the Python original.
   bool stream_safetensors = false;

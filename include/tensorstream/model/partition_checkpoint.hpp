@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/model/head_config.hpp"
 #include "tensorstream/storage/object_writer.hpp"
 #include "tensorstream/streaming/streamer_options.hpp"
@@ -109,16 +110,19 @@ struct PartitionReport {
 /// of the source are a stream's.
 ///
 /// Runs on the awaiting coroutine's executor, which must be single-threaded or a strand.
+TENSORSTREAM_API
 boost::asio::awaitable<PartitionReport> partition_checkpoint(std::string source,
                                                              std::string destination,
                                                              PartitionOptions options = {});
 
 /// Like partition_checkpoint(), blocking the calling thread, which runs the uploads.
+TENSORSTREAM_API
 PartitionReport partition_checkpoint_blocking(std::string source, std::string destination,
                                               PartitionOptions options = {});
 
 /// The key of rank `rank`'s part of `tensor_name` for size `tp_size` below `prefix` (ending in
 /// '/'): `prefix + "TP{tp_size}/shard{rank}/" + tensor_name + ".bin"`.
+TENSORSTREAM_API
 std::string traw_partition_key(const std::string& prefix, int tp_size, int rank,
                                const std::string& tensor_name);
 

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/model/head_config.hpp"
 #include "tensorstream/safetensors/writer.hpp"
 
@@ -57,11 +58,13 @@ struct TensorPartition {
 /// heads do not divide into tp_size ranks (or, for replicated key-value heads, tp_size is not a
 /// multiple of them), when a split tensor has an unexpected rank, when the attention rows do not
 /// match `heads`, and for a rank outside [0, tp_size).
+TENSORSTREAM_API
 TensorPartition partition_tensor(const TensorSpec& tensor, const HeadConfig& heads, int tp_size,
                                  int rank);
 
 /// Whether partition_tensor() has a rule of its own for the tensor named `name` (a projection,
 /// embedding or head it splits) rather than keeping it whole because it does not know it.
+TENSORSTREAM_API
 bool has_partition_rule(std::string_view name);
 
 /// Fills `destination` with the bytes of the rank's tensor described by `partition`, starting at
@@ -69,6 +72,7 @@ bool has_partition_rule(std::string_view name);
 /// of TensorFiller, so that a writer can ask for a partition in pieces of its buffer's size.
 /// Throws InvalidArgument when `source` is not the size of `tensor` or the range lies outside the
 /// rank's tensor.
+TENSORSTREAM_API
 void fill_partition_bytes(const TensorSpec& tensor, const TensorPartition& partition,
                           std::span<const std::byte> source, std::uint64_t offset,
                           std::span<std::byte> destination);

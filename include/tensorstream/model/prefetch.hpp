@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/storage/object_store.hpp"
 #include "tensorstream/storage/store_options.hpp"
 
@@ -56,6 +57,7 @@ struct PrefetchResult {
 /// `gs://bucket/prefix`): the objects are then written below that prefix through
 /// ObjectStore::create_writer, each visible only once complete (see ObjectWriter), and a failed
 /// copy stores nothing.
+TENSORSTREAM_API
 boost::asio::awaitable<PrefetchResult> prefetch(std::string remote_path,
                                                 std::filesystem::path local_path,
                                                 PrefetchOptions options = {});
@@ -63,6 +65,7 @@ boost::asio::awaitable<PrefetchResult> prefetch(std::string remote_path,
 /// Copies the objects under the key `prefix` of `source` to `destination_prefix` + their
 /// relative paths in `destination` (which must can_write(), else InvalidArgument), through its
 /// writers. Both stores must stay alive until it completes. `options.store` is unused.
+TENSORSTREAM_API
 boost::asio::awaitable<PrefetchResult> prefetch(ObjectStore& source, std::string prefix,
                                                 ObjectStore& destination,
                                                 std::string destination_prefix,
@@ -70,11 +73,13 @@ boost::asio::awaitable<PrefetchResult> prefetch(ObjectStore& source, std::string
 
 /// Like prefetch() above, reading the objects under the key `prefix` (ending in '/') of `store`,
 /// which must stay alive until it completes. `options.store` is unused.
+TENSORSTREAM_API
 boost::asio::awaitable<PrefetchResult> prefetch(ObjectStore& store, std::string prefix,
                                                 std::filesystem::path local_path,
                                                 PrefetchOptions options = {});
 
 /// Like prefetch(), blocking the calling thread, which runs the I/O.
+TENSORSTREAM_API
 PrefetchResult prefetch_blocking(std::string remote_path, std::filesystem::path local_path,
                                  PrefetchOptions options = {});
 

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/safetensors/writer.hpp"
 #include "tensorstream/storage/store_options.hpp"
 
@@ -32,20 +33,24 @@ struct LlamaConfig {
 /// The configuration of a gen-model preset: "tiny" (hidden 256, 2 layers, 8 heads, 4 kv heads,
 /// vocab 1024; a few MB) or "llama-7b-4layers" (Llama-2-7B's dimensions with 4 layers; about
 /// 2.1 GB). Throws InvalidArgument naming the preset and the valid ones otherwise.
+TENSORSTREAM_API
 LlamaConfig synthetic_preset(std::string_view preset);
 
 /// The BF16 tensors of a Llama checkpoint, in the order they are written: embed_tokens, each
 /// layer's attention (q, k, v, o), MLP (gate, up, down) and norms, the final norm, lm_head.
+TENSORSTREAM_API
 std::vector<TensorSpec> llama_tensors(const LlamaConfig& config);
 
 /// Fills `destination` with the synthetic content of tensor `name` from byte `offset` of that
 /// tensor. The content depends only on the name and the position, so any range can be recomputed
 /// without the file; read as BF16 it is finite values of magnitude in [2^-7, 2) with random signs.
+TENSORSTREAM_API
 void fill_synthetic_bytes(std::string_view name, std::uint64_t offset,
                           std::span<std::byte> destination);
 
 /// The `length` synthetic bytes of tensor `name` starting at byte `offset` of that tensor: what a
 /// reader of a generated checkpoint must get for that range.
+TENSORSTREAM_API
 std::vector<std::byte> synthetic_bytes(std::string_view name, std::uint64_t offset,
                                        std::uint64_t length);
 
@@ -80,6 +85,7 @@ struct SyntheticModel {
 ///
 /// Throws InvalidArgument for an unknown preset, a shard count out of range, or a destination whose
 /// store cannot write; StorageError naming the file that could not be written.
+TENSORSTREAM_API
 SyntheticModel generate_synthetic_model(const std::string& destination,
                                         const SyntheticModelOptions& options = {});
 

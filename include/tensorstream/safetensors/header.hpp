@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/safetensors/dtype.hpp"
 
 namespace tensorstream {
@@ -18,7 +19,7 @@ namespace tensorstream {
 inline constexpr std::uint64_t max_header_length = 100ull << 20;
 
 /// One tensor described by a header.
-struct TensorInfo {
+struct TENSORSTREAM_API TensorInfo {
   std::string name;
   Dtype dtype = Dtype::U8;
   std::vector<std::int64_t> shape;
@@ -32,7 +33,7 @@ struct TensorInfo {
 };
 
 /// A validated header.
-struct Header {
+struct TENSORSTREAM_API Header {
   /// Offset of the data region in the object: 8 + header length.
   std::uint64_t data_start = 0;
   /// The tensors, ordered by their offset in the data region.
@@ -43,6 +44,7 @@ struct Header {
 
 /// Decodes the 8-byte length prefix of `object` and checks it against the limit and against
 /// `object_size`. Throws FormatError naming `object`.
+TENSORSTREAM_API
 std::uint64_t parse_header_length(std::span<const std::byte, 8> prefix, std::uint64_t object_size,
                                   std::string_view object);
 
@@ -50,6 +52,7 @@ std::uint64_t parse_header_length(std::span<const std::byte, 8> prefix, std::uin
 /// Throws FormatError naming the object (and the tensor, where one is at fault) for invalid JSON,
 /// unknown dtypes, bad shapes, offsets out of order, overlapping or outside the data region, a byte
 /// length that is not numel × element size, or a `__metadata__.format` other than "pt".
+TENSORSTREAM_API
 Header parse_header(std::string_view json, std::uint64_t object_size, std::string_view object);
 
 }  // namespace tensorstream

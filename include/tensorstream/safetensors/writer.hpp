@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/safetensors/dtype.hpp"
 
 namespace tensorstream {
@@ -32,6 +33,7 @@ using TensorFiller = std::function<void(const TensorSpec& tensor, std::uint64_t 
 
 /// Bytes the tensor occupies: product of the shape (1 for a scalar) × element size. Throws
 /// InvalidArgument naming the tensor for a negative dimension or a size that overflows int64.
+TENSORSTREAM_API
 std::uint64_t tensor_byte_size(const TensorSpec& tensor);
 
 /// The start of a safetensors file holding `tensors` back to back in the given order: the 8-byte
@@ -40,6 +42,7 @@ std::uint64_t tensor_byte_size(const TensorSpec& tensor);
 /// {"format": "pt"} plus `metadata`. Throws InvalidArgument for a bad shape, a duplicate name, the
 /// name `__metadata__`, a name or metadata string that is not UTF-8, or a metadata "format" other
 /// than "pt".
+TENSORSTREAM_API
 std::string encode_header(std::span<const TensorSpec> tensors,
                           const std::map<std::string, std::string>& metadata = {});
 
@@ -48,12 +51,14 @@ std::string encode_header(std::span<const TensorSpec> tensors,
 /// written as `<path>.partial`, then renamed). Returns the file's size. Throws InvalidArgument as
 /// encode_header does, StorageError naming the path when writing fails; exceptions from `fill`
 /// propagate.
+TENSORSTREAM_API
 std::uint64_t write_safetensors(const std::filesystem::path& path,
                                 std::span<const TensorSpec> tensors, const TensorFiller& fill,
                                 const std::map<std::string, std::string>& metadata = {});
 
 /// Writes the safetensors file `path` with the bytes of tensors[i] taken from data[i], which must
 /// hold exactly tensor_byte_size(tensors[i]) bytes (InvalidArgument otherwise).
+TENSORSTREAM_API
 std::uint64_t write_safetensors(const std::filesystem::path& path,
                                 std::span<const TensorSpec> tensors,
                                 std::span<const std::span<const std::byte>> data,

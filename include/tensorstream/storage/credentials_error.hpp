@@ -6,17 +6,20 @@
 #include <utility>
 
 #include "tensorstream/error.hpp"
+#include "tensorstream/export.hpp"
 
 namespace tensorstream {
 
-/// A credential provider of a storage service could not deliver credentials.
+/// A credential provider of a storage service could not deliver credentials: "SERVICE credentials
+/// from PROVIDER: CAUSE", e.g. "AWS credentials from environment: AWS_ACCESS_KEY_ID is not set".
+/// The one type for every service, s3 and gcs providers alike; service() tells them apart.
 ///
 /// `configured()` tells a chain of providers what to do next: false when the provider's source
 /// is simply absent (no variable set, no file, no metadata server reachable), so the next
 /// provider is tried; true when the source is set up but broken (an unreadable key file, an
 /// endpoint that refuses), which the cloud SDKs report instead of silently falling back to other
 /// credentials.
-class CredentialsError : public Error {
+class TENSORSTREAM_API CredentialsError : public Error {
  public:
   /// @param service whose credentials, e.g. "Google".
   /// @param provider the provider's name, e.g. "GOOGLE_APPLICATION_CREDENTIALS".
@@ -24,9 +27,13 @@ class CredentialsError : public Error {
   CredentialsError(const std::string& service, std::string provider, std::string cause,
                    bool configured)
       : Error(service + " credentials from " + provider + ": " + cause),
+        service_(service),
         provider_(std::move(provider)),
         cause_(std::move(cause)),
         configured_(configured) {}
+
+  /// The service whose credentials were wanted: "AWS" or "Google".
+  const std::string& service() const noexcept { return service_; }
 
   /// Name of the provider that failed.
   const std::string& provider() const noexcept { return provider_; }
@@ -36,6 +43,7 @@ class CredentialsError : public Error {
   bool configured() const noexcept { return configured_; }
 
  private:
+  std::string service_;
   std::string provider_;
   std::string cause_;
   bool configured_;

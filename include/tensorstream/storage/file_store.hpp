@@ -7,20 +7,11 @@
 #include <memory>
 #include <string>
 
+#include "tensorstream/export.hpp"
+#include "tensorstream/storage/file_options.hpp"
 #include "tensorstream/storage/object_store.hpp"
 
 namespace tensorstream {
-
-/// Tuning of FileStore.
-struct FileStoreOptions {
-  /// Read through io_uring when the kernel allows it. The environment variable
-  /// `TENSORSTREAM_DISABLE_IO_URING=1` (any value but empty or "0") has the effect of `false`.
-  bool use_io_uring = true;
-  /// Reads in flight in the io_uring ring (its submission queue size); more wait in line.
-  unsigned queue_depth = 128;
-  /// Threads that run blocking pread calls when io_uring is not used.
-  std::size_t pread_threads = 2;
-};
 
 /// ObjectStore over the local file system. Keys are file paths; url(key) is the path itself.
 ///
@@ -40,12 +31,12 @@ struct FileStoreOptions {
 /// until neither the kernel nor a pread thread still writes into a destination, and the reads
 /// that had not finished fail with StorageError "read abandoned because the file store was
 /// destroyed".
-class FileStore final : public ObjectStore {
+class TENSORSTREAM_API FileStore final : public ObjectStore {
  public:
   /// Completions are delivered on each awaiting coroutine's own executor; `executor` runs the
   /// store's internal io_uring completion watcher. Throws InvalidArgument unless queue_depth is
   /// 1 to 4096 and pread_threads at least 1.
-  explicit FileStore(boost::asio::any_io_executor executor, FileStoreOptions options = {});
+  explicit FileStore(boost::asio::any_io_executor executor, FileOptions options = {});
   ~FileStore() override;
   FileStore(const FileStore&) = delete;
   FileStore& operator=(const FileStore&) = delete;

@@ -5,12 +5,13 @@
 #include <memory>
 #include <string>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/storage/gcs/token_provider.hpp"
 
 namespace tensorstream {
 
 /// Options of GcsStore. Empty fields are resolved as the Google SDKs resolve them.
-struct GcsOptions {
+struct TENSORSTREAM_API GcsOptions {
   /// JSON API endpoint such as "http://127.0.0.1:4443"; empty: STORAGE_EMULATOR_HOST
   /// ("host:port" or a URL; plain http, and requests go without credentials unless
   /// `token_provider` is set), else https://storage.googleapis.com.

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/storage/gcs_options.hpp"
 #include "tensorstream/storage/http_options.hpp"
 #include "tensorstream/storage/object_store.hpp"
@@ -17,10 +18,6 @@
 
 namespace tensorstream {
 
-class HttpClient;
-struct ObjectVersion;
-template <class Version>
-class ObjectPins;
 
 /// Reads objects of one Cloud Storage bucket with `Range` media downloads of the JSON API over
 /// pooled keep-alive connections, and writes them with media and resumable uploads.
@@ -34,7 +31,7 @@ class ObjectPins;
 /// b/m.safetensors (HTTP 404)": NotFoundError for 404; StorageError for 401, 403 and other 4xx,
 /// which fail at once; 408, 429, 5xx and network failures are retried with backoff, and a body
 /// that broke off resumes after its last byte. CredentialsError when no token can be had.
-class GcsStore final : public ObjectStore {
+class TENSORSTREAM_API GcsStore final : public ObjectStore {
  public:
   /// @param executor where the store's network I/O runs.
   /// @param bucket a gs:// URL; only its bucket (host) is used.
@@ -91,17 +88,11 @@ class GcsStore final : public ObjectStore {
 
   /// The endpoint and credentials in use, e.g. "https://storage.googleapis.com (application
   /// default credentials)", for logs.
-  const std::string& describe() const { return description_; }
+  const std::string& describe() const;
 
  private:
-  std::string bucket_;
-  boost::asio::any_io_executor executor_;  // Where destroyed writers cancel their uploads.
-  std::string origin_;                     // "scheme://host[:port]" of the endpoint.
-  // The endpoint's path, if it has one (a proxy's, say), which every request target starts with.
-  std::string path_prefix_;
-  std::string description_;
-  std::shared_ptr<HttpClient> client_;  // Shared with writers, which cancel in the background.
-  std::unique_ptr<ObjectPins<ObjectVersion>> pins_;
+  struct Impl;  // The endpoint, the HTTP client and the pinned versions.
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace tensorstream

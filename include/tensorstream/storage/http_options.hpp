@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "tensorstream/export.hpp"
+
 namespace tensorstream {
 
 /// The proxies of an HTTP client, in the forms curl takes from http_proxy, https_proxy and
@@ -26,7 +28,7 @@ struct ProxyOptions {
 /// Options of the HTTP range client. The retry defaults follow the AWS SDKs' standard mode
 /// (base 100 ms, throttling base 1 s, cap 20 s), with more attempts because a stream of many
 /// gigabytes is worth more patience than one API call.
-struct HttpOptions {
+struct TENSORSTREAM_API HttpOptions {
   /// The most connections open to one host at a time; requests beyond it wait for one to be
   /// free rather than open more sockets.
   static constexpr std::size_t max_connections_limit = 256;

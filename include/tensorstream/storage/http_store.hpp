@@ -10,16 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/storage/http_options.hpp"
 #include "tensorstream/storage/object_store.hpp"
 #include "tensorstream/storage/url.hpp"
 
 namespace tensorstream {
 
-class HttpClient;
-struct ObjectVersion;
-template <class Version>
-class ObjectPins;
 
 /// Reads objects from one HTTP or HTTPS server with `Range` requests over pooled keep-alive
 /// connections.
@@ -34,7 +31,7 @@ class ObjectPins;
 /// proxies of HttpOptions::proxies or the environment.
 /// Terminal cancellation of the calling coroutine abandons the request (its connection is
 /// closed) and throws boost::system::system_error with asio::error::operation_aborted.
-class HttpStore final : public ObjectStore {
+class TENSORSTREAM_API HttpStore final : public ObjectStore {
  public:
   /// @param executor where the store's network I/O runs; its io_context may be run by several
   ///        threads.
@@ -74,9 +71,8 @@ class HttpStore final : public ObjectStore {
   StoreStats stats() const override;
 
  private:
-  std::string origin_;
-  std::unique_ptr<HttpClient> client_;
-  std::unique_ptr<ObjectPins<ObjectVersion>> pins_;
+  struct Impl;  // The endpoint, the HTTP client and the pinned versions.
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace tensorstream

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/storage/object_writer.hpp"
 
 namespace tensorstream {
@@ -81,7 +82,7 @@ struct StaleUploads {
 ///
 /// Stores that can_write() create objects through create_writer(); reads of an object written
 /// while the store has it pinned fail as a change, so read new objects with a new store.
-class ObjectStore {
+class TENSORSTREAM_API ObjectStore {
  public:
   virtual ~ObjectStore() = default;
 

@@ -7,6 +7,8 @@
 #include <span>
 #include <string>
 
+#include "tensorstream/export.hpp"
+
 namespace tensorstream {
 
 /// How ObjectStore::create_writer uploads. s3:// and gs:// use these; file:// streams to disk.
@@ -15,7 +17,7 @@ namespace tensorstream {
 /// (max_parts_in_flight does not apply), each part_size rounded up to a multiple of 256 KiB;
 /// its part_size may be as small as 256 KiB. Such a writer holds at most
 /// max(single_put_limit, part_size) bytes.
-struct WriteOptions {
+struct TENSORSTREAM_API WriteOptions {
   /// S3's smallest part (except the last), and the largest of S3 and GCS.
   static constexpr std::size_t min_part_size = std::size_t{5} << 20;
   static constexpr std::size_t max_part_size = std::size_t{5} << 30;
@@ -41,7 +43,7 @@ struct WriteOptions {
 /// Not thread-safe: call one member at a time, each awaited before the next. The writer must
 /// not outlive its store, and the store's executor must keep running until the writer is
 /// destroyed (an uncommitted S3 or GCS upload is aborted there).
-class ObjectWriter {
+class TENSORSTREAM_API ObjectWriter {
  public:
   /// Aborts an uncommitted object, with a warning in the log: prefer co_await abort().
   virtual ~ObjectWriter() = default;

@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/storage/object_store.hpp"
 #include "tensorstream/storage/store_options.hpp"
 #include "tensorstream/storage/url.hpp"
@@ -12,6 +13,7 @@ namespace tensorstream {
 
 /// Creates the store serving `url`'s scheme, running its I/O on `executor`.
 /// Throws InvalidArgument for a scheme this build cannot serve.
+TENSORSTREAM_API
 std::unique_ptr<ObjectStore> open_store(const Url& url, boost::asio::any_io_executor executor,
                                         const StoreOptions& options = {});
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/storage/http_options.hpp"
 #include "tensorstream/storage/object_store.hpp"
 #include "tensorstream/storage/s3_options.hpp"
@@ -18,10 +19,6 @@
 
 namespace tensorstream {
 
-class HttpClient;
-struct ObjectVersion;
-template <class Version>
-class ObjectPins;
 
 /// Reads objects of one S3 bucket with signed `Range` GETs over pooled keep-alive connections,
 /// and writes them with signed PUTs and multipart uploads (create_writer).
@@ -38,7 +35,7 @@ class ObjectPins;
 /// that broke off resumes after its last byte.
 ///
 /// https trusts the system's CAs, or AWS_CA_BUNDLE when HttpOptions::ca_file is empty.
-class S3Store final : public ObjectStore {
+class TENSORSTREAM_API S3Store final : public ObjectStore {
  public:
   /// @param executor where the store's network I/O runs.
   /// @param bucket an s3:// URL; only its bucket (host) is used.
@@ -103,18 +100,14 @@ class S3Store final : public ObjectStore {
 
   /// The endpoint and addressing in use, e.g. "https://models.s3.eu-west-1.amazonaws.com
   /// (virtual-hosted, region eu-west-1)", for logs.
-  const std::string& describe() const { return description_; }
+  const std::string& describe() const;
 
  private:
   // The request target of `key`: the bucket's path prefix and the URI-encoded key.
   std::string target(const std::string& key) const;
 
-  std::string bucket_;
-  std::string path_prefix_;
-  std::string description_;
-  boost::asio::any_io_executor executor_;
-  std::shared_ptr<HttpClient> client_;  // Shared with writers aborting in the background.
-  std::unique_ptr<ObjectPins<ObjectVersion>> pins_;
+  struct Impl;  // The endpoint, the HTTP client and the pinned versions.
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace tensorstream

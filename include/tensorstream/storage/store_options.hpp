@@ -2,7 +2,7 @@
 /// @file
 /// Options of every backend, gathered for open_store().
 
-#include "tensorstream/storage/file_store.hpp"
+#include "tensorstream/storage/file_options.hpp"
 #include "tensorstream/storage/gcs_options.hpp"
 #include "tensorstream/storage/http_options.hpp"
 #include "tensorstream/storage/s3_options.hpp"
@@ -14,7 +14,7 @@ struct StoreOptions {
   HttpOptions http;        ///< The HTTP client of http(s)://, s3:// and gs://.
   S3Options s3;            ///< s3://: region, endpoint, addressing, credentials.
   GcsOptions gcs;          ///< gs://: endpoint, credentials.
-  FileStoreOptions file;   ///< file:// and plain paths.
+  FileOptions file;        ///< file:// and plain paths.
 };
 
 }  // namespace tensorstream

@@ -6,6 +6,8 @@
 #include <string>
 #include <string_view>
 
+#include "tensorstream/export.hpp"
+
 namespace tensorstream {
 
 /// A parsed object URL.
@@ -14,7 +16,7 @@ namespace tensorstream {
 /// "/data/m.safetensors". `https://host:8443/a/b` gives host "host", port 8443, path "/a/b".
 /// `s3://bucket/prefix/` gives host "bucket", path "/prefix/"; s3 and gs paths are object keys
 /// taken literally, so they keep any `?` or `%` and have no query.
-struct Url {
+struct TENSORSTREAM_API Url {
   std::string scheme;       ///< "file", "http", "https", "s3" or "gs".
   std::string host;         ///< Host name or bucket; empty for file.
   std::uint16_t port = 0;   ///< Explicit or default port (80, 443); 0 for file, s3 and gs.

@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/store/client.hpp"
 #include "tensorstream/store/manifest.hpp"
 
@@ -42,7 +43,7 @@ struct AttachedState;
 /// and keep_alive() hands out a reference that keeps every view (bytes(), writable_bytes(),
 /// tensors made over them) valid after the last AttachedRank is gone. The memory stays valid
 /// after the server exits.
-class AttachedRank {
+class TENSORSTREAM_API AttachedRank {
  public:
   /// Maps the regions of an attach reply. `where` (the socket path) names the source in errors.
   /// The reply's descriptors are closed whether this succeeds or throws.
@@ -84,10 +85,12 @@ class AttachedRank {
 /// then AttachedRank. Blocks the calling thread.
 /// @throws what request() throws (StorageError when no server listens, the server's error
 ///   reply as its exception, ...) and what AttachedRank's constructor throws.
+TENSORSTREAM_API
 AttachedRank attach(const std::filesystem::path& socket_path, std::uint32_t rank,
                     const AttachOptions& options = {});
 
 /// attach() as a coroutine (async_request): suspends instead of blocking.
+TENSORSTREAM_API
 boost::asio::awaitable<AttachedRank> async_attach(std::filesystem::path socket_path,
                                                   std::uint32_t rank, AttachOptions options = {});
 

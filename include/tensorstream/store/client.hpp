@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/store/unique_fd.hpp"
 
 namespace tensorstream::store {
@@ -27,9 +28,11 @@ struct ReceivedReply {
 };
 
 /// The JSON text of an attach request for `rank`, waiting up to `timeout` for it to load.
+TENSORSTREAM_API
 std::string attach_request(std::uint32_t rank, std::chrono::milliseconds timeout);
 
 /// The JSON text of a status request.
+TENSORSTREAM_API
 std::string status_request();
 
 /// Sends `request_json` to the server at `socket_path` and returns its reply; blocks the
@@ -41,12 +44,14 @@ std::string status_request();
 ///   "kind" names (InvalidArgument, NotFoundError, StorageError, DeadlineExceeded, ...; Error
 ///   for others) with the message `socket_path: message`. Descriptors that came with a reply
 ///   that is not returned are closed.
+TENSORSTREAM_API
 ReceivedReply request(const std::filesystem::path& socket_path, std::string_view request_json,
                       std::chrono::milliseconds timeout,
                       std::size_t max_reply_bytes = default_max_reply_bytes);
 
 /// request() as a coroutine: suspends instead of blocking. Cancelling it closes the connection
 /// and throws boost::system::system_error (operation_aborted).
+TENSORSTREAM_API
 boost::asio::awaitable<ReceivedReply> async_request(
     std::filesystem::path socket_path, std::string request_json, std::chrono::milliseconds timeout,
     std::size_t max_reply_bytes = default_max_reply_bytes);

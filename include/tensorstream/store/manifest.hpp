@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/safetensors/dtype.hpp"
 
 namespace tensorstream::store {
@@ -82,6 +83,7 @@ struct Manifest {
 ///
 /// `config` is config_json inserted as it is (it must be a JSON object); "kv_cache" is left out
 /// when absent.
+TENSORSTREAM_API
 std::string to_json(const Manifest& manifest);
 
 /// Parses and checks a manifest: the version, every field's type, regions whose fd_index values
@@ -91,6 +93,7 @@ std::string to_json(const Manifest& manifest);
 /// re-serialized), so that parse_manifest(to_json(m)) == m. `where` names the source in messages
 /// (the socket).
 /// Throws FormatError naming `where` and the field.
+TENSORSTREAM_API
 Manifest parse_manifest(std::string_view json, std::string_view where);
 
 }  // namespace tensorstream::store

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/safetensors/dtype.hpp"
 #include "tensorstream/safetensors/writer.hpp"
 #include "tensorstream/store/manifest.hpp"
@@ -39,7 +40,7 @@ struct Placement {
 };
 
 /// A rank's regions and where every tensor lies in them.
-struct RankLayout {
+struct TENSORSTREAM_API RankLayout {
   /// version, rank, tensor_parallel_size, fused, config_json, regions (weights fd_index 0;
   /// kv_cache fd_index 1 when served), kv_cache, tensors (weights region by offset, then the KV
   /// cache tensors); `model` and `device` are left to the caller.
@@ -74,6 +75,7 @@ struct RankLayout {
 /// --kv-cache-memory, --kv-cache-blocks or --block-size below 1, --kv-cache-memory smaller than
 /// one block, a missing or invalid config field, num_key_value_heads that cannot be shared among
 /// the ranks, or sizes that overflow.
+TENSORSTREAM_API
 RankLayout plan_rank_layout(std::span<const TensorSpec> rank_tensors, std::string_view config_json,
                             int rank, int tensor_parallel_size, bool fuse,
                             const KvCacheOptions& kv_cache);

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/store/unique_fd.hpp"
 
 namespace tensorstream::store {
@@ -15,7 +16,7 @@ namespace tensorstream::store {
 /// Owns a memfd of a fixed size (zero-filled by the kernel) and the server's mapping of it.
 /// Workers map the descriptor themselves; their mappings outlive this object, since the kernel
 /// keeps the memory while any mapping or descriptor refers to it.
-class SharedRegion {
+class TENSORSTREAM_API SharedRegion {
  public:
   /// Creates the memfd `name` (its name in /proc/<pid>/fd, and in messages) of `size` bytes,
   /// close-on-exec and sealable, mapped read-write. A zero-byte region has no mapping. Throws

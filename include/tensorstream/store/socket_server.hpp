@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/store/protocol.hpp"
 
 namespace tensorstream::store {
@@ -52,7 +53,7 @@ struct SocketServerOptions {
 /// suspend for as long as it needs (e.g. until a rank is loaded). It is cancelled when the
 /// server stops and when the client hangs up. Whatever the handler uses must outlive the
 /// connections: co_await stop() before destroying it.
-class SocketServer {
+class TENSORSTREAM_API SocketServer {
  public:
   /// Produces the reply to a valid request. An exception becomes an error reply with its
   /// message (and a "kind" from its type, see error.hpp).

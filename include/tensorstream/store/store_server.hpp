@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/store/rank_layout.hpp"
 #include "tensorstream/store/socket_server.hpp"
 #include "tensorstream/streaming/streamer_options.hpp"
@@ -62,7 +63,7 @@ struct RankReady {
 ///
 /// Everything runs on a strand of the executor given. The memory handed to workers stays valid in
 /// them after the server is stopped or destroyed.
-class StoreServer {
+class TENSORSTREAM_API StoreServer {
  public:
   /// Checks the options and starts listening on options.socket.path; nothing is loaded until
   /// load(). Attach requests that arrive first wait for their rank.

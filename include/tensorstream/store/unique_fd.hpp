@@ -4,12 +4,14 @@
 
 #include <utility>
 
+#include "tensorstream/export.hpp"
+
 namespace tensorstream::store {
 
 /// Owns one file descriptor and closes it on destruction, like std::unique_ptr for memory.
 /// Descriptors received from a store server arrive as UniqueFd, so that whatever the receiver
 /// does not keep is closed.
-class UniqueFd {
+class TENSORSTREAM_API UniqueFd {
  public:
   /// Owns nothing.
   UniqueFd() noexcept = default;

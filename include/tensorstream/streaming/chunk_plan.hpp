@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "tensorstream/export.hpp"
+
 namespace tensorstream {
 
 /// One range read of a tensor: `length` bytes at `offset` from the tensor's first byte.
@@ -17,12 +19,15 @@ struct Chunk {
 
 /// Number of range reads a tensor of `byte_size` bytes needs with chunks of `chunk_size` bytes:
 /// zero for a zero-byte tensor. `chunk_size` must be at least 1.
+TENSORSTREAM_API
 std::uint64_t chunk_count(std::uint64_t byte_size, std::uint64_t chunk_size);
 
 /// Chunk `index` (< chunk_count) of a tensor: every chunk but the last is `chunk_size` long.
+TENSORSTREAM_API
 Chunk chunk_at(std::uint64_t byte_size, std::uint64_t chunk_size, std::uint64_t index);
 
 /// Every chunk of a tensor, in order.
+TENSORSTREAM_API
 std::vector<Chunk> plan_chunks(std::uint64_t byte_size, std::uint64_t chunk_size);
 
 }  // namespace tensorstream

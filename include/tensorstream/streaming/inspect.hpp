@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/safetensors/header.hpp"
 #include "tensorstream/streaming/streamer_options.hpp"
 
@@ -25,10 +26,12 @@ struct FileHeader {
 /// would load (those an index lists; a name repeated in a later file is left out). Blocks the
 /// calling thread.
 /// Throws what RawStreamer::next() would for the same problems.
+TENSORSTREAM_API
 std::vector<FileHeader> inspect(const std::string& remote_path, StreamerOptions options = {});
 
 /// Like inspect(), on the awaiting coroutine's executor: a service with an io_context of its
 /// own reads the headers there, without blocking its thread.
+TENSORSTREAM_API
 boost::asio::awaitable<std::vector<FileHeader>> async_inspect(std::string remote_path,
                                                               StreamerOptions options = {});
 

@@ -6,6 +6,8 @@
 #include <functional>
 #include <mutex>
 
+#include "tensorstream/export.hpp"
+
 namespace tensorstream {
 
 /// Counts bytes of tensor memory that are allocated and not yet released, against a limit.
@@ -14,7 +16,7 @@ namespace tensorstream {
 /// dies (which may be on any thread, long after the stream ended). A request larger than the whole
 /// limit is granted when nothing else is held, so an oversized tensor loads alone instead of never.
 /// Thread-safe.
-class MemoryBudget {
+class TENSORSTREAM_API MemoryBudget {
  public:
   /// @param limit bytes that may be held at once; at least 1.
   explicit MemoryBudget(std::uint64_t limit);

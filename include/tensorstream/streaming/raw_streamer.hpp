@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/storage/object_store.hpp"
 #include "tensorstream/storage/url.hpp"
 #include "tensorstream/streaming/stream_stats.hpp"
@@ -54,7 +55,7 @@ using StoreFactory =
 ///
 /// Destroying the streamer cancels every outstanding request and waits for them to finish.
 /// Yielded tensors stay valid after the streamer is gone.
-class RawStreamer {
+class TENSORSTREAM_API RawStreamer {
  public:
   /// Starts streaming. Options left unset are read from the environment (see StreamerOptions).
   /// Throws InvalidArgument for a bad URL, bad options or a malformed environment variable; I/O

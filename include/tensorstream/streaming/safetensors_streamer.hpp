@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/streaming/raw_streamer.hpp"
 
 namespace tensorstream {
@@ -21,6 +22,7 @@ using NamedTensor = std::pair<std::string, at::Tensor>;
 /// The memory goes back to the stream's budget when the tensor (and every view of it) is gone.
 /// F8_E5M2 and F8_E4M3 become uint8 tensors, libtorch 1.13 having no float8 types; the original
 /// dtype stays in `tensor.info.dtype`.
+TENSORSTREAM_API
 at::Tensor to_torch(const StreamedTensor& tensor);
 
 /// Streams the tensors of a safetensors checkpoint from object storage into torch tensors,
@@ -34,7 +36,7 @@ at::Tensor to_torch(const StreamedTensor& tensor);
 ///   model.at(name).copy_(value);
 /// }
 /// @endcode
-class SafeTensorsStreamer {
+class TENSORSTREAM_API SafeTensorsStreamer {
  public:
   /// Starts streaming `remote_path`. `local_path` is where the surrounding loader keeps the other
   /// artifacts (config.json, tokenizer); the stream itself does not touch it.
@@ -71,7 +73,7 @@ class SafeTensorsStreamer {
 };
 
 /// The range returned by SafeTensorsStreamer::get_tensors(). Single pass.
-class SafeTensorsStreamer::TensorRange {
+class TENSORSTREAM_API SafeTensorsStreamer::TensorRange {
  public:
   /// Input iterator yielding NamedTensor.
   class iterator {

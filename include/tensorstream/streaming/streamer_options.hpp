@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/safetensors/header.hpp"
 #include "tensorstream/storage/store_options.hpp"
 
@@ -51,8 +52,8 @@ using TensorSelection =
 /// Options of SafeTensorsStreamer and RawStreamer. The defaults match the Python original.
 ///
 /// `chunk_size` and `max_concurrency`, when left unset, come from the environment as the Python
-/// original's do (ModelLoaderConfig::from_environment(), read once per streamer): an explicit
-/// value beats `TENSORSTREAM_*`, which beats `FLYTE_MODEL_LOADER_*`, which beats the default.
+/// original's do (environment_streamer_options(), read once per streamer): an explicit value
+/// beats `TENSORSTREAM_*`, which beats `FLYTE_MODEL_LOADER_*`, which beats the default.
 struct StreamerOptions {
   /// Bytes per range read; each tensor is split into reads of at most this size. 16 MiB unless
   /// set here or in TENSORSTREAM_CHUNK_SIZE / FLYTE_MODEL_LOADER_CHUNK_SIZE.
@@ -96,5 +97,17 @@ struct StreamerOptions {
   /// Options of the backends.
   StoreOptions store;
 };
+
+/// StreamerOptions::chunk_size where neither the options nor the environment set it.
+inline constexpr std::uint64_t default_chunk_size = 16ull << 20;
+/// StreamerOptions::max_concurrency where neither the options nor the environment set it.
+inline constexpr std::size_t default_max_concurrency = 32;
+
+/// `explicit_options` with `chunk_size` and `max_concurrency`, where it leaves them unset, taken
+/// from `TENSORSTREAM_CHUNK_SIZE` / `TENSORSTREAM_MAX_CONCURRENCY`, else their
+/// `FLYTE_MODEL_LOADER_*` twins, else the defaults above; both are set in the result. Throws
+/// InvalidArgument naming the variable and its value when it is not a positive decimal integer.
+TENSORSTREAM_API
+StreamerOptions environment_streamer_options(StreamerOptions explicit_options = {});
 
 }  // namespace tensorstream

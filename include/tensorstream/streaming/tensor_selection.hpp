@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/streaming/streamer_options.hpp"
 
 namespace tensorstream {
@@ -15,6 +16,7 @@ namespace tensorstream {
 /// `[...]` one of a set. Unset (an empty function) when both lists are empty, so that a stream
 /// without patterns does no matching at all.
 /// @throws InvalidArgument for an empty pattern.
+TENSORSTREAM_API
 TensorSelection select_by_name(std::vector<std::string> include, std::vector<std::string> exclude);
 
 }  // namespace tensorstream

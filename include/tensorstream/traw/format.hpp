@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/safetensors/dtype.hpp"
 
 namespace tensorstream::traw {
@@ -32,13 +33,15 @@ inline constexpr std::size_t max_header_size = 24 + 8 * max_ndim;
 
 /// The TRAW code of `dtype`. Codes 1-4 (F16, BF16, F32, F64) are the format's own; 101-108 (I8,
 /// U8, I16, I32, I64, BOOL, F8_E4M3, F8_E5M2) are tensorstream's extension for the other types.
+TENSORSTREAM_API
 std::uint32_t dtype_code(Dtype dtype);
 
 /// The dtype of TRAW code `code`, or nullopt for a code that is neither the format's nor ours.
+TENSORSTREAM_API
 std::optional<Dtype> dtype_of_code(std::uint32_t code);
 
 /// A validated TRAW header.
-struct Header {
+struct TENSORSTREAM_API Header {
   std::vector<std::uint64_t> shape;  ///< 1 to max_ndim dimensions, each > 0.
   Dtype dtype = Dtype::U8;           ///< The element type.
   std::uint64_t data_size = 0;       ///< Bytes after the header: numel × element size.
@@ -57,6 +60,7 @@ struct Header {
 /// overflows 64 bits), or an object that is shorter (truncated) or longer than header + data.
 /// Throws InvalidArgument when `prefix` is longer than the object, or too short for the header it
 /// declares although the object is not.
+TENSORSTREAM_API
 Header parse_header(std::span<const std::byte> prefix, std::uint64_t object_size,
                     std::string_view object);
 
@@ -64,6 +68,7 @@ Header parse_header(std::span<const std::byte> prefix, std::uint64_t object_size
 /// exactly numel × element size bytes of data. Files with codes 1-4 are byte-identical to the
 /// format's reference Python writer. Throws InvalidArgument for an ndim outside [1, 10], a zero
 /// dimension, or a byte size that overflows 64 bits.
+TENSORSTREAM_API
 std::vector<std::byte> encode_header(std::span<const std::uint64_t> shape, Dtype dtype);
 
 }  // namespace tensorstream::traw

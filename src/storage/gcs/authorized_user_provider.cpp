@@ -1,4 +1,4 @@
-#include "tensorstream/storage/gcs/authorized_user_provider.hpp"
+#include "storage/gcs/authorized_user_provider.hpp"
 
 #include "storage/gcs/token_endpoint.hpp"
 

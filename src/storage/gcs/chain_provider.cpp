@@ -1,6 +1,6 @@
 #include "tensorstream/storage/gcs/chain_provider.hpp"
 
-#include "tensorstream/storage/gcs/credentials_error.hpp"
+#include "tensorstream/storage/credentials_error.hpp"
 #include "tensorstream/log.hpp"
 
 namespace tensorstream::gcs {
@@ -24,7 +24,7 @@ boost::asio::awaitable<AccessToken> ChainProvider::token() {
   }
   std::string reasons;
   for (const auto& reason : absent) reasons += (reasons.empty() ? "" : "; ") + reason;
-  throw CredentialsError(name(), "no source has credentials (" + reasons + ")", false);
+  throw CredentialsError("Google", name(), "no source has credentials (" + reasons + ")", false);
 }
 
 }  // namespace tensorstream::gcs

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "safetensors/json_string.hpp"
+#include "json_string.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream::gcs {

@@ -5,8 +5,8 @@
 #include <string_view>
 #include <variant>
 
-#include "tensorstream/storage/gcs/authorized_user_provider.hpp"
-#include "tensorstream/storage/gcs/service_account_provider.hpp"
+#include "storage/gcs/authorized_user_provider.hpp"
+#include "storage/gcs/service_account_provider.hpp"
 
 namespace tensorstream::gcs {
 

@@ -1,4 +1,4 @@
-#include "tensorstream/storage/gcs/credentials_file_provider.hpp"
+#include "storage/gcs/credentials_file_provider.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -9,7 +9,7 @@
 
 #include "storage/gcs/credentials_file.hpp"
 #include "tensorstream/error.hpp"
-#include "tensorstream/storage/gcs/credentials_error.hpp"
+#include "tensorstream/storage/credentials_error.hpp"
 
 namespace tensorstream::gcs {
 namespace {
@@ -34,19 +34,20 @@ std::string CredentialsFileProvider::name() const { return name_; }
 boost::asio::awaitable<AccessToken> CredentialsFileProvider::token() {
   const std::string path = path_.string();
   std::ifstream file(path_, std::ios::binary);
-  if (!file) throw CredentialsError(name_, path + ": " + std::strerror(errno), true);
+  if (!file) throw CredentialsError("Google", name_, path + ": " + std::strerror(errno), true);
   const std::string text{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
-  if (file.bad()) throw CredentialsError(name_, path + ": " + std::strerror(errno), true);
+  if (file.bad()) throw CredentialsError("Google", name_, path + ": " + std::strerror(errno), true);
   std::unique_ptr<TokenProvider> provider;
   try {
     provider = make_provider(parse_credentials_file(text), timeout_);
   } catch (const InvalidArgument& error) {
-    throw CredentialsError(name_, path + ": " + error.what(), true);
+    throw CredentialsError("Google", name_, path + ": " + error.what(), true);
   }
   try {
     co_return co_await provider->token();
   } catch (const CredentialsError& error) {
-    throw CredentialsError(name_, path + " (" + error.provider() + "): " + error.cause(), true);
+    throw CredentialsError("Google", name_,
+                           path + " (" + error.provider() + "): " + error.cause(), true);
   }
 }
 

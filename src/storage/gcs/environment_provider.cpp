@@ -1,8 +1,8 @@
-#include "tensorstream/storage/gcs/environment_provider.hpp"
+#include "storage/gcs/environment_provider.hpp"
 
 #include "storage/environment.hpp"
-#include "tensorstream/storage/gcs/credentials_error.hpp"
-#include "tensorstream/storage/gcs/credentials_file_provider.hpp"
+#include "tensorstream/storage/credentials_error.hpp"
+#include "storage/gcs/credentials_file_provider.hpp"
 
 namespace tensorstream::gcs {
 
@@ -12,7 +12,7 @@ std::string EnvironmentProvider::name() const { return "GOOGLE_APPLICATION_CREDE
 
 boost::asio::awaitable<AccessToken> EnvironmentProvider::token() {
   const std::string path = environment("GOOGLE_APPLICATION_CREDENTIALS");
-  if (path.empty()) throw CredentialsError(name(), "the variable is not set", false);
+  if (path.empty()) throw CredentialsError("Google", name(), "the variable is not set", false);
   CredentialsFileProvider file(path, name(), timeout_);
   co_return co_await file.token();
 }

@@ -1,8 +1,8 @@
-#include "tensorstream/storage/gcs/gcloud_provider.hpp"
+#include "storage/gcs/gcloud_provider.hpp"
 
 #include "storage/environment.hpp"
-#include "tensorstream/storage/gcs/credentials_error.hpp"
-#include "tensorstream/storage/gcs/credentials_file_provider.hpp"
+#include "tensorstream/storage/credentials_error.hpp"
+#include "storage/gcs/credentials_file_provider.hpp"
 
 namespace tensorstream::gcs {
 
@@ -22,10 +22,11 @@ std::filesystem::path GcloudProvider::path() {
 
 boost::asio::awaitable<AccessToken> GcloudProvider::token() {
   const std::filesystem::path file = path();
-  if (file.empty()) throw CredentialsError(name(), "neither CLOUDSDK_CONFIG nor HOME is set", false);
+  if (file.empty()) throw CredentialsError("Google", name(),
+                                           "neither CLOUDSDK_CONFIG nor HOME is set", false);
   std::error_code ec;
   if (!std::filesystem::exists(file, ec)) {
-    throw CredentialsError(name(), file.string() + " does not exist", false);
+    throw CredentialsError("Google", name(), file.string() + " does not exist", false);
   }
   CredentialsFileProvider provider(file, name(), timeout_);
   co_return co_await provider.token();

@@ -5,7 +5,7 @@
 #include <charconv>
 
 #include "tensorstream/error.hpp"
-#include "tensorstream/storage/s3/sigv4.hpp"
+#include "storage/s3/sigv4.hpp"
 
 namespace tensorstream::gcs {
 namespace {

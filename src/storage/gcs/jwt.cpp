@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "safetensors/json_string.hpp"
+#include "json_string.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream::gcs {

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "tensorstream/storage/gcs/service_account_provider.hpp"
+#include "storage/gcs/service_account_provider.hpp"
 
 namespace tensorstream::gcs {
 

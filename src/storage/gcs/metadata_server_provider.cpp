@@ -1,11 +1,11 @@
-#include "tensorstream/storage/gcs/metadata_server_provider.hpp"
+#include "storage/gcs/metadata_server_provider.hpp"
 
 #include <algorithm>
 #include <cctype>
 
 #include "storage/gcs/token_endpoint.hpp"
 #include "storage/environment.hpp"
-#include "tensorstream/storage/gcs/credentials_error.hpp"
+#include "tensorstream/storage/credentials_error.hpp"
 
 namespace tensorstream::gcs {
 namespace {
@@ -28,7 +28,7 @@ MetadataServerProvider::MetadataServerProvider(std::chrono::milliseconds timeout
 std::string MetadataServerProvider::name() const { return "GCE metadata server"; }
 
 boost::asio::awaitable<AccessToken> MetadataServerProvider::token() {
-  if (turned_off()) throw CredentialsError(name(), "turned off by NO_GCE_CHECK", false);
+  if (turned_off()) throw CredentialsError("Google", name(), "turned off by NO_GCE_CHECK", false);
   std::string host = environment("GCE_METADATA_HOST");
   const bool configured = !host.empty();
   if (!configured) host = "169.254.169.254";

@@ -1,9 +1,9 @@
-#include "tensorstream/storage/gcs/service_account_provider.hpp"
+#include "storage/gcs/service_account_provider.hpp"
 
 #include "storage/gcs/jwt.hpp"
 #include "storage/gcs/token_endpoint.hpp"
 #include "tensorstream/error.hpp"
-#include "tensorstream/storage/gcs/credentials_error.hpp"
+#include "tensorstream/storage/credentials_error.hpp"
 
 namespace tensorstream::gcs {
 
@@ -18,7 +18,7 @@ boost::asio::awaitable<AccessToken> ServiceAccountProvider::token() {
   try {
     assertion = service_account_assertion(key_, read_write_scope, std::chrono::system_clock::now());
   } catch (const InvalidArgument& error) {
-    throw CredentialsError(name(), error.what(), true);
+    throw CredentialsError("Google", name(), error.what(), true);
   }
   // Built apart from the co_await: GCC 12 rejects braced lists inside co_await expressions.
   std::string form = form_encode(

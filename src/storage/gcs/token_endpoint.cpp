@@ -4,8 +4,8 @@
 
 #include "storage/gcs/token_response.hpp"
 #include "storage/http/endpoint_request.hpp"
-#include "tensorstream/storage/gcs/credentials_error.hpp"
-#include "tensorstream/storage/s3/sigv4.hpp"
+#include "tensorstream/storage/credentials_error.hpp"
+#include "storage/s3/sigv4.hpp"
 
 namespace tensorstream::gcs {
 namespace {
@@ -43,10 +43,10 @@ boost::asio::awaitable<AccessToken> request_token(
   try {
     response = co_await endpoint_request(method, url, headers, body, timeout, configured ? 3 : 1);
   } catch (const EndpointError& error) {
-    throw CredentialsError(provider, error.what(), configured);
+    throw CredentialsError("Google", provider, error.what(), configured);
   }
   if (response.status != 200) {
-    throw CredentialsError(provider, describe_error(method, url, response), configured);
+    throw CredentialsError("Google", provider, describe_error(method, url, response), configured);
   }
   co_return parse_token(response.body, std::chrono::system_clock::now(), url, provider,
                         configured);

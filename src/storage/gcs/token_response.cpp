@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "tensorstream/storage/gcs/credentials_error.hpp"
+#include "tensorstream/storage/credentials_error.hpp"
 
 namespace tensorstream::gcs {
 namespace {
@@ -18,7 +18,8 @@ constexpr std::int64_t max_expires_in = 365LL * 24 * 3600;
 AccessToken parse_token(std::string_view json, std::chrono::system_clock::time_point now,
                         const std::string& url, const std::string& provider, bool configured) {
   const auto fail = [&](const std::string& what) {
-    return CredentialsError(provider, "malformed token response from " + url + ": " + what,
+    return CredentialsError("Google", provider,
+                            "malformed token response from " + url + ": " + what,
                             configured);
   };
   simdjson::dom::parser parser;

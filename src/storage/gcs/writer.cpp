@@ -10,7 +10,7 @@
 #include "storage/http/http_client.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
-#include "tensorstream/storage/s3/sigv4.hpp"
+#include "storage/s3/sigv4.hpp"
 #include "tensorstream/storage/url.hpp"
 
 namespace tensorstream::gcs {

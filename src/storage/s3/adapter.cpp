@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "storage/s3/error_document.hpp"
-#include "tensorstream/storage/s3/sigv4.hpp"
+#include "storage/s3/sigv4.hpp"
 
 namespace tensorstream::s3 {
 namespace {
@@ -77,7 +77,7 @@ Adapter::Adapter(std::string region, std::shared_ptr<CredentialsProvider> creden
 
 boost::asio::awaitable<std::string> Adapter::authorize(const RequestHead& head) {
   if (!credentials_) co_return std::string();
-  const Credentials credentials = co_await credentials_->load();
+  const Credentials credentials = co_await credentials_->credentials();
   const SignedRequest signed_request = sign(signing_request(head, region_), credentials);
   std::string lines;
   for (const auto& [name, value] : signed_request.headers) {

@@ -4,8 +4,8 @@
 
 #include "storage/environment.hpp"
 #include "tensorstream/error.hpp"
-#include "tensorstream/storage/s3/region.hpp"
-#include "tensorstream/storage/s3/sigv4.hpp"
+#include "storage/s3/region.hpp"
+#include "storage/s3/sigv4.hpp"
 
 namespace tensorstream::s3 {
 namespace {

@@ -1,6 +1,6 @@
 #include "tensorstream/storage/s3/chain_provider.hpp"
 
-#include "tensorstream/storage/s3/credentials_error.hpp"
+#include "tensorstream/storage/credentials_error.hpp"
 #include "tensorstream/log.hpp"
 
 namespace tensorstream::s3 {
@@ -10,20 +10,20 @@ ChainProvider::ChainProvider(std::vector<std::shared_ptr<CredentialsProvider>> p
 
 std::string ChainProvider::name() const { return "credential chain"; }
 
-boost::asio::awaitable<Credentials> ChainProvider::load() {
+boost::asio::awaitable<Credentials> ChainProvider::credentials() {
   std::string reasons;
   for (const auto& provider : providers_) {
     try {
-      Credentials credentials = co_await provider->load();
+      Credentials found = co_await provider->credentials();
       log(LogLevel::debug, [&] { return "AWS credentials from " + provider->name(); });
-      co_return credentials;
+      co_return found;
     } catch (const CredentialsError& error) {
       if (error.configured()) throw;
       if (!reasons.empty()) reasons += "; ";
       reasons += error.provider() + ": " + error.cause();
     }
   }
-  throw CredentialsError(name(), "no provider has credentials (" + reasons + ")", false);
+  throw CredentialsError("AWS", name(), "no provider has credentials (" + reasons + ")", false);
 }
 
 }  // namespace tensorstream::s3

@@ -1,10 +1,10 @@
-#include "tensorstream/storage/s3/container_provider.hpp"
+#include "storage/s3/container_provider.hpp"
 
 #include "storage/s3/credentials_document.hpp"
 #include "storage/s3/endpoint_request.hpp"
 #include "storage/environment.hpp"
 #include "storage/s3/token_file.hpp"
-#include "tensorstream/storage/s3/credentials_error.hpp"
+#include "tensorstream/storage/credentials_error.hpp"
 #include "tensorstream/storage/url.hpp"
 
 namespace tensorstream::s3 {
@@ -24,11 +24,11 @@ ContainerProvider::ContainerProvider(std::string agent, std::chrono::millisecond
 
 std::string ContainerProvider::name() const { return "container endpoint"; }
 
-boost::asio::awaitable<Credentials> ContainerProvider::load() {
+boost::asio::awaitable<Credentials> ContainerProvider::credentials() {
   const std::string relative = environment("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
   const std::string full = environment("AWS_CONTAINER_CREDENTIALS_FULL_URI");
   if (relative.empty() && full.empty()) {
-    throw CredentialsError(
+    throw CredentialsError("AWS",
         name(),
         "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI and AWS_CONTAINER_CREDENTIALS_FULL_URI are not set",
         false);
@@ -42,11 +42,11 @@ boost::asio::awaitable<Credentials> ContainerProvider::load() {
     try {
       host = Url::parse(full).host;
     } catch (const InvalidArgument& error) {
-      throw CredentialsError(
+      throw CredentialsError("AWS",
           name(), "AWS_CONTAINER_CREDENTIALS_FULL_URI: " + std::string(error.what()), true);
     }
     if (!allowed_full_uri_host(host)) {
-      throw CredentialsError(name(),
+      throw CredentialsError("AWS", name(),
                              "AWS_CONTAINER_CREDENTIALS_FULL_URI " + full +
                                  ": host must be loopback, 169.254.170.2 or "
                                  "169.254.170.23",
@@ -54,7 +54,7 @@ boost::asio::awaitable<Credentials> ContainerProvider::load() {
     }
   }
 
-  std::vector<Header> headers;
+  std::vector<HeaderField> headers;
   std::string token = environment("AWS_CONTAINER_AUTHORIZATION_TOKEN");
   const std::string token_file = environment("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE");
   if (!token_file.empty()) {
@@ -65,7 +65,7 @@ boost::asio::awaitable<Credentials> ContainerProvider::load() {
   const auto response =
       co_await endpoint_request(http::verb::get, url, headers, "", timeout_, name(), true);
   if (response.status != 200) {
-    throw CredentialsError(name(), describe_status(http::verb::get, url, response), true);
+    throw CredentialsError("AWS", name(), describe_status(http::verb::get, url, response), true);
   }
   co_return parse_credentials_document(response.body, url, name(), true);
 }

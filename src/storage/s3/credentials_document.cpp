@@ -3,14 +3,15 @@
 #include <simdjson.h>
 
 #include "storage/s3/iso8601.hpp"
-#include "tensorstream/storage/s3/credentials_error.hpp"
+#include "tensorstream/storage/credentials_error.hpp"
 
 namespace tensorstream::s3 {
 
 Credentials parse_credentials_document(std::string_view json, const std::string& url,
                                        const std::string& provider, bool configured) {
   const auto fail = [&](const std::string& what) {
-    throw CredentialsError(provider, "malformed credentials from " + url + ": " + what, configured);
+    throw CredentialsError("AWS", provider,
+                           "malformed credentials from " + url + ": " + what, configured);
   };
   simdjson::dom::parser parser;
   const simdjson::padded_string padded(json);
@@ -28,7 +29,7 @@ Credentials parse_credentials_document(std::string_view json, const std::string&
 
   const std::string code = text("Code", false);
   if (!code.empty() && code != "Success") {
-    throw CredentialsError(
+    throw CredentialsError("AWS",
         provider, url + " answered Code \"" + code + "\": " + text("Message", false), configured);
   }
   Credentials credentials;

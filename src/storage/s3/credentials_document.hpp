@@ -9,7 +9,7 @@
 namespace tensorstream::s3 {
 
 /// Parses {"AccessKeyId", "SecretAccessKey", "Token", "Expiration", optional "Code"}.
-/// Throws CredentialsError(`provider`, cause naming `url`, configured) when it is not valid
+/// Throws AWS CredentialsError(`provider`, cause naming `url`, configured) when it is not valid
 /// JSON, lacks the key pair, has an unparsable Expiration, or a Code other than "Success".
 Credentials parse_credentials_document(std::string_view json, const std::string& url,
                                        const std::string& provider, bool configured);

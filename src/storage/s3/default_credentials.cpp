@@ -2,11 +2,11 @@
 
 #include "tensorstream/storage/s3/cached_provider.hpp"
 #include "tensorstream/storage/s3/chain_provider.hpp"
-#include "tensorstream/storage/s3/container_provider.hpp"
-#include "tensorstream/storage/s3/environment_provider.hpp"
-#include "tensorstream/storage/s3/imds_provider.hpp"
-#include "tensorstream/storage/s3/profile_provider.hpp"
-#include "tensorstream/storage/s3/web_identity_provider.hpp"
+#include "storage/s3/container_provider.hpp"
+#include "storage/s3/environment_provider.hpp"
+#include "storage/s3/imds_provider.hpp"
+#include "storage/s3/profile_provider.hpp"
+#include "storage/s3/web_identity_provider.hpp"
 
 namespace tensorstream::s3 {
 

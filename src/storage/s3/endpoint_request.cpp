@@ -1,18 +1,18 @@
 #include "storage/s3/endpoint_request.hpp"
 
-#include "tensorstream/storage/s3/credentials_error.hpp"
+#include "tensorstream/storage/credentials_error.hpp"
 
 namespace tensorstream::s3 {
 
 boost::asio::awaitable<EndpointResponse> endpoint_request(
-    boost::beast::http::verb method, const std::string& url, const std::vector<Header>& headers,
+    boost::beast::http::verb method, const std::string& url, const std::vector<HeaderField>& headers,
     const std::string& body, std::chrono::milliseconds timeout, const std::string& provider,
     bool configured) {
   try {
     co_return co_await tensorstream::endpoint_request(method, url, headers, body, timeout,
                                                       configured ? 3 : 1);
   } catch (const EndpointError& error) {
-    throw CredentialsError(provider, error.what(), configured);
+    throw CredentialsError("AWS", provider, error.what(), configured);
   }
 }
 

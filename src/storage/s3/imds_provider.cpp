@@ -1,4 +1,4 @@
-#include "tensorstream/storage/s3/imds_provider.hpp"
+#include "storage/s3/imds_provider.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -6,7 +6,7 @@
 #include "storage/s3/credentials_document.hpp"
 #include "storage/s3/endpoint_request.hpp"
 #include "storage/environment.hpp"
-#include "tensorstream/storage/s3/credentials_error.hpp"
+#include "tensorstream/storage/credentials_error.hpp"
 
 namespace tensorstream::s3 {
 namespace {
@@ -24,13 +24,13 @@ std::string lowercase(std::string text) {
 
 // The body of a 200 response; any other status is a failure of the provider.
 boost::asio::awaitable<std::string> fetch(http::verb method, std::string url,
-                                          std::vector<Header> headers,
+                                          std::vector<HeaderField> headers,
                                           std::chrono::milliseconds timeout, std::string provider,
                                           bool configured) {
   auto response =
       co_await endpoint_request(method, url, headers, "", timeout, provider, configured);
   if (response.status != 200) {
-    throw CredentialsError(provider, describe_status(method, url, response), configured);
+    throw CredentialsError("AWS", provider, describe_status(method, url, response), configured);
   }
   co_return std::move(response.body);
 }
@@ -41,20 +41,20 @@ ImdsProvider::ImdsProvider(std::chrono::milliseconds timeout) : timeout_(timeout
 
 std::string ImdsProvider::name() const { return "EC2 instance metadata"; }
 
-boost::asio::awaitable<Credentials> ImdsProvider::load() {
+boost::asio::awaitable<Credentials> ImdsProvider::credentials() {
   if (lowercase(environment("AWS_EC2_METADATA_DISABLED")) == "true") {
-    throw CredentialsError(name(), "disabled by AWS_EC2_METADATA_DISABLED=true", false);
+    throw CredentialsError("AWS", name(), "disabled by AWS_EC2_METADATA_DISABLED=true", false);
   }
   std::string endpoint = environment("AWS_EC2_METADATA_SERVICE_ENDPOINT");
   const bool configured = !endpoint.empty();
   if (!configured) endpoint = "http://169.254.169.254";
   while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
 
-  const std::vector<Header> token_request{
+  const std::vector<HeaderField> token_request{
       {"x-aws-ec2-metadata-token-ttl-seconds", std::string(token_ttl_seconds)}};
   const std::string token = co_await fetch(http::verb::put, endpoint + "/latest/api/token",
                                            token_request, timeout_, name(), configured);
-  const std::vector<Header> authorization{{"x-aws-ec2-metadata-token", token}};
+  const std::vector<HeaderField> authorization{{"x-aws-ec2-metadata-token", token}};
   const std::string roles_url = endpoint + "/latest/meta-data/iam/security-credentials/";
   const std::string roles =
       co_await fetch(http::verb::get, roles_url, authorization, timeout_, name(), configured);
@@ -62,7 +62,7 @@ boost::asio::awaitable<Credentials> ImdsProvider::load() {
   std::string role = roles.substr(0, roles.find('\n'));
   while (!role.empty() && std::isspace(static_cast<unsigned char>(role.back()))) role.pop_back();
   if (role.empty()) {
-    throw CredentialsError(name(), "GET " + roles_url + " lists no IAM role", configured);
+    throw CredentialsError("AWS", name(), "GET " + roles_url + " lists no IAM role", configured);
   }
   const std::string role_url = roles_url + role;
   const std::string document =

@@ -5,7 +5,7 @@
 #include <pugixml.hpp>
 
 #include "tensorstream/error.hpp"
-#include "tensorstream/storage/s3/sigv4.hpp"
+#include "storage/s3/sigv4.hpp"
 
 namespace tensorstream::s3 {
 

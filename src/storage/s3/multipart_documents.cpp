@@ -6,7 +6,7 @@
 #include "storage/s3/adapter.hpp"
 #include "storage/s3/iso8601.hpp"
 #include "tensorstream/error.hpp"
-#include "tensorstream/storage/s3/sigv4.hpp"
+#include "storage/s3/sigv4.hpp"
 
 namespace tensorstream::s3 {
 namespace {

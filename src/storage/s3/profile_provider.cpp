@@ -1,22 +1,22 @@
-#include "tensorstream/storage/s3/profile_provider.hpp"
+#include "storage/s3/profile_provider.hpp"
 
 #include "storage/s3/shared_profile.hpp"
-#include "tensorstream/storage/s3/credentials_error.hpp"
+#include "tensorstream/storage/credentials_error.hpp"
 
 namespace tensorstream::s3 {
 
 std::string ProfileProvider::name() const { return "shared files"; }
 
-boost::asio::awaitable<Credentials> ProfileProvider::load() {
+boost::asio::awaitable<Credentials> ProfileProvider::credentials() {
   SharedProfile profile;
   try {
     profile = load_shared_profile();
   } catch (const InvalidArgument& error) {
-    throw CredentialsError(name(), error.what(), true);
+    throw CredentialsError("AWS", name(), error.what(), true);
   }
   const std::string what = "profile '" + profile.name + "'";
   if (!profile.found) {
-    throw CredentialsError(name(), what + " not found in " + profile.files,
+    throw CredentialsError("AWS", name(), what + " not found in " + profile.files,
                            profile.explicitly_named);
   }
   const auto setting = [&](const char* key) {
@@ -31,15 +31,16 @@ boost::asio::awaitable<Credentials> ProfileProvider::load() {
     for (const char* unsupported :
          {"role_arn", "credential_process", "sso_session", "sso_start_url"}) {
       if (!setting(unsupported).empty()) {
-        throw CredentialsError(
+        throw CredentialsError("AWS",
             name(), what + " uses " + unsupported + ", which tensorstream does not support", true);
       }
     }
-    throw CredentialsError(name(), what + " in " + profile.files + " has no aws_access_key_id",
+    throw CredentialsError("AWS", name(),
+                           what + " in " + profile.files + " has no aws_access_key_id",
                            profile.explicitly_named);
   }
   if (credentials.access_key_id.empty() || credentials.secret_access_key.empty()) {
-    throw CredentialsError(
+    throw CredentialsError("AWS",
         name(),
         what + " in " + profile.files + " has " +
             (credentials.access_key_id.empty() ? "aws_secret_access_key but no aws_access_key_id"

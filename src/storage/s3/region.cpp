@@ -1,4 +1,4 @@
-#include "tensorstream/storage/s3/region.hpp"
+#include "storage/s3/region.hpp"
 
 #include "storage/environment.hpp"
 #include "storage/s3/shared_profile.hpp"

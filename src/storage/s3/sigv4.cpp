@@ -1,4 +1,4 @@
-#include "tensorstream/storage/s3/sigv4.hpp"
+#include "storage/s3/sigv4.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -35,8 +35,8 @@ std::string canonical_value(std::string_view value) {
   return result;
 }
 
-std::string canonical_query(const std::vector<Header>& query) {
-  std::vector<Header> encoded;
+std::string canonical_query(const std::vector<HeaderField>& query) {
+  std::vector<HeaderField> encoded;
   encoded.reserve(query.size());
   for (const auto& [name, value] : query) {
     encoded.emplace_back(uri_encode(name, false), uri_encode(value, false));
@@ -98,14 +98,14 @@ SignedRequest sign(const SigningRequest& request, const Credentials& credentials
     added.emplace_back("x-amz-security-token", credentials.session_token);
   }
 
-  std::vector<Header> canonical_headers;
+  std::vector<HeaderField> canonical_headers;
   canonical_headers.emplace_back("host", canonical_value(request.host));
   for (const auto& [name, value] : request.headers) {
     canonical_headers.emplace_back(lowercase(name), canonical_value(value));
   }
   for (const auto& [name, value] : added) canonical_headers.emplace_back(name, value);
   std::stable_sort(canonical_headers.begin(), canonical_headers.end(),
-                   [](const Header& a, const Header& b) { return a.first < b.first; });
+                   [](const HeaderField& a, const HeaderField& b) { return a.first < b.first; });
 
   // A header given twice is signed once, its values joined by commas in the order given.
   std::string header_block;

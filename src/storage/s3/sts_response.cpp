@@ -3,14 +3,14 @@
 #include <pugixml.hpp>
 
 #include "storage/s3/iso8601.hpp"
-#include "tensorstream/storage/s3/credentials_error.hpp"
+#include "tensorstream/storage/credentials_error.hpp"
 
 namespace tensorstream::s3 {
 
 Credentials parse_web_identity_response(std::string_view xml, const std::string& url,
                                         const std::string& provider) {
   const auto fail = [&](const std::string& what) {
-    throw CredentialsError(
+    throw CredentialsError("AWS",
         provider, "malformed AssumeRoleWithWebIdentity response from " + url + ": " + what, true);
   };
   pugi::xml_document document;

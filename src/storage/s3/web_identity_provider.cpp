@@ -1,13 +1,13 @@
-#include "tensorstream/storage/s3/web_identity_provider.hpp"
+#include "storage/s3/web_identity_provider.hpp"
 
 #include "storage/s3/endpoint_request.hpp"
 #include "storage/environment.hpp"
 #include "storage/s3/sts_response.hpp"
 #include "storage/s3/token_file.hpp"
 #include "tensorstream/error.hpp"
-#include "tensorstream/storage/s3/credentials_error.hpp"
-#include "tensorstream/storage/s3/region.hpp"
-#include "tensorstream/storage/s3/sigv4.hpp"
+#include "tensorstream/storage/credentials_error.hpp"
+#include "storage/s3/region.hpp"
+#include "storage/s3/sigv4.hpp"
 
 namespace tensorstream::s3 {
 
@@ -16,15 +16,16 @@ WebIdentityProvider::WebIdentityProvider(std::string endpoint, std::chrono::mill
 
 std::string WebIdentityProvider::name() const { return "web identity"; }
 
-boost::asio::awaitable<Credentials> WebIdentityProvider::load() {
+boost::asio::awaitable<Credentials> WebIdentityProvider::credentials() {
   namespace http = boost::beast::http;
   const std::string token_file = environment("AWS_WEB_IDENTITY_TOKEN_FILE");
   const std::string role = environment("AWS_ROLE_ARN");
   if (token_file.empty()) {
-    throw CredentialsError(name(), "AWS_WEB_IDENTITY_TOKEN_FILE is not set", false);
+    throw CredentialsError("AWS", name(), "AWS_WEB_IDENTITY_TOKEN_FILE is not set", false);
   }
   if (role.empty()) {
-    throw CredentialsError(name(), "AWS_WEB_IDENTITY_TOKEN_FILE is set but AWS_ROLE_ARN is not",
+    throw CredentialsError("AWS", name(),
+                           "AWS_WEB_IDENTITY_TOKEN_FILE is set but AWS_ROLE_ARN is not",
                            true);
   }
   std::string session = environment("AWS_ROLE_SESSION_NAME");
@@ -37,7 +38,8 @@ boost::asio::awaitable<Credentials> WebIdentityProvider::load() {
 
   const std::string token = read_token_file(token_file, "AWS_WEB_IDENTITY_TOKEN_FILE", name());
   if (token.empty()) {
-    throw CredentialsError(name(), "AWS_WEB_IDENTITY_TOKEN_FILE " + token_file + " is empty", true);
+    throw CredentialsError("AWS", name(),
+                           "AWS_WEB_IDENTITY_TOKEN_FILE " + token_file + " is empty", true);
   }
 
   std::string url = endpoint_.empty() ? environment("AWS_ENDPOINT_URL_STS") : endpoint_;
@@ -45,7 +47,7 @@ boost::asio::awaitable<Credentials> WebIdentityProvider::load() {
     try {
       url = "https://sts." + resolve_region() + ".amazonaws.com";
     } catch (const InvalidArgument& error) {
-      throw CredentialsError(name(), error.what(), true);
+      throw CredentialsError("AWS", name(), error.what(), true);
     }
   }
   if (!url.ends_with('/')) url.push_back('/');
@@ -54,12 +56,12 @@ boost::asio::awaitable<Credentials> WebIdentityProvider::load() {
       "Action=AssumeRoleWithWebIdentity&Version=2011-06-15&RoleArn=" + uri_encode(role, false) +
       "&RoleSessionName=" + uri_encode(session, false) +
       "&WebIdentityToken=" + uri_encode(token, false);
-  const std::vector<Header> headers{{"Content-Type", "application/x-www-form-urlencoded"}};
+  const std::vector<HeaderField> headers{{"Content-Type", "application/x-www-form-urlencoded"}};
   const auto response =
       co_await endpoint_request(http::verb::post, url, headers, body, timeout_, name(), true);
   if (response.status != 200) {
     const std::string error = sts_error(response.body);
-    throw CredentialsError(name(),
+    throw CredentialsError("AWS", name(),
                            error.empty() ? describe_status(http::verb::post, url, response)
                                          : "POST " + url + ": AssumeRoleWithWebIdentity for " +
                                                role + " failed: HTTP " +

@@ -16,7 +16,7 @@
 #include "tensorstream/async/condition_variable.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
-#include "tensorstream/storage/s3/sigv4.hpp"
+#include "storage/s3/sigv4.hpp"
 
 namespace tensorstream::s3 {
 

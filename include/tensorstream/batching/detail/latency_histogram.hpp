@@ -6,12 +6,14 @@
 #include <chrono>
 #include <cstdint>
 
+#include "tensorstream/export.hpp"
+
 namespace tensorstream::detail {
 
 /// Counts durations in log-linear buckets: exact below 32 ns, then 32 buckets per power of two,
 /// so a reported percentile is within about 3% of the true value, for any range up to 584 years,
 /// in constant memory. Not thread-safe.
-class LatencyHistogram {
+class TENSORSTREAM_API LatencyHistogram {
  public:
   /// Adds one sample; negative durations count as zero.
   void record(std::chrono::nanoseconds value) noexcept;

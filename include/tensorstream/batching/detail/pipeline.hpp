@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "tensorstream/export.hpp"
+
 namespace tensorstream::detail {
 
 /// Batching limits, validated by the Pipeline constructor.
@@ -45,7 +47,7 @@ struct PipelineLimits {
 /// min_batch_size keeps its order and never competes with parked submitters for room.
 /// Processing coroutines take cut batches from a queue of prefetch_batches. Unlike Boost 1.81's
 /// experimental channels, nothing queued is ever dropped on shutdown and every waiter is woken.
-class Pipeline : public std::enable_shared_from_this<Pipeline> {
+class TENSORSTREAM_API Pipeline : public std::enable_shared_from_this<Pipeline> {
  public:
   using Clock = std::chrono::steady_clock;
 

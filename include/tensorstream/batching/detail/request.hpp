@@ -20,6 +20,8 @@
 #include <optional>
 #include <utility>
 
+#include "tensorstream/export.hpp"
+
 namespace tensorstream::detail {
 
 class Pipeline;
@@ -29,7 +31,7 @@ class Pipeline;
 /// A request is queued until someone claims it: the processing loop (to dispatch it), cancel()
 /// or the deadline sweep. Only the claimant resolves it, exactly once; whoever waits for it is
 /// woken at that moment. Every member function is thread-safe.
-class RequestBase {
+class TENSORSTREAM_API RequestBase {
  public:
   using Clock = std::chrono::steady_clock;
 

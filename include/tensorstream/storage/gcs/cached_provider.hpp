@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/storage/gcs/token_provider.hpp"
 
 namespace tensorstream {
@@ -28,7 +29,7 @@ namespace tensorstream::gcs {
 /// stream is not interrupted by a token endpoint's hiccup; the next call tries again. A waiting
 /// caller can be cancelled; when the caller running the refresh is cancelled, a waiting caller
 /// starts another.
-class CachedProvider : public TokenProvider {
+class TENSORSTREAM_API CachedProvider : public TokenProvider {
  public:
   /// The clock deciding when tokens are stale; tests substitute their own.
   using Clock = std::function<std::chrono::system_clock::time_point()>;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/storage/gcs/token_provider.hpp"
 
 namespace tensorstream::gcs {
@@ -13,7 +14,7 @@ namespace tensorstream::gcs {
 /// Returns the token of the first provider that has one. A provider whose source is absent
 /// (CredentialsError::configured() false) passes to the next; one whose source is set up but
 /// broken ends the search with its own error, as in the Google SDKs.
-class ChainProvider : public TokenProvider {
+class TENSORSTREAM_API ChainProvider : public TokenProvider {
  public:
   /// Tries `providers` in this order.
   explicit ChainProvider(std::vector<std::shared_ptr<TokenProvider>> providers);

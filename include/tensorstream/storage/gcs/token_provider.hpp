@@ -5,6 +5,7 @@
 #include <boost/asio/awaitable.hpp>
 #include <string>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/storage/gcs/access_token.hpp"
 
 namespace tensorstream::gcs {
@@ -14,7 +15,7 @@ namespace tensorstream::gcs {
 ///
 /// Implementations read their configuration (environment variables, files) on every token(), so
 /// that a chain built once follows later changes. token() may be called concurrently.
-class TokenProvider {
+class TENSORSTREAM_API TokenProvider {
  public:
   virtual ~TokenProvider() = default;
 

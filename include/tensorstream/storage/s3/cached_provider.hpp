@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/storage/s3/credentials_provider.hpp"
 
 namespace tensorstream {
@@ -28,7 +29,7 @@ namespace tensorstream::s3 {
 /// old ones, so that a stream is not interrupted by a metadata endpoint's hiccup; the next call
 /// tries again. A waiting caller can be cancelled; when the caller running the refresh is
 /// cancelled, a waiting caller starts another.
-class CachedProvider : public CredentialsProvider {
+class TENSORSTREAM_API CachedProvider : public CredentialsProvider {
  public:
   /// The clock deciding when credentials are stale; tests substitute their own.
   using Clock = std::function<std::chrono::system_clock::time_point()>;
@@ -45,7 +46,7 @@ class CachedProvider : public CredentialsProvider {
   std::string name() const override;
 
   /// The cached credentials, or fresh ones from the inner provider.
-  boost::asio::awaitable<Credentials> load() override;
+  boost::asio::awaitable<Credentials> credentials() override;
 
  private:
   std::shared_ptr<CredentialsProvider> inner_;

@@ -5,15 +5,18 @@
 #include <boost/asio/awaitable.hpp>
 #include <string>
 
+#include "tensorstream/export.hpp"
 #include "tensorstream/storage/s3/credentials.hpp"
 
 namespace tensorstream::s3 {
 
 /// A source of AWS credentials: the environment, the shared files, an HTTP endpoint.
 ///
-/// Implementations read their configuration (environment variables, files) on every load(), so
-/// that a chain built once follows later changes. load() may be called concurrently.
-class CredentialsProvider {
+/// Implementations read their configuration (environment variables, files) on every call of
+/// credentials(), so that a chain built once follows later changes; it may be called
+/// concurrently. Providers' coroutines are named after what they return, here and in
+/// gcs::TokenProvider::token().
+class TENSORSTREAM_API CredentialsProvider {
  public:
   virtual ~CredentialsProvider() = default;
 
@@ -21,7 +24,7 @@ class CredentialsProvider {
   virtual std::string name() const = 0;
 
   /// Fetches credentials. Throws CredentialsError naming this provider when there are none.
-  virtual boost::asio::awaitable<Credentials> load() = 0;
+  virtual boost::asio::awaitable<Credentials> credentials() = 0;
 };
 
 }  // namespace tensorstream::s3

@@ -7,18 +7,18 @@
 #include <chrono>
 #include <string>
 
-#include "gcs_test_environment.hpp"
-#include "s3_fake_endpoint.hpp"
+#include "storage/gcs_test_environment.hpp"
+#include "storage/s3_fake_endpoint.hpp"
 #include "support/gcs_fixture_server.hpp"
 #include "support/rsa_key.hpp"
-#include "tensorstream/storage/gcs/authorized_user_provider.hpp"
+#include "storage/gcs/authorized_user_provider.hpp"
 #include "tensorstream/storage/gcs/chain_provider.hpp"
-#include "tensorstream/storage/gcs/credentials_file_provider.hpp"
+#include "storage/gcs/credentials_file_provider.hpp"
 #include "tensorstream/storage/gcs/default_token_provider.hpp"
-#include "tensorstream/storage/gcs/environment_provider.hpp"
-#include "tensorstream/storage/gcs/gcloud_provider.hpp"
-#include "tensorstream/storage/gcs/metadata_server_provider.hpp"
-#include "tensorstream/storage/gcs/service_account_provider.hpp"
+#include "storage/gcs/environment_provider.hpp"
+#include "storage/gcs/gcloud_provider.hpp"
+#include "storage/gcs/metadata_server_provider.hpp"
+#include "storage/gcs/service_account_provider.hpp"
 
 namespace tensorstream::gcs {
 namespace {
@@ -178,6 +178,17 @@ TEST_F(GcsTokenProviders, CredentialsFileErrorsNameTheFile) {
   EXPECT_EQ(failure.message.substr(0, failure.message.find(": not a JSON object")),
             "Google credentials from credentials file: " + text.string());
   EXPECT_TRUE(failure.configured);
+}
+
+TEST_F(GcsTokenProviders, TheFactoryForAKeyFileGetsATokenAndNamesAMissingFile) {
+  const auto provider = gcs::credentials_file_token_provider(write("sa.json", key_file()));
+  EXPECT_EQ(run(provider->token()).value, "ya29.fixture-token-1");
+
+  const auto path = home() / "absent.json";
+  const auto absent = gcs::credentials_file_token_provider(path);
+  EXPECT_EQ(failure(*absent).message,
+            "Google credentials from credentials file: " + path.string() +
+                ": No such file or directory");
 }
 
 TEST_F(GcsTokenProviders, CredentialsFileNamesTheProviderThatFailed) {

@@ -8,15 +8,15 @@
 #include <memory>
 #include <string>
 
-#include "s3_fake_endpoint.hpp"
-#include "s3_test_environment.hpp"
+#include "storage/s3_fake_endpoint.hpp"
+#include "storage/s3_test_environment.hpp"
 #include "support/certificates.hpp"
 #include "support/nginx_server.hpp"
 #include "support/skip.hpp"
 #include "support/temp_dir.hpp"
-#include "tensorstream/storage/s3/credentials_error.hpp"
+#include "tensorstream/storage/credentials_error.hpp"
 #include "tensorstream/storage/s3/default_credentials.hpp"
-#include "tensorstream/storage/s3/web_identity_provider.hpp"
+#include "storage/s3/web_identity_provider.hpp"
 
 namespace tensorstream::s3 {
 namespace {

@@ -13,7 +13,7 @@
 namespace tensorstream::s3 {
 
 /// A header name and value, as sent.
-using Header = std::pair<std::string, std::string>;
+using HeaderField = std::pair<std::string, std::string>;
 
 /// The payload hash S3 accepts in place of the body's SHA-256.
 inline constexpr std::string_view unsigned_payload = "UNSIGNED-PAYLOAD";
@@ -27,10 +27,10 @@ struct SigningRequest {
   std::string method = "GET";  ///< HTTP method, upper case.
   std::string host;            ///< Value of the Host header, with ":port" when not the default.
   std::string path = "/";      ///< Decoded path, starting with '/', e.g. "/bucket/my key+1".
-  std::vector<Header> query;   ///< Decoded query parameters, in any order.
+  std::vector<HeaderField> query;   ///< Decoded query parameters, in any order.
   /// Headers to sign besides host, x-amz-date, x-amz-content-sha256 and x-amz-security-token,
   /// e.g. {"Range", "bytes=0-9"}. Names in any case.
-  std::vector<Header> headers;
+  std::vector<HeaderField> headers;
   /// Lowercase hex SHA-256 of the body, or unsigned_payload.
   std::string payload_hash{empty_payload_hash};
   std::chrono::system_clock::time_point time;  ///< When the request is made.
@@ -43,7 +43,7 @@ struct SigningRequest {
 struct SignedRequest {
   /// Headers to add to the request: x-amz-date, x-amz-content-sha256 (service "s3" only, which
   /// requires it), x-amz-security-token (with a session token) and Authorization.
-  std::vector<Header> headers;
+  std::vector<HeaderField> headers;
   std::string canonical_request;  ///< The canonical request that was hashed.
   std::string string_to_sign;     ///< The string the signing key signed.
   std::string signature;          ///< Lowercase hex HMAC-SHA256.

@@ -1,4 +1,4 @@
-#include "safetensors/json_string.hpp"
+#include "json_string.hpp"
 
 #include <array>
 

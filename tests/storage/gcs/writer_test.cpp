@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "gcs_test_environment.hpp"
+#include "storage/gcs_test_environment.hpp"
 #include "support/gcs_fixture_server.hpp"
 #include "support/random_bytes.hpp"
 #include "support/run_task.hpp"

@@ -6,12 +6,12 @@
 #include <chrono>
 #include <string>
 
-#include "s3_fake_endpoint.hpp"
-#include "s3_test_environment.hpp"
-#include "tensorstream/storage/s3/container_provider.hpp"
-#include "tensorstream/storage/s3/credentials_error.hpp"
+#include "storage/s3_fake_endpoint.hpp"
+#include "storage/s3_test_environment.hpp"
+#include "storage/s3/container_provider.hpp"
+#include "tensorstream/storage/credentials_error.hpp"
 #include "tensorstream/storage/s3/default_credentials.hpp"
-#include "tensorstream/storage/s3/imds_provider.hpp"
+#include "storage/s3/imds_provider.hpp"
 
 namespace tensorstream::s3 {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "s3_test_environment.hpp"
+#include "storage/s3_test_environment.hpp"
 #include "storage/s3/bucket_endpoint.hpp"
 #include "tensorstream/error.hpp"
 

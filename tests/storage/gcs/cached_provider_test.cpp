@@ -27,7 +27,7 @@
 
 #include "support/logged_warnings.hpp"
 #include "tensorstream/storage/gcs/cached_provider.hpp"
-#include "tensorstream/storage/gcs/credentials_error.hpp"
+#include "tensorstream/storage/credentials_error.hpp"
 
 namespace tensorstream::gcs {
 namespace {
@@ -53,7 +53,7 @@ class ScriptedProvider : public TokenProvider {
       (void)co_await gate_.async_wait(asio::as_tuple(asio::use_awaitable));
       if (held_) throw boost::system::system_error(asio::error::operation_aborted);
     }
-    if (fail_) throw CredentialsError("scripted", "endpoint down", true);
+    if (fail_) throw CredentialsError("Google", "scripted", "endpoint down", true);
     co_return AccessToken{"token-" + std::to_string(call), expiration_};
   }
 

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "s3_fake_endpoint.hpp"
+#include "storage/s3_fake_endpoint.hpp"
 #include "support/run_task.hpp"
 #include "tensorstream/async/condition_variable.hpp"
 

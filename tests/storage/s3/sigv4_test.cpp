@@ -4,7 +4,7 @@
 #include <string>
 
 #include "tensorstream/error.hpp"
-#include "tensorstream/storage/s3/sigv4.hpp"
+#include "storage/s3/sigv4.hpp"
 
 namespace tensorstream::s3 {
 namespace {

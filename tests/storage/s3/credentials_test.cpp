@@ -21,16 +21,16 @@
 #include <string>
 #include <vector>
 
-#include "s3_test_environment.hpp"
+#include "storage/s3_test_environment.hpp"
 #include "support/logged_warnings.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/s3/cached_provider.hpp"
 #include "tensorstream/storage/s3/chain_provider.hpp"
-#include "tensorstream/storage/s3/credentials_error.hpp"
+#include "tensorstream/storage/credentials_error.hpp"
 #include "tensorstream/storage/s3/default_credentials.hpp"
-#include "tensorstream/storage/s3/environment_provider.hpp"
-#include "tensorstream/storage/s3/profile_provider.hpp"
-#include "tensorstream/storage/s3/region.hpp"
+#include "storage/s3/environment_provider.hpp"
+#include "storage/s3/profile_provider.hpp"
+#include "storage/s3/region.hpp"
 
 namespace tensorstream::s3 {
 namespace {
@@ -263,9 +263,9 @@ class ScriptedProvider : public CredentialsProvider {
  public:
   std::string name() const override { return "scripted"; }
 
-  boost::asio::awaitable<Credentials> load() override {
+  boost::asio::awaitable<Credentials> credentials() override {
     ++loads;
-    if (script.empty()) throw CredentialsError("scripted", "endpoint down", true);
+    if (script.empty()) throw CredentialsError("AWS", "scripted", "endpoint down", true);
     auto credentials = script.front();
     script.pop_front();
     co_return credentials;
@@ -348,7 +348,7 @@ class GatedProvider : public CredentialsProvider {
 
   std::string name() const override { return "gated"; }
 
-  boost::asio::awaitable<Credentials> load() override {
+  boost::asio::awaitable<Credentials> credentials() override {
     const int load = ++loads;
     const int round = opened_;
     while (opened_ == round) {
@@ -357,7 +357,7 @@ class GatedProvider : public CredentialsProvider {
         throw boost::system::system_error(boost::asio::error::operation_aborted);
       }
     }
-    if (fail) throw CredentialsError("gated", "endpoint down", true);
+    if (fail) throw CredentialsError("AWS", "gated", "endpoint down", true);
     co_return expiring("AKID" + std::to_string(load), start + 70min);
   }
 
@@ -398,10 +398,10 @@ class S3CachedProviderConcurrency : public S3CachedProvider {
       }
     };
     if (cancel != nullptr) {
-      boost::asio::co_spawn(io, gated_cache.load(),
+      boost::asio::co_spawn(io, gated_cache.credentials(),
                             boost::asio::bind_cancellation_slot(cancel->slot(), done));
     } else {
-      boost::asio::co_spawn(io, gated_cache.load(), done);
+      boost::asio::co_spawn(io, gated_cache.credentials(), done);
     }
   }
 

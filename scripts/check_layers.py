@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Fails when an include runs upward through tensorstream's layers.
+
+    scripts/check_layers.py [ROOT]     (default: the repository this script is in)
+
+Each file under include/tensorstream/ and src/ belongs to the area named by its first directory
+(files at the top are the base). An area may include its own headers and those of the areas
+below it, never those above:
+
+    base (error, log, async, byte_size, ...)
+      batching                      nothing but the base: a service that only batches links
+                                    neither storage, nor OpenSSL, liburing or libtorch
+      storage
+        safetensors, traw           the formats (TRAW shares the safetensors dtypes)
+          streaming
+            model
+              store, bench
+                cli
+
+A public header may include only public headers, since src/ is not installed. Prints every
+offending include as FILE:LINE: what it includes, and why; exits 1 if there is one.
+"""
+
+import pathlib
+import re
+import sys
+
+RANK = {
+    "base": 0, "async": 0,
+    "batching": 1, "storage": 1,
+    "safetensors": 2, "traw": 2.5,
+    "streaming": 3,
+    "model": 4,
+    "store": 5, "bench": 5,
+    "cli": 6,
+}
+INCLUDE = re.compile(r'\s*#\s*include\s+"([^"]+)"')
+
+
+def area_of(parts):
+    """The area of a path relative to include/tensorstream/ or src/."""
+    return parts[0] if len(parts) > 1 else "base"
+
+
+def may_include(area, target):
+    if area == target or target == "base" or target == "async":
+        return True
+    if area == "batching" or target == "batching":
+        return False
+    return RANK[target] < RANK[area]
+
+
+def check(root):
+    problems = []
+    sources = [(path, path.relative_to(root / "include" / "tensorstream").parts, True)
+               for path in (root / "include" / "tensorstream").rglob("*.hpp")]
+    sources += [(path, path.relative_to(root / "src").parts, False)
+                for path in (root / "src").rglob("*") if path.suffix in (".hpp", ".cpp")]
+    for path, parts, public in sorted(sources):
+        area = area_of(parts)
+        if area not in RANK:
+            problems.append(f"{path}: unknown area '{area}' (add it to {__file__})")
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            match = INCLUDE.match(line)
+            if not match:
+                continue
+            included = match.group(1)
+            if included.startswith("tensorstream/"):
+                target = area_of(pathlib.PurePath(included).parts[1:])
+            elif public:
+                problems.append(f"{path}:{number}: public header includes private \"{included}\"")
+                continue
+            else:
+                target = area_of(pathlib.PurePath(included).parts)
+            if target not in RANK:
+                problems.append(f"{path}:{number}: \"{included}\" is in unknown area '{target}'")
+            elif not may_include(area, target):
+                problems.append(f"{path}:{number}: {area} includes \"{included}\" from {target}, "
+                                "a layer above it or beside it")
+    return problems
+
+
+def main():
+    root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).parents[1])
+    problems = check(root.resolve())
+    for problem in problems:
+        print(problem)
+    if problems:
+        print(f"{len(problems)} include(s) run upward", file=sys.stderr)
+        return 1
+    print("every include runs downward")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+// The include layers of scripts/check_layers.py hold for the tree as it is, and the check refuses
+// an include that runs upward, a private header in a public one, and a batching file that
+// reaches into storage: a check that could not fail would prove nothing.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+
+namespace tensorstream {
+namespace {
+
+using testing::run_process;
+
+const std::string script = std::string(TENSORSTREAM_SOURCE_DIR) + "/scripts/check_layers.py";
+
+// A tree of its own: include/tensorstream/ and src/ with the given files.
+class LayerTree : public ::testing::Test {
+ protected:
+  void write(const std::string& path, const std::string& text) {
+    const auto file = root_.path() / path;
+    std::filesystem::create_directories(file.parent_path());
+    std::ofstream(file) << text;
+  }
+
+  testing::ProcessResult check() { return run_process({"/usr/bin/env", "python3", script, root_.path()}); }
+
+  testing::TempDir root_;
+};
+
+TEST(Layers, EveryIncludeOfTheTreeRunsDownward) {
+  const auto result = run_process({"/usr/bin/env", "python3", script, TENSORSTREAM_SOURCE_DIR});
+  EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
+  EXPECT_EQ(result.out, "every include runs downward\n");
+}
+
+TEST_F(LayerTree, DownwardIncludesPass) {
+  write("include/tensorstream/storage/url.hpp", "#pragma once\n");
+  write("src/streaming/discovery.cpp", "#include \"tensorstream/storage/url.hpp\"\n");
+  write("src/model/prefetch.cpp", "#include \"streaming/discovery.hpp\"\n#include \"log.hpp\"\n");
+  const auto result = check();
+  EXPECT_EQ(result.exit_code, 0) << result.out;
+}
+
+TEST_F(LayerTree, AnUpwardIncludeFailsNamingTheLine) {
+  write("src/streaming/raw_streamer.cpp",
+        "#include <string>\n#include \"tensorstream/model/model_loader_config.hpp\"\n");
+  const auto result = check();
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.out, (root_.path() / "src/streaming/raw_streamer.cpp").string() +
+                            ":2: streaming includes \"tensorstream/model/model_loader_config.hpp\" "
+                            "from model, a layer above it or beside it\n");
+  EXPECT_EQ(result.err, "1 include(s) run upward\n");
+}
+
+TEST_F(LayerTree, BatchingMayNotReachIntoStorage) {
+  write("include/tensorstream/batching/dynamic_batcher.hpp",
+        "#include \"tensorstream/storage/url.hpp\"\n");
+  const auto result = check();
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.out.find(":1: batching includes \"tensorstream/storage/url.hpp\" from storage"),
+            std::string::npos)
+      << result.out;
+}
+
+TEST_F(LayerTree, APublicHeaderMayNotIncludeAPrivateOne) {
+  write("include/tensorstream/storage/http_store.hpp",
+        "#include \"storage/http/http_client.hpp\"\n");
+  const auto result = check();
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.out.find("http_store.hpp:1: public header includes private "
+                            "\"storage/http/http_client.hpp\""),
+            std::string::npos)
+      << result.out;
+}
+
+}  // namespace
+}  // namespace tensorstream
