@@ -152,9 +152,9 @@ INSTANTIATE_TEST_SUITE_P(
                       BadNumber{"FLYTE_MODEL_LOADER_MAX_CONCURRENCY", "0"},
                       BadNumber{"FLYTE_MODEL_LOADER_MAX_CONCURRENCY", "-4"},
                       BadNumber{"TENSORSTREAM_MAX_CONCURRENCY", "8 "}),
-    [](const ::testing::TestParamInfo<BadNumber>& info) {
-      std::string name = std::string(info.param.variable) + "_" + std::to_string(info.index);
-      return name;
+    // Not named `info`: the macro's own parameter of that name would be shadowed.
+    [](const ::testing::TestParamInfo<BadNumber>& case_info) {
+      return std::string(case_info.param.variable) + "_" + std::to_string(case_info.index);
     });
 
 TEST_F(ModelLoaderConfigTest, AConcurrencyBeyond64BitsIsTooLarge) {
