@@ -46,7 +46,7 @@ class InstalledPackage : public ::testing::Test {
 
 TEST_F(InstalledPackage, TheToolRunsFromItsPrefixAlone) {
   const std::string tool = prefix() + "/bin/tensorstream";
-  // No LD_LIBRARY_PATH: the tool's RPATH must find the libraries beside it.
+  // No LD_LIBRARY_PATH: the tool links the library statically and needs nothing beside it.
   const auto version = run_process({"/usr/bin/env", "-u", "LD_LIBRARY_PATH", tool, "--version"});
   ASSERT_EQ(version.exit_code, 0) << version.err;
   EXPECT_EQ(version.out, testing::run_cli({"--version"}).out);
