@@ -27,7 +27,9 @@ class LayerTree : public ::testing::Test {
     std::ofstream(file) << text;
   }
 
-  testing::ProcessResult check() { return run_process({"/usr/bin/env", "python3", script, root_.path()}); }
+  testing::ProcessResult check() {
+    return run_process({"/usr/bin/env", "python3", script, root_.path()});
+  }
 
   testing::TempDir root_;
 };
@@ -54,7 +56,7 @@ TEST_F(LayerTree, AnUpwardIncludeFailsNamingTheLine) {
   EXPECT_EQ(result.out, (root_.path() / "src/streaming/raw_streamer.cpp").string() +
                             ":2: streaming includes \"tensorstream/model/model_loader_config.hpp\" "
                             "from model, a layer above it or beside it\n");
-  EXPECT_EQ(result.err, "1 include(s) run upward\n");
+  EXPECT_EQ(result.err, "1 include(s) break the layers\n");
 }
 
 TEST_F(LayerTree, BatchingMayNotReachIntoStorage) {
@@ -63,6 +65,28 @@ TEST_F(LayerTree, BatchingMayNotReachIntoStorage) {
   const auto result = check();
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.out.find(":1: batching includes \"tensorstream/storage/url.hpp\" from storage"),
+            std::string::npos)
+      << result.out;
+}
+
+TEST_F(LayerTree, BatchingMayNotUseTheBaseFilesOfTheCoreLibrary) {
+  // byte_size is compiled into tensorstream_core, which tensorstream_batching does not link.
+  write("src/batching/pipeline.cpp",
+        "#include \"tensorstream/log.hpp\"\n#include \"byte_size.hpp\"\n");
+  write("src/async/gate.cpp", "#include \"exception_message.hpp\"\n");
+  const auto result = check();
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.out, (root_.path() / "src/batching/pipeline.cpp").string() +
+                            ":2: batching includes \"byte_size.hpp\" from base, a layer above it "
+                            "or beside it\n");
+}
+
+TEST_F(LayerTree, AnAngleBracketIncludeCountsToo) {
+  write("src/storage/url.cpp",
+        "#include <string>\n#include <tensorstream/streaming/inspect.hpp>\n");
+  const auto result = check();
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.out.find("url.cpp:2: storage includes \"tensorstream/streaming/inspect.hpp\""),
             std::string::npos)
       << result.out;
 }

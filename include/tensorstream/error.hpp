@@ -7,9 +7,9 @@
 /// caller cancels through Asio (a cancellation slot, `co_await (streamer.next() || timer)`, a
 /// stopped io_context) ends as Asio's own operations do, with boost::system::system_error holding
 /// boost::asio::error::operation_aborted, so that Asio's awaitable operators and the caller's
-/// handling of its other operations see one convention. Cancelled, below, is not that: it is the
-/// outcome of a batched request withdrawn before it was processed, which its ResultFuture
-/// delivers like any other result.
+/// handling of its other operations see one convention. Cancelled, below, is not that: it is work
+/// withdrawn by its owner rather than by the caller's cancellation (a streamer destroyed under
+/// next(), a stopped store server's load, a batched request withdrawn before it ran).
 
 #include <stdexcept>
 #include <string>
@@ -72,9 +72,9 @@ class TENSORSTREAM_API StateError : public Error {
   using Error::Error;
 };
 
-/// The outcome of a batched request withdrawn before it was processed (ResultFuture::cancel(), a
-/// cancelled wait on a queued request, a batcher's stop()). A cancelled operation itself ends
-/// with boost::system::system_error (operation_aborted); see above.
+/// Work withdrawn by its owner before it finished: a streamer destroyed under next(), a store
+/// server stopped during load(), a batched request withdrawn (ResultFuture::cancel(), stop()).
+/// The caller's own Asio cancellation ends with system_error (operation_aborted); see above.
 class TENSORSTREAM_API Cancelled : public Error {
  public:
   using Error::Error;

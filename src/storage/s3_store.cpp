@@ -69,6 +69,11 @@ struct S3Store::Impl {
   boost::asio::any_io_executor executor;
   std::shared_ptr<HttpClient> client;  // Shared with writers aborting in the background.
   ObjectPins<ObjectVersion> pins;
+
+  // The request target of `key`: the bucket's path prefix and the URI-encoded key.
+  std::string target(const std::string& key) const {
+    return path_prefix + s3::uri_encode(key, true);
+  }
 };
 
 S3Store::S3Store(boost::asio::any_io_executor executor, const Url& bucket, HttpOptions http,
@@ -94,17 +99,14 @@ const std::string& S3Store::describe() const { return impl_->description; }
 
 std::string S3Store::url(const std::string& key) const { return "s3://" + impl_->bucket + key; }
 
-std::string S3Store::target(const std::string& key) const {
-  return impl_->path_prefix + s3::uri_encode(key, true);
-}
-
 boost::asio::awaitable<std::uint64_t> S3Store::size(std::string key) {
   const std::string object = url(key);
   check_bucket_key(object, key, "S3");
   std::exception_ptr refused;
   try {
     ObjectVersion version;
-    const std::uint64_t size = co_await impl_->client->content_length(target(key), object, version);
+    const std::uint64_t size =
+        co_await impl_->client->content_length(impl_->target(key), object, version);
     pin_version(impl_->pins, key, object, version);
     co_return size;
   } catch (const StorageError& error) {
@@ -117,8 +119,8 @@ boost::asio::awaitable<std::uint64_t> S3Store::size(std::string key) {
   // what the caller needs to act on. Should it succeed after all, the HEAD's refusal stands.
   std::byte first_byte[1];
   ObjectVersion any_version;
-  co_await impl_->client->read_range(target(key), object, 0, std::span<std::byte>(first_byte),
-                               any_version);
+  co_await impl_->client->read_range(impl_->target(key), object, 0,
+                                     std::span<std::byte>(first_byte), any_version);
   std::rethrow_exception(refused);
 }
 
@@ -143,7 +145,7 @@ boost::asio::awaitable<void> S3Store::read_range(std::string key, std::uint64_t 
   if (destination.empty()) co_return;
   check_byte_range(object, offset, destination.size());
   ObjectVersion version = impl_->pins.find(key).value_or(ObjectVersion{});
-  co_await impl_->client->read_range(target(key), object, offset, destination, version);
+  co_await impl_->client->read_range(impl_->target(key), object, offset, destination, version);
   pin_version(impl_->pins, key, object, version);
 }
 
@@ -153,7 +155,8 @@ std::unique_ptr<ObjectWriter> S3Store::create_writer(std::string key, WriteOptio
   if (key.back() == '/') {
     throw InvalidArgument(object + ": an object to write needs a name, not a prefix");
   }
-  return std::make_unique<s3::Writer>(impl_->client, impl_->executor, target(key), object, options);
+  return std::make_unique<s3::Writer>(impl_->client, impl_->executor, impl_->target(key), object,
+                                      options);
 }
 
 boost::asio::awaitable<StaleUploads> S3Store::abort_stale_uploads(
@@ -179,7 +182,7 @@ boost::asio::awaitable<StaleUploads> S3Store::abort_stale_uploads(
         continue;
       }
       std::string key = "/" + upload.key;
-      const std::string object_target = target(key);
+      const std::string object_target = impl_->target(key);
       const std::string object = url(key);
       if (co_await s3::abort_multipart_upload(*impl_->client, object_target, object, upload.id)) {
         stale.removed.push_back(StaleUpload{std::move(key), upload.id, upload.initiated});

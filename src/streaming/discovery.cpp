@@ -398,8 +398,9 @@ Url resolve_url(const std::string& remote_path) {
     url.path = std::filesystem::absolute(url.path, ec).string();
     if (!url.is_prefix() && std::filesystem::is_directory(url.path, ec)) url.path.push_back('/');
   } else if ((url.scheme == "s3" || url.scheme == "gs") && !url.is_prefix() &&
-             !url.path.ends_with(detail::safetensors_suffix) &&
-             !url.path.ends_with(detail::index_suffix) && !url.path.ends_with(detail::traw_suffix)) {
+             !detail::ends_with(url.path, detail::safetensors_suffix) &&
+             !detail::ends_with(url.path, detail::index_suffix) &&
+             !detail::ends_with(url.path, detail::traw_suffix)) {
     url.path.push_back('/');
   }
   return url;

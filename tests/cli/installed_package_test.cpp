@@ -106,17 +106,23 @@ int main(int argc, char** argv) {
   EXPECT_EQ(probed.out, "21 tensors\n");
 }
 
-// Every identifier of the installed headers under `directory`.
+// Every identifier the installed headers under `directory` declare or use in code: comments,
+// string literals and #include lines are left out, so that a word of a doc comment ("sign" of
+// "--no-sign-request") does not pass for a declaration.
 std::set<std::string> identifiers_under(const std::filesystem::path& directory) {
+  static const std::regex literal(R"("(\\.|[^"\\\n])*")");
+  static const std::regex comment("//[^\n]*");
+  static const std::regex include("#\\s*include[^\n]*");
   static const std::regex identifier("[A-Za-z_][A-Za-z_0-9]*");
   std::set<std::string> names;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(directory)) {
     if (!entry.is_regular_file()) continue;
     std::stringstream text;
     text << std::ifstream(entry.path()).rdbuf();
-    const std::string content = text.str();
-    for (std::sregex_iterator it(content.begin(), content.end(), identifier), end; it != end;
-         ++it) {
+    std::string code = std::regex_replace(text.str(), comment, "");
+    code = std::regex_replace(code, literal, "\"\"");
+    code = std::regex_replace(code, include, "");
+    for (std::sregex_iterator it(code.begin(), code.end(), identifier), end; it != end; ++it) {
       names.insert(it->str());
     }
   }

@@ -64,6 +64,19 @@ TEST_F(StreamerEnvironment, AMalformedVariableFailsTheStreamerAtConstruction) {
   }
 }
 
+TEST_F(StreamerEnvironment, AMalformedVariableFailsEvenWhereAnExplicitOptionOverridesIt) {
+  environment_.set("TENSORSTREAM_CHUNK_SIZE", "16MB");
+  StreamerOptions options;
+  options.chunk_size = 2500;
+  try {
+    RawStreamer streamer(file(), options);
+    FAIL() << "expected InvalidArgument";
+  } catch (const InvalidArgument& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "TENSORSTREAM_CHUNK_SIZE='16MB' is not a positive decimal integer");
+  }
+}
+
 TEST_F(StreamerEnvironment, AnExplicitZeroIsStillRejected) {
   environment_.set("TENSORSTREAM_MAX_CONCURRENCY", "4");
   StreamerOptions options;

@@ -18,7 +18,6 @@
 
 namespace tensorstream {
 
-
 /// Reads objects of one Cloud Storage bucket with `Range` media downloads of the JSON API over
 /// pooled keep-alive connections, and writes them with media and resumable uploads.
 ///

@@ -17,7 +17,6 @@
 
 namespace tensorstream {
 
-
 /// Reads objects from one HTTP or HTTPS server with `Range` requests over pooled keep-alive
 /// connections.
 ///

@@ -19,7 +19,6 @@
 
 namespace tensorstream {
 
-
 /// Reads objects of one S3 bucket with signed `Range` GETs over pooled keep-alive connections,
 /// and writes them with signed PUTs and multipart uploads (create_writer).
 ///
@@ -103,9 +102,6 @@ class TENSORSTREAM_API S3Store final : public ObjectStore {
   const std::string& describe() const;
 
  private:
-  // The request target of `key`: the bucket's path prefix and the URI-encoded key.
-  std::string target(const std::string& key) const;
-
   struct Impl;  // The endpoint, the HTTP client and the pinned versions.
   std::unique_ptr<Impl> impl_;
 };

@@ -16,8 +16,8 @@ TENSORSTREAM_API
 std::shared_ptr<TokenProvider> default_token_provider();
 
 /// Tokens for the credentials file at `path` (a service account key, or gcloud's
-/// `authorized_user` file), read on every token() and cached until five minutes before the token
-/// expires. Its errors name the file.
+/// `authorized_user` file), read anew on each refresh: the token is cached until five minutes
+/// before it expires. Its errors name the file.
 TENSORSTREAM_API
 std::shared_ptr<TokenProvider> credentials_file_token_provider(std::filesystem::path path);
 
