@@ -28,6 +28,17 @@ class StreamerEnvironment : public ::testing::Test {
     return streamer.stats().requests;
   }
 
+  // The message of the InvalidArgument that constructing a streamer with `options` throws.
+  std::string construction_error(StreamerOptions options = {}) const {
+    try {
+      RawStreamer streamer(file(), options);
+    } catch (const InvalidArgument& error) {
+      return error.what();
+    }
+    ADD_FAILURE() << "expected InvalidArgument";
+    return {};
+  }
+
   testing::ModelLoaderEnvironment environment_;
   TempDir dir_;
 };
@@ -55,38 +66,23 @@ TEST_F(StreamerEnvironment, AnExplicitChunkSizeBeatsTheEnvironment) {
 
 TEST_F(StreamerEnvironment, AMalformedVariableFailsTheStreamerAtConstruction) {
   environment_.set("FLYTE_MODEL_LOADER_MAX_CONCURRENCY", "many");
-  try {
-    RawStreamer streamer(file());
-    FAIL() << "expected InvalidArgument";
-  } catch (const InvalidArgument& error) {
-    EXPECT_EQ(std::string(error.what()),
-              "FLYTE_MODEL_LOADER_MAX_CONCURRENCY='many' is not a positive decimal integer");
-  }
+  EXPECT_EQ(construction_error(),
+            "FLYTE_MODEL_LOADER_MAX_CONCURRENCY='many' is not a positive decimal integer");
 }
 
 TEST_F(StreamerEnvironment, AMalformedVariableFailsEvenWhereAnExplicitOptionOverridesIt) {
   environment_.set("TENSORSTREAM_CHUNK_SIZE", "16MB");
   StreamerOptions options;
   options.chunk_size = 2500;
-  try {
-    RawStreamer streamer(file(), options);
-    FAIL() << "expected InvalidArgument";
-  } catch (const InvalidArgument& error) {
-    EXPECT_EQ(std::string(error.what()),
-              "TENSORSTREAM_CHUNK_SIZE='16MB' is not a positive decimal integer");
-  }
+  EXPECT_EQ(construction_error(options),
+            "TENSORSTREAM_CHUNK_SIZE='16MB' is not a positive decimal integer");
 }
 
 TEST_F(StreamerEnvironment, AnExplicitZeroIsStillRejected) {
   environment_.set("TENSORSTREAM_MAX_CONCURRENCY", "4");
   StreamerOptions options;
   options.max_concurrency = 0;
-  try {
-    RawStreamer streamer(file(), options);
-    FAIL() << "expected InvalidArgument";
-  } catch (const InvalidArgument& error) {
-    EXPECT_EQ(std::string(error.what()), "max_concurrency must be at least 1");
-  }
+  EXPECT_EQ(construction_error(options), "max_concurrency must be at least 1");
 }
 
 }  // namespace
