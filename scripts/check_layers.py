@@ -92,6 +92,11 @@ def check(root):
 
 def main():
     root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).parents[1])
+    # A wrong root would hold no file to check and pass in silence.
+    if not (root / "include" / "tensorstream").is_dir() or not (root / "src").is_dir():
+        print(f"check_layers.py: error: {root} has no include/tensorstream/ and src/",
+              file=sys.stderr)
+        return 2
     problems = check(root.resolve())
     for problem in problems:
         print(problem)

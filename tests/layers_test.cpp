@@ -21,6 +21,11 @@ const std::string script = std::string(TENSORSTREAM_SOURCE_DIR) + "/scripts/chec
 // A tree of its own: include/tensorstream/ and src/ with the given files.
 class LayerTree : public ::testing::Test {
  protected:
+  void SetUp() override {
+    std::filesystem::create_directories(root_.path() / "include" / "tensorstream");
+    std::filesystem::create_directories(root_.path() / "src");
+  }
+
   void write(const std::string& path, const std::string& text) {
     const auto file = root_.path() / path;
     std::filesystem::create_directories(file.parent_path());
@@ -38,6 +43,16 @@ TEST(Layers, EveryIncludeOfTheTreeRunsDownward) {
   const auto result = run_process({"/usr/bin/env", "python3", script, TENSORSTREAM_SOURCE_DIR});
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_EQ(result.out, "every include runs downward\n");
+}
+
+TEST_F(LayerTree, ARootWithoutTheTreeIsAnErrorNotAPass) {
+  const auto elsewhere = root_.path() / "elsewhere";
+  std::filesystem::create_directories(elsewhere);
+  const auto result = run_process({"/usr/bin/env", "python3", script, elsewhere});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.out, "");
+  EXPECT_EQ(result.err, "check_layers.py: error: " + elsewhere.string() +
+                            " has no include/tensorstream/ and src/\n");
 }
 
 TEST_F(LayerTree, DownwardIncludesPass) {
