@@ -17,7 +17,7 @@ below it, never those above:
           streaming
             model
               store, bench
-                cli
+                cli, python                 the tool and the Python extension, on top
 
 A public header may include only public headers, since src/ is not installed. Both "..." and
 <tensorstream/...> includes count. Prints every offending include as FILE:LINE: what it includes,
@@ -35,7 +35,7 @@ RANK = {
     "streaming": 3,
     "model": 4,
     "store": 5, "bench": 5,
-    "cli": 6,
+    "cli": 6, "python": 6,
 }
 INCLUDE = re.compile(r'\s*#\s*include\s+(?:"([^"]+)"|<(tensorstream/[^>]+)>)')
 # The base files that tensorstream_batching compiles or that are header-only; the other base

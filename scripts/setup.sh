@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything tensorstream needs to build and test on Debian 12 (clang-15 and libFuzzer
-# only for the fuzz targets of scripts/fuzz.sh). Idempotent: packages already present are
+# only for the fuzz targets of scripts/fuzz.sh; python3-dev, pybind11-dev, python3-torch and
+# python3-pytest for the Python package). Idempotent: packages already present are
 # skipped, so a second run is quick.
 set -euo pipefail
 
@@ -9,6 +10,7 @@ packages=(
   libboost1.81-dev liburing-dev libssl-dev libtorch-dev libsimdjson-dev
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libpugixml-dev
   nginx-light python3-botocore librsvg2-bin
+  python3-dev pybind11-dev python3-torch python3-pytest
   clang-15 libfuzzer-15-dev
 )
 # s3rver runs on Node.js; a machine that already has node and npm (say from NodeSource) keeps them.

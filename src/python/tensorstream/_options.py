@@ -1,0 +1,28 @@
+"""The keyword options the Python API accepts, checked before they reach the C++ core."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Options of the object stores, shared by SafeTensorsStreamer, inspect() and prefetch().
+STORE_OPTIONS = {
+    "endpoint_url": "service endpoint of s3:// or gs://, e.g. 'http://127.0.0.1:9000'",
+    "region": "region s3:// requests are signed for",
+    "addressing": "where an s3:// bucket goes: 'auto', 'virtual' or 'path'",
+    "anonymous": "send unsigned requests, for public buckets",
+    "ca_bundle": "PEM file of the certificate authorities trusted for https",
+    "verify": "verify the server's certificate (default True)",
+    "connect_timeout": "seconds to connect (TCP and TLS)",
+    "read_timeout": "seconds without a byte before a request is retried",
+    "max_retries": "retries of a transient failure",
+    "use_io_uring": "read local files through io_uring (default True)",
+}
+
+
+def check_store_options(function: str, options: dict[str, Any]) -> None:
+    """Raises TypeError, as Python does for any unexpected keyword, naming the accepted ones."""
+    unknown = sorted(set(options) - set(STORE_OPTIONS))
+    if unknown:
+        raise TypeError(
+            f"{function}() got an unexpected keyword argument {unknown[0]!r}; store options are "
+            + ", ".join(STORE_OPTIONS))

@@ -1,0 +1,272 @@
+"""Fixtures of the Python package's tests: checkpoints written here with their oracle tensors,
+and real servers started on ephemeral loopback ports (nginx, s3rver, the CLI's store server),
+as the C++ tests start them. A missing server program skips its tests with the reason, except in
+CI (CI=true), which installs every program and so fails instead."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+import shutil
+import socket
+import struct
+import subprocess
+import time
+import urllib.request
+from typing import Dict, Iterator, List, Optional
+
+import pytest
+import torch
+
+NGINX = "/usr/sbin/nginx"
+CLI = os.environ.get("TENSORSTREAM_CLI", "")
+S3RVER_SCRIPT = os.environ.get("TENSORSTREAM_S3RVER_SCRIPT", "")
+
+# safetensors dtype names of the torch dtypes the tests write.
+DTYPE_NAMES = {
+    torch.float32: "F32", torch.float16: "F16", torch.bfloat16: "BF16", torch.float64: "F64",
+    torch.int64: "I64", torch.int32: "I32", torch.int16: "I16", torch.int8: "I8",
+    torch.uint8: "U8", torch.bool: "BOOL",
+}
+
+
+def require(available: bool, reason: str) -> None:
+    """Skips the test when a program it needs is missing, or fails it in CI."""
+    if available:
+        return
+    if os.environ.get("CI") in ("true", "1"):
+        pytest.fail(f"{reason} (CI installs it: scripts/setup.sh)")
+    pytest.skip(reason)
+
+
+def tensor_bytes(tensor: torch.Tensor) -> bytes:
+    """The tensor's bytes as safetensors stores them (little-endian, row-major)."""
+    flat = tensor.contiguous().reshape(-1)
+    return flat.view(torch.uint8).numpy().tobytes() if flat.numel() else b""
+
+
+def write_safetensors(path: pathlib.Path, tensors: Dict[str, torch.Tensor],
+                      metadata: Optional[Dict[str, str]] = None) -> None:
+    """A safetensors file: 8-byte little-endian header length, JSON header, then the data."""
+    header: Dict[str, object] = {}
+    data = bytearray()
+    for name, tensor in tensors.items():
+        raw = tensor_bytes(tensor)
+        header[name] = {"dtype": DTYPE_NAMES[tensor.dtype], "shape": list(tensor.shape),
+                        "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(struct.pack("<Q", len(text)) + text + bytes(data))
+
+
+def random_tensors(seed: int, count: int, prefix: str = "model.layers") -> Dict[str, torch.Tensor]:
+    """`count` tensors of every dtype the tests use, shapes from scalars to a few MiB."""
+    generator = torch.Generator().manual_seed(seed)
+    dtypes = list(DTYPE_NAMES)
+    shapes = [(), (7,), (3, 5), (64, 33), (256, 1024), (2, 3, 4), (1024, 1031), (0, 4)]
+    tensors = {}
+    for index in range(count):
+        dtype = dtypes[index % len(dtypes)]
+        shape = shapes[index % len(shapes)]
+        raw = torch.randint(0, 256, (int(torch.Size(shape).numel()) * torch.empty((), dtype=dtype)
+                                     .element_size(),), generator=generator, dtype=torch.uint8)
+        if dtype == torch.bool:
+            raw = raw % 2
+        tensors[f"{prefix}.{index}.weight"] = raw.view(dtype).reshape(shape)
+    return tensors
+
+
+def assert_same_tensors(streamed: Dict[str, torch.Tensor], oracle: Dict[str, torch.Tensor]) -> None:
+    """Every tensor of `oracle`, and no other, streamed with its dtype, shape and exact bytes."""
+    assert sorted(streamed) == sorted(oracle)
+    for name, expected in oracle.items():
+        actual = streamed[name]
+        assert actual.dtype == expected.dtype, name
+        assert actual.shape == expected.shape, name
+        assert tensor_bytes(actual) == tensor_bytes(expected), name
+
+
+@pytest.fixture
+def model_dir(tmp_path: pathlib.Path) -> Iterator[tuple]:
+    """A two-file checkpoint with an index, and its oracle: (directory, {name: tensor})."""
+    first = random_tensors(1, 12, "model.layers.0")
+    second = random_tensors(2, 9, "model.layers.1")
+    directory = tmp_path / "model"
+    write_safetensors(directory / "model-00001-of-00002.safetensors", first)
+    write_safetensors(directory / "model-00002-of-00002.safetensors", second)
+    weight_map = {name: "model-00001-of-00002.safetensors" for name in first}
+    weight_map.update({name: "model-00002-of-00002.safetensors" for name in second})
+    (directory / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {}, "weight_map": weight_map}))
+    (directory / "config.json").write_text('{"model_type": "llama"}')
+    yield directory, {**first, **second}
+
+
+def free_port() -> int:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        return listener.getsockname()[1]
+
+
+def wait_for_port(port: int, process: subprocess.Popen, log: pathlib.Path) -> None:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited at start: {log.read_text(errors='replace')}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.01)
+    raise RuntimeError(f"server did not accept connections within 10 s: {log.read_text()}")
+
+
+def stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+class Nginx:
+    """nginx serving `root` on an ephemeral loopback port, with an access log of bytes sent."""
+
+    def __init__(self, root: pathlib.Path, work: pathlib.Path, extra_config: str = ""):
+        self.root = root
+        work.mkdir(parents=True, exist_ok=True)
+        self.access_log = work / "access.log"
+        self.error_log = work / "error.log"
+        for attempt in range(5):
+            self.port = free_port()
+            config = work / "nginx.conf"
+            temps = "".join(f"  {kind}_temp_path {work / kind};\n"
+                            for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+            config.write_text(
+                "daemon off;\nmaster_process off;\nworker_processes 1;\n"
+                f"pid {work / 'nginx.pid'};\nerror_log {self.error_log} warn;\n"
+                "events { worker_connections 1024; }\n"
+                "http {\n"
+                "  log_format bytes '$request $status $body_bytes_sent';\n"
+                f"  access_log {self.access_log} bytes;\n"
+                "  sendfile on;\n  keepalive_requests 100000;\n"
+                "  default_type application/octet-stream;\n" + temps +
+                f"  server {{\n    listen 127.0.0.1:{self.port};\n    root {root};\n"
+                f"    {extra_config}\n  }}\n}}\n")
+            self.process = subprocess.Popen(
+                [NGINX, "-p", str(work), "-e", str(self.error_log), "-c", str(config)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            try:
+                wait_for_port(self.port, self.process, self.error_log)
+                return
+            except RuntimeError:
+                stop(self.process)
+                if "Address already in use" not in self.error_log.read_text(errors="replace"):
+                    raise
+        raise RuntimeError("nginx found no free port in 5 attempts")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def close(self) -> None:
+        stop(self.process)
+
+
+@pytest.fixture
+def nginx_factory(tmp_path: pathlib.Path):
+    require(os.access(NGINX, os.X_OK), f"nginx is not installed at {NGINX}")
+    servers: List[Nginx] = []
+
+    def start(root: pathlib.Path, extra_config: str = "") -> Nginx:
+        server = Nginx(root, tmp_path / f"nginx{len(servers)}", extra_config)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+class S3rver:
+    """s3rver (pinned under third_party/s3rver) on an ephemeral loopback port, with one bucket."""
+
+    def __init__(self, work: pathlib.Path, bucket: str):
+        self.bucket = bucket
+        (work / "data").mkdir(parents=True)
+        self.log = work / "s3rver.log"
+        with open(self.log, "wb") as log:
+            # s3rver encrypts continuation tokens with DES, in OpenSSL 3's legacy provider.
+            self.process = subprocess.Popen(
+                [shutil.which("node") or "node", "--openssl-legacy-provider", S3RVER_SCRIPT,
+                 "-d", str(work / "data"), "-a", "127.0.0.1", "-p", "0",
+                 "--configure-bucket", bucket], stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            match = re.search(rb"S3rver listening on 127\.0\.0\.1:(\d+)", self.log.read_bytes())
+            if match:
+                self.port = int(match.group(1))
+                return
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.02)
+        stop(self.process)
+        raise RuntimeError(f"s3rver did not start: {self.log.read_text(errors='replace')}")
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def put(self, key: str, data: bytes) -> None:
+        # s3rver takes anonymous PUTs.
+        request = urllib.request.Request(f"{self.endpoint}/{self.bucket}/{key}", data=data,
+                                         method="PUT")
+        with urllib.request.urlopen(request) as response:
+            assert response.status == 200
+
+    def put_directory(self, directory: pathlib.Path, prefix: str) -> None:
+        for path in sorted(directory.rglob("*")):
+            if path.is_file():
+                self.put(prefix + path.relative_to(directory).as_posix(), path.read_bytes())
+
+    def close(self) -> None:
+        stop(self.process)
+
+
+@pytest.fixture
+def s3rver(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[S3rver]:
+    require(bool(S3RVER_SCRIPT) and os.path.exists(S3RVER_SCRIPT) and shutil.which("node"),
+            f"s3rver is not installed at {S3RVER_SCRIPT or '(TENSORSTREAM_S3RVER_SCRIPT unset)'}")
+    # s3rver does not check signatures; the requests are signed all the same, as for AWS.
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "S3RVER")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "S3RVER")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    for variable in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
+        monkeypatch.delenv(variable, raising=False)
+    server = S3rver(tmp_path / "s3rver", "models")
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def cli() -> str:
+    require(bool(CLI) and os.access(CLI, os.X_OK),
+            f"the tensorstream tool is not built ({CLI or 'TENSORSTREAM_CLI unset'})")
+    return CLI
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No configuration from the machine's environment: each test sets what it tests."""
+    for variable in list(os.environ):
+        if variable.startswith(("TENSORSTREAM_", "FLYTE_MODEL_LOADER_")) or variable.lower() in (
+                "http_proxy", "https_proxy", "no_proxy"):
+            if variable not in ("TENSORSTREAM_CLI", "TENSORSTREAM_S3RVER_SCRIPT"):
+                monkeypatch.delenv(variable)

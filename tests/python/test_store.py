@@ -1,0 +1,90 @@
+"""tensorstream.store.attach(): a store server's rank as torch tensors over its shared memory."""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import json
+import subprocess
+import time
+
+import pytest
+import torch
+
+import tensorstream
+from conftest import stop, tensor_bytes
+
+
+@pytest.fixture
+def server(tmp_path, cli):
+    """`tensorstream serve` of a generated tiny model, two ranks, with a KV cache."""
+    work = tmp_path / "store"
+    work.mkdir(mode=0o700)
+    subprocess.run([cli, "gen-model", str(work / "model")], check=True, capture_output=True)
+    socket_path = work / "store.sock"
+    ready = work / "ready.json"
+    process = subprocess.Popen(
+        [cli, "serve", str(work / "model"), "--tp", "2", "--socket", str(socket_path),
+         "--ready-file", str(ready), "--kv-cache-memory", "1MiB"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 30
+    while not ready.exists():
+        assert process.poll() is None, process.stderr.read()
+        assert time.monotonic() < deadline, "the store server was not ready within 30 s"
+        time.sleep(0.02)
+    yield socket_path
+    stop(process)
+
+
+def cli_checksums(cli, socket_path, rank):
+    """{name: sha256} of the rank's tensors as the C++ client reads them."""
+    lines = subprocess.run([cli, "attach", str(socket_path), "--rank", str(rank), "--json",
+                            "--checksum", "sha256"], check=True, capture_output=True,
+                           text=True).stdout.splitlines()
+    return {entry["name"]: entry["sha256"] for entry in map(json.loads, lines) if "name" in entry}
+
+
+def test_every_tensor_of_each_rank_matches_the_cpp_client(server, cli):
+    for rank in range(2):
+        attached = tensorstream.store.attach(server, rank)
+        assert attached.rank == rank and attached.tensor_parallel_size == 2
+        assert attached.config.get("num_hidden_layers") == 2
+        tensors = {**attached.weights, **attached.kv_cache}
+        ours = {name: hashlib.sha256(tensor_bytes(t)).hexdigest() for name, t in tensors.items()}
+        assert ours == cli_checksums(cli, server, rank)
+        assert attached.kv_cache and all(".kv_cache." in name for name in attached.kv_cache)
+        assert attached.kv_cache_info["num_layers"] == 2
+
+
+def test_the_kv_cache_is_memory_shared_by_every_worker_and_weights_are_private(server):
+    first = tensorstream.store.attach(server, 0)
+    second = tensorstream.store.attach(server, 0)
+    name = next(iter(first.kv_cache))
+    first.kv_cache[name].fill_(1.5)
+    assert torch.all(second.kv_cache[name] == 1.5)
+    weight = next(iter(first.weights))
+    before = second.weights[weight].clone()
+    first.weights[weight].add_(1)  # copy-on-write: this process's pages only
+    assert torch.equal(second.weights[weight], before)
+
+
+def test_tensors_outlive_the_attachment(server):
+    weights = tensorstream.store.attach(server, 1).weights
+    expected = {name: tensor.clone() for name, tensor in weights.items()}
+    gc.collect()
+    for name, tensor in weights.items():
+        assert torch.equal(tensor, expected[name])
+
+
+def test_a_rank_the_server_does_not_serve_is_a_value_error(server):
+    with pytest.raises(ValueError) as raised:
+        tensorstream.store.attach(server, 5)
+    assert str(raised.value).startswith(f"{server}: ")
+
+
+def test_no_server_is_an_os_error_naming_the_socket(tmp_path):
+    path = tmp_path / "absent.sock"
+    with pytest.raises(tensorstream.StorageError) as raised:
+        tensorstream.store.attach(path, 0, timeout=1)
+    assert str(raised.value).startswith(f"{path}: ")
+    assert isinstance(raised.value, OSError)
