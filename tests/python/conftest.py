@@ -8,19 +8,15 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import re
 import shutil
-import socket
 import struct
-import subprocess
-import time
-import urllib.request
 from typing import Dict, Iterator, List, Optional
 
 import pytest
 import torch
 
-NGINX = "/usr/sbin/nginx"
+from servers import NGINX, Nginx, S3rver, free_port, stop  # noqa: F401 (tests import them here)
+
 CLI = os.environ.get("TENSORSTREAM_CLI", "")
 S3RVER_SCRIPT = os.environ.get("TENSORSTREAM_S3RVER_SCRIPT", "")
 
@@ -108,78 +104,6 @@ def model_dir(tmp_path: pathlib.Path) -> Iterator[tuple]:
     yield directory, {**first, **second}
 
 
-def free_port() -> int:
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        return listener.getsockname()[1]
-
-
-def wait_for_port(port: int, process: subprocess.Popen, log: pathlib.Path) -> None:
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited at start: {log.read_text(errors='replace')}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.01)
-    raise RuntimeError(f"server did not accept connections within 10 s: {log.read_text()}")
-
-
-def stop(process: subprocess.Popen) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
-class Nginx:
-    """nginx serving `root` on an ephemeral loopback port, with an access log of bytes sent."""
-
-    def __init__(self, root: pathlib.Path, work: pathlib.Path, extra_config: str = ""):
-        self.root = root
-        work.mkdir(parents=True, exist_ok=True)
-        self.access_log = work / "access.log"
-        self.error_log = work / "error.log"
-        for attempt in range(5):
-            self.port = free_port()
-            config = work / "nginx.conf"
-            temps = "".join(f"  {kind}_temp_path {work / kind};\n"
-                            for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
-            config.write_text(
-                "daemon off;\nmaster_process off;\nworker_processes 1;\n"
-                f"pid {work / 'nginx.pid'};\nerror_log {self.error_log} warn;\n"
-                "events { worker_connections 1024; }\n"
-                "http {\n"
-                "  log_format bytes '$request $status $body_bytes_sent';\n"
-                f"  access_log {self.access_log} bytes;\n"
-                "  sendfile on;\n  keepalive_requests 100000;\n"
-                "  default_type application/octet-stream;\n" + temps +
-                f"  server {{\n    listen 127.0.0.1:{self.port};\n    root {root};\n"
-                f"    {extra_config}\n  }}\n}}\n")
-            self.process = subprocess.Popen(
-                [NGINX, "-p", str(work), "-e", str(self.error_log), "-c", str(config)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            try:
-                wait_for_port(self.port, self.process, self.error_log)
-                return
-            except RuntimeError:
-                stop(self.process)
-                if "Address already in use" not in self.error_log.read_text(errors="replace"):
-                    raise
-        raise RuntimeError("nginx found no free port in 5 attempts")
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def close(self) -> None:
-        stop(self.process)
-
-
 @pytest.fixture
 def nginx_factory(tmp_path: pathlib.Path):
     require(os.access(NGINX, os.X_OK), f"nginx is not installed at {NGINX}")
@@ -195,51 +119,6 @@ def nginx_factory(tmp_path: pathlib.Path):
         server.close()
 
 
-class S3rver:
-    """s3rver (pinned under third_party/s3rver) on an ephemeral loopback port, with one bucket."""
-
-    def __init__(self, work: pathlib.Path, bucket: str):
-        self.bucket = bucket
-        (work / "data").mkdir(parents=True)
-        self.log = work / "s3rver.log"
-        with open(self.log, "wb") as log:
-            # s3rver encrypts continuation tokens with DES, in OpenSSL 3's legacy provider.
-            self.process = subprocess.Popen(
-                [shutil.which("node") or "node", "--openssl-legacy-provider", S3RVER_SCRIPT,
-                 "-d", str(work / "data"), "-a", "127.0.0.1", "-p", "0",
-                 "--configure-bucket", bucket], stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            match = re.search(rb"S3rver listening on 127\.0\.0\.1:(\d+)", self.log.read_bytes())
-            if match:
-                self.port = int(match.group(1))
-                return
-            if self.process.poll() is not None:
-                break
-            time.sleep(0.02)
-        stop(self.process)
-        raise RuntimeError(f"s3rver did not start: {self.log.read_text(errors='replace')}")
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def put(self, key: str, data: bytes) -> None:
-        # s3rver takes anonymous PUTs.
-        request = urllib.request.Request(f"{self.endpoint}/{self.bucket}/{key}", data=data,
-                                         method="PUT")
-        with urllib.request.urlopen(request) as response:
-            assert response.status == 200
-
-    def put_directory(self, directory: pathlib.Path, prefix: str) -> None:
-        for path in sorted(directory.rglob("*")):
-            if path.is_file():
-                self.put(prefix + path.relative_to(directory).as_posix(), path.read_bytes())
-
-    def close(self) -> None:
-        stop(self.process)
-
-
 @pytest.fixture
 def s3rver(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[S3rver]:
     require(bool(S3RVER_SCRIPT) and os.path.exists(S3RVER_SCRIPT) and shutil.which("node"),
@@ -250,7 +129,7 @@ def s3rver(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
     monkeypatch.setenv("AWS_REGION", "us-east-1")
     for variable in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"):
         monkeypatch.delenv(variable, raising=False)
-    server = S3rver(tmp_path / "s3rver", "models")
+    server = S3rver(tmp_path / "s3rver", "models", S3RVER_SCRIPT)
     yield server
     server.close()
 
