@@ -14,5 +14,7 @@ void bind_streamer(pybind11::module_& module);
 void bind_model(pybind11::module_& module);
 /// _attach(): a store server's rank as torch tensors over its shared memory.
 void bind_store(pybind11::module_& module);
+/// Sends the library's log messages to the Python logger "tensorstream".
+void bind_logging(pybind11::module_& module);
 
 }  // namespace tensorstream::python

@@ -1,6 +1,7 @@
 #include "python/errors.hpp"
 
 #include <boost/asio/error.hpp>
+#include <cerrno>
 #include <boost/system/system_error.hpp>
 #include <new>
 #include <string_view>
@@ -25,8 +26,11 @@ bool is_access_denied(const StorageError& error) {
   return cause.starts_with("HTTP 401") || cause.starts_with("HTTP 403");
 }
 
-py::object storage_error(const char* name, const StorageError& error) {
+// `error_number` as the errno of the OSError, for code that tests it; the message stays the
+// exception's one argument (OSError would format "[Errno 2] ..." from more).
+py::object storage_error(const char* name, const StorageError& error, int error_number = 0) {
   py::object exception = error_class(name)(error.what());
+  if (error_number != 0) exception.attr("errno") = error_number;
   exception.attr("object") = error.object();
   exception.attr("cause") = error.cause();
   exception.attr("transient") = error.transient();
@@ -39,9 +43,10 @@ py::object python_exception(std::exception_ptr error) {
   try {
     std::rethrow_exception(error);
   } catch (const NotFoundError& e) {
-    return storage_error("NotFoundError", e);
+    return storage_error("NotFoundError", e, ENOENT);
   } catch (const StorageError& e) {
-    return storage_error(is_access_denied(e) ? "AccessDeniedError" : "StorageError", e);
+    if (is_access_denied(e)) return storage_error("AccessDeniedError", e, EACCES);
+    return storage_error("StorageError", e);
   } catch (const CredentialsError& e) {
     py::object exception = error_class("CredentialsError")(e.what());
     exception.attr("service") = e.service();

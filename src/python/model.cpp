@@ -8,6 +8,7 @@
 
 #include "python/bindings.hpp"
 #include "python/options.hpp"
+#include "python/runner.hpp"
 #include "tensorstream/model/model_loader_config.hpp"
 #include "tensorstream/model/prefetch.hpp"
 #include "tensorstream/streaming/inspect.hpp"
@@ -29,10 +30,7 @@ py::dict tensor_dict(const TensorInfo& tensor) {
 py::list inspect(const std::string& remote_path, const py::dict& options) {
   StreamerOptions streamer_options = python::streamer_options(options);
   std::vector<FileHeader> headers;
-  {
-    py::gil_scoped_release release;
-    headers = tensorstream::inspect(remote_path, std::move(streamer_options));
-  }
+  without_gil([&] { headers = tensorstream::inspect(remote_path, std::move(streamer_options)); });
   py::list files;
   for (const auto& file : headers) {
     py::dict tensors;
@@ -54,11 +52,10 @@ py::dict prefetch(const std::string& remote_path, const std::string& local_path,
   prefetch_options.exclude_safetensors = exclude_safetensors;
   prefetch_options.store = store_options(options);
   PrefetchResult result;
-  {
-    py::gil_scoped_release release;
+  without_gil([&] {
     result = prefetch_blocking(remote_path, std::filesystem::path(local_path),
                                std::move(prefetch_options));
-  }
+  });
   py::dict copied;
   copied["files"] = result.files;
   copied["bytes"] = result.bytes;

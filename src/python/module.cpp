@@ -7,4 +7,5 @@ PYBIND11_MODULE(_tensorstream, module) {
   tensorstream::python::bind_streamer(module);
   tensorstream::python::bind_model(module);
   tensorstream::python::bind_store(module);
+  tensorstream::python::bind_logging(module);
 }

@@ -95,7 +95,12 @@ std::optional<std::chrono::milliseconds> seconds(const py::dict& options, const 
       !(py::isinstance<py::float_>(*value) || py::isinstance<py::int_>(*value))) {
     wrong_type(key, "a number of seconds", *value);
   }
-  const double number = value->cast<double>();
+  double number = 0;
+  try {
+    number = value->cast<double>();
+  } catch (const py::cast_error&) {
+    number = HUGE_VAL;  // an int too large for a double
+  }
   if (!std::isfinite(number) || number <= 0 || number > 86400.0 * 365) {
     throw InvalidArgument(std::string(key) + " must be a positive number of seconds, got " +
                           py::str(*value).cast<std::string>());

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "python/bindings.hpp"
+#include "python/runner.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/store/attached_rank.hpp"
 #include "tensorstream/store/torch_views.hpp"
@@ -39,11 +40,10 @@ py::dict attach(const std::string& socket, std::int64_t rank, double timeout_sec
   options.private_weights = private_weights;
   std::optional<store::AttachedRank> attached;
   std::map<std::string, at::Tensor> tensors;
-  {
-    py::gil_scoped_release release;
+  without_gil([&] {
     attached.emplace(store::attach(socket, static_cast<std::uint32_t>(rank), options));
     tensors = store::torch_tensors(*attached);
-  }
+  });
   const store::Manifest& manifest = attached->manifest();
   py::dict weights;
   py::dict kv_cache;

@@ -8,7 +8,9 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/system/system_error.hpp>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -33,17 +35,28 @@ namespace {
 // can notice: Python code waiting in C++ must check itself, as time.sleep() does.
 constexpr auto signal_check_interval = std::chrono::milliseconds(100);
 
+// A tensor taken from the stream that its waiter could not receive (a signal interrupted the
+// wait, an event loop closed before its callback ran): the next next() returns it, so that no
+// tensor is lost. Touched only with the GIL.
+using Stash = std::optional<NamedTensor>;
+
 // One next() of the stream, from its start to its result.
 struct Wait {
   std::mutex mutex;
-  std::condition_variable finished;
-  bool done = false;
+  std::condition_variable changed;
+  bool done = false;       // the result is in
+  bool delivered = false;  // and next_async()'s callback has had it (at once for a blocking next)
+  bool withdrawn = false;  // close() cancelled it: an abort is the owner's, not the caller's
   std::optional<NamedTensor> tensor;
   std::exception_ptr error;
   // Emitted on the runner thread only: Asio's signals are not thread-safe.
   asio::cancellation_signal cancel;
   // next_async()'s callback, touched only with the GIL; null for a blocking next().
   py::object on_done;
+  std::shared_ptr<Stash> stash;
+  std::string remote_path;
+  // The stream of a destroyed _Streamer, ended on the runner thread once this wait is done.
+  std::shared_ptr<SafeTensorsStreamer> stream_to_end;
 };
 
 asio::awaitable<std::optional<NamedTensor>> next_of(SafeTensorsStreamer* streamer) {
@@ -58,13 +71,35 @@ py::object to_python(std::optional<NamedTensor> tensor) {
   return py::make_tuple(std::move(tensor->first), std::move(variable));
 }
 
-void wait_until_done(Wait& wait) {
+template <class Predicate>
+void wait_for(Wait& wait, Predicate predicate) {
   std::unique_lock lock(wait.mutex);
-  wait.finished.wait(lock, [&] { return wait.done; });
+  wait.changed.wait(lock, [&] { return predicate(wait); });
 }
 
 void cancel(const std::shared_ptr<Wait>& wait) {
   asio::post(runner_executor(), [wait] { wait->cancel.emit(asio::cancellation_type::all); });
+}
+
+bool is_abort(std::exception_ptr error) {
+  if (!error) return false;
+  try {
+    std::rethrow_exception(error);
+  } catch (const boost::system::system_error& e) {
+    return e.code() == asio::error::operation_aborted;
+  } catch (...) {
+    return false;
+  }
+}
+
+// The wait's error as the caller should see it: a wait close() withdrew ends in Cancelled
+// ("closed"), not in the cancellation of the caller's own task or thread.
+std::exception_ptr caller_error(const Wait& wait) {
+  if (wait.withdrawn && is_abort(wait.error)) {
+    return std::make_exception_ptr(
+        Cancelled(wait.remote_path + ": the streamer was closed while next() waited"));
+  }
+  return wait.error;
 }
 
 py::dict stats_dict(const StreamStats& stats) {
@@ -86,78 +121,113 @@ py::dict stats_dict(const StreamStats& stats) {
   return result;
 }
 
+// Every member is read and written with the GIL held; the GIL is released only around waits and
+// the stream's destruction, and `closing_` keeps other threads from starting anything meanwhile.
 class Streamer {
  public:
   Streamer(std::string remote_path, std::string local_path, const py::dict& options)
       : remote_path_(std::move(remote_path)), local_path_(std::move(local_path)) {
+    if (shutting_down()) throw StateError(remote_path_ + ": the interpreter is shutting down");
     StreamerOptions streamer_options = python::streamer_options(options);
-    py::gil_scoped_release release;
-    streamer_ = std::make_unique<SafeTensorsStreamer>(remote_path_, local_path_,
-                                                      std::move(streamer_options));
+    without_gil([&] {
+      streamer_ = std::make_unique<SafeTensorsStreamer>(remote_path_, local_path_,
+                                                        std::move(streamer_options));
+    });
   }
 
-  ~Streamer() { close(); }
+  // Not close(): a destructor must not release the GIL, because a daemon thread that takes it
+  // back while the interpreter exits is ended by a forced unwind, which a destructor turns into
+  // std::terminate. The runner thread ends the stream instead: at once, or once the pending wait
+  // (withdrawn here) is done, as the stream must outlive the wait's coroutine.
+  ~Streamer() {
+    if (!streamer_) return;
+    std::shared_ptr<SafeTensorsStreamer> stream(std::move(streamer_));
+    if (pending_) {
+      std::lock_guard lock(pending_->mutex);
+      if (!pending_->done) {
+        pending_->withdrawn = true;
+        pending_->stream_to_end = std::move(stream);
+        cancel(pending_);
+        return;
+      }
+    }
+    asio::post(runner_executor(), [stream = std::move(stream)]() mutable { stream.reset(); });
+  }
   Streamer(const Streamer&) = delete;
   Streamer& operator=(const Streamer&) = delete;
 
   // The next (name, tensor), or None after the last; blocks with the GIL released.
   py::object next() {
+    if (*stash_) return take_stash();
     const auto wait = start(py::object());
     wait_interruptibly(wait);
-    std::unique_lock lock(wait->mutex);
-    if (wait->error && closed()) {
-      throw Cancelled(remote_path_ + ": the streamer was closed while next() waited");
-    }
-    if (wait->error) std::rethrow_exception(wait->error);
+    std::lock_guard lock(wait->mutex);
+    if (wait->error) std::rethrow_exception(caller_error(*wait));
     return to_python(std::move(wait->tensor));
   }
 
-  // Calls on_done(result, exception) on the runner thread once the next tensor is there: result
-  // as next() returns it, or exception the Python exception object it would raise.
+  // Calls on_done(result, exception) once the next tensor is there, on the runner thread (or at
+  // once, for a tensor already taken): result as next() returns it, or exception the Python
+  // exception object it would raise. on_done returns False when it could not hand a tensor on
+  // (its event loop closed), which keeps the tensor for the next call.
   void next_async(py::object on_done) {
     if (on_done.is_none()) throw py::type_error("on_done must be callable");
+    if (*stash_) {
+      NamedTensor kept = **stash_;
+      if (!on_done(take_stash(), py::none()).cast<bool>()) *stash_ = std::move(kept);
+      return;
+    }
     start(std::move(on_done));
   }
 
-  // Withdraws a pending next_async(): its callback then gets asyncio.CancelledError. The stream
-  // goes on; a later next() gets the tensor the withdrawn one would have had.
-  void cancel_next() {
-    if (pending_) cancel(pending_);
-  }
-
-  // Ends the stream: a pending next is cancelled, outstanding requests are too, and their
-  // memory is released. Tensors already returned stay valid. Idempotent.
+  // Ends the stream: a pending next is withdrawn (it ends in CancelledError), outstanding
+  // requests are cancelled, and their memory is released. Tensors already returned stay valid.
+  // Idempotent.
   void close() {
-    if (pending_ && !is_done(*pending_)) {
-      cancel(pending_);
-      py::gil_scoped_release release;
-      wait_until_done(*pending_);
+    if (closing_ || !streamer_) return;
+    closing_ = true;
+    if (const auto pending = pending_) {
+      {
+        std::lock_guard lock(pending->mutex);
+        pending->withdrawn = true;
+      }
+      cancel(pending);
+      // A callback that closes its own streamer must not wait for its own delivery.
+      const bool wait_for_delivery = !on_runner_thread();
+      without_gil([&] {
+        wait_for(*pending, [&](const Wait& w) { return wait_for_delivery ? w.delivered : w.done; });
+      });
     }
-    if (!streamer_) return;
     last_stats_ = streamer_->stats();
     std::unique_ptr<SafeTensorsStreamer> streamer = std::move(streamer_);
-    py::gil_scoped_release release;
-    streamer.reset();
+    without_gil([&] { streamer.reset(); });
   }
 
-  bool closed() const { return !streamer_; }
+  bool closed() const { return closing_ || !streamer_; }
   py::dict stats() const { return stats_dict(streamer_ ? streamer_->stats() : last_stats_); }
   const std::string& remote_path() const { return remote_path_; }
   const std::string& local_path() const { return local_path_; }
 
  private:
-  static bool is_done(Wait& wait) {
-    std::lock_guard lock(wait.mutex);
-    return wait.done;
+  py::object take_stash() {
+    py::object item = to_python(std::move(*stash_));
+    stash_->reset();
+    return item;
   }
 
   std::shared_ptr<Wait> start(py::object on_done) {
-    if (!streamer_) throw StateError(remote_path_ + ": the streamer is closed");
-    if (pending_ && !is_done(*pending_)) {
-      throw StateError(remote_path_ + ": another next() is still waiting; one at a time");
+    if (closed()) throw StateError(remote_path_ + ": the streamer is closed");
+    if (shutting_down()) throw StateError(remote_path_ + ": the interpreter is shutting down");
+    if (pending_) {
+      std::lock_guard lock(pending_->mutex);
+      if (!pending_->done) {
+        throw StateError(remote_path_ + ": another next() is still waiting; one at a time");
+      }
     }
     auto wait = std::make_shared<Wait>();
     wait->on_done = std::move(on_done);
+    wait->stash = stash_;
+    wait->remote_path = remote_path_;
     pending_ = wait;
     asio::co_spawn(runner_executor(), next_of(streamer_.get()),
                    asio::bind_cancellation_slot(
@@ -171,53 +241,67 @@ class Streamer {
   // On the runner thread, once the wait has its result.
   static void finish(const std::shared_ptr<Wait>& wait, std::exception_ptr error,
                      std::optional<NamedTensor> tensor) {
+    // on_done is set before the wait starts and cleared only below, so reading whether it is
+    // null needs no GIL.
+    const bool has_callback = static_cast<bool>(wait->on_done);
+    std::shared_ptr<SafeTensorsStreamer> stream_to_end;
     {
       std::lock_guard lock(wait->mutex);
       wait->error = error;
       wait->tensor = std::move(tensor);
       wait->done = true;
+      wait->delivered = !has_callback;
+      if (!has_callback) stream_to_end = std::move(wait->stream_to_end);
     }
-    wait->finished.notify_all();
-    // on_done is set before the wait starts and cleared only here, so reading whether it is
-    // null needs no GIL.
-    if (!wait->on_done) return;
-    const bool delivered = with_gil([&] {
+    wait->changed.notify_all();
+    if (!has_callback) return;
+    const bool ran = with_gil([&] {
       const py::object on_done = std::move(wait->on_done);
       std::exception_ptr result_error;
       std::optional<NamedTensor> result;
       {
         std::lock_guard lock(wait->mutex);
-        result_error = wait->error;
+        result_error = caller_error(*wait);
         result = std::move(wait->tensor);
       }
       if (result_error) {
         on_done(py::none(), python_exception(result_error));
+      } else if (!result) {
+        on_done(py::none(), py::none());
       } else {
-        on_done(to_python(std::move(result)), py::none());
+        NamedTensor kept = *result;
+        if (!on_done(to_python(std::move(result)), py::none()).cast<bool>()) {
+          *wait->stash = std::move(kept);
+        }
       }
     });
     // Without the GIL, the callback cannot even be released: leak it, the process is ending.
-    if (!delivered) wait->on_done.release();
+    if (!ran) wait->on_done.release();
+    {
+      std::lock_guard lock(wait->mutex);
+      wait->delivered = true;
+      stream_to_end = std::move(wait->stream_to_end);
+    }
+    wait->changed.notify_all();
   }
 
   // Waits for `wait` with the GIL released, waking every signal_check_interval to let Python
-  // run its signal handlers: one that raises (KeyboardInterrupt) cancels the wait and is raised.
+  // run its signal handlers: one that raises (KeyboardInterrupt) cancels the wait and is raised,
+  // and a tensor that arrived meanwhile is kept for the next call.
   void wait_interruptibly(const std::shared_ptr<Wait>& wait) {
     for (;;) {
-      {
-        py::gil_scoped_release release;
+      bool done = false;
+      without_gil([&] {
         std::unique_lock lock(wait->mutex);
-        if (wait->finished.wait_for(lock, signal_check_interval, [&] { return wait->done; })) {
-          return;
-        }
-      }
+        done = wait->changed.wait_for(lock, signal_check_interval, [&] { return wait->done; });
+      });
+      if (done) return;
       if (PyErr_CheckSignals() != 0) {
         py::error_already_set interrupted;
         cancel(wait);
-        {
-          py::gil_scoped_release release;
-          wait_until_done(*wait);
-        }
+        without_gil([&] { wait_for(*wait, [](const Wait& w) { return w.done; }); });
+        std::lock_guard lock(wait->mutex);
+        if (!wait->error && wait->tensor) *stash_ = std::move(wait->tensor);
         throw interrupted;
       }
     }
@@ -226,8 +310,10 @@ class Streamer {
   std::string remote_path_;
   std::string local_path_;
   std::unique_ptr<SafeTensorsStreamer> streamer_;
+  bool closing_ = false;
   StreamStats last_stats_;
   std::shared_ptr<Wait> pending_;
+  std::shared_ptr<Stash> stash_ = std::make_shared<Stash>();
 };
 
 }  // namespace
@@ -238,12 +324,12 @@ void bind_streamer(py::module_& module) {
            py::arg("local_path"), py::arg("options"))
       .def("next", &Streamer::next)
       .def("next_async", &Streamer::next_async, py::arg("on_done"))
-      .def("cancel_next", &Streamer::cancel_next)
       .def("close", &Streamer::close)
       .def_property_readonly("closed", &Streamer::closed)
       .def("stats", &Streamer::stats)
       .def_property_readonly("remote_path", &Streamer::remote_path)
       .def_property_readonly("local_path", &Streamer::local_path);
+  module.def("_begin_shutdown", &begin_shutdown);
 }
 
 }  // namespace tensorstream::python

@@ -9,6 +9,13 @@ namespace tensorstream::detail {
 void check_streamer_options(const StreamerOptions& options) {
   if (options.chunk_size == 0u) throw InvalidArgument("chunk_size must be at least 1 byte");
   if (options.max_concurrency == 0u) throw InvalidArgument("max_concurrency must be at least 1");
+  // Each read in flight is a coroutine and a connection's worth of state; beyond a few thousand
+  // they only queue behind the per-host connection limit (HttpOptions::max_connections_limit).
+  constexpr std::size_t max_concurrency_limit = 4096;
+  if (*options.max_concurrency > max_concurrency_limit) {
+    throw InvalidArgument("max_concurrency " + std::to_string(*options.max_concurrency) +
+                          " is above the limit of " + std::to_string(max_concurrency_limit));
+  }
   if (options.io_threads == 0) throw InvalidArgument("io_threads must be at least 1");
   if (options.memory_limit == 0) throw InvalidArgument("memory_limit must be at least 1 byte");
   const int tensor_parallel_size = options.tensor_parallel_size.value_or(1);

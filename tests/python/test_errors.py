@@ -3,6 +3,8 @@ prints for the same failure."""
 
 from __future__ import annotations
 
+import errno
+import logging
 import subprocess
 
 import pytest
@@ -36,6 +38,7 @@ def test_a_missing_object_is_a_file_not_found_error_with_the_cli_message(tmp_pat
     assert isinstance(error, FileNotFoundError)
     assert isinstance(error, tensorstream.NotFoundError)
     assert error.object == url and error.cause.startswith("HTTP 404")
+    assert error.errno == errno.ENOENT and error.filename is None
     assert not error.transient
     assert str(error) == cli_error(cli, url)
 
@@ -67,13 +70,18 @@ def test_a_refused_request_is_a_permission_error(tmp_path, nginx_factory, cli):
     url = f"{server.url}/secret/model.safetensors"
     error = first_error(url)
     assert isinstance(error, PermissionError) and isinstance(error, tensorstream.StorageError)
-    assert error.cause.startswith("HTTP 403")
+    assert error.cause.startswith("HTTP 403") and error.errno == errno.EACCES
     assert str(error) == cli_error(cli, url)
 
 
-def test_a_server_error_is_retried_then_an_os_error(tmp_path, nginx_factory):
+def test_a_server_error_is_retried_then_an_os_error(tmp_path, nginx_factory, caplog):
     server = nginx_factory(tmp_path, "location /broken/ { return 500; }")
-    error = first_error(f"{server.url}/broken/model.safetensors", max_retries=1)
+    with caplog.at_level(logging.WARNING, logger="tensorstream"):
+        error = first_error(f"{server.url}/broken/model.safetensors", max_retries=1)
+    # The retry was logged through Python's logging, which the application configures.
+    retries = [record for record in caplog.records if record.name == "tensorstream"]
+    assert len(retries) == 1 and retries[0].levelno == logging.WARNING
+    assert "HTTP 500" in retries[0].getMessage() and "retrying" in retries[0].getMessage()
     assert type(error) is tensorstream.StorageError
     assert isinstance(error, OSError)
     assert not isinstance(error, (FileNotFoundError, PermissionError))
@@ -108,6 +116,9 @@ def test_missing_credentials_are_a_permission_error(tmp_path, monkeypatch):
      "read_order must be one of 'smallest_first', 'file_order', got 'random'"),
     ({"connect_timeout": -1.0}, "connect_timeout must be a positive number of seconds, got -1.0"),
     ({"io_threads": 100000}, "io_threads 100000 is too large (at most 256)"),
+    ({"max_concurrency": 10**9}, "max_concurrency 1000000000 is above the limit of 4096"),
+    ({"read_timeout": 10**400}, "read_timeout must be a positive number of seconds, got " +
+     str(10**400)),
 ])
 def test_a_bad_option_value_is_a_value_error_naming_it(model_dir, options, message):
     directory, _ = model_dir

@@ -85,5 +85,15 @@ TEST_F(StreamerEnvironment, AnExplicitZeroIsStillRejected) {
   EXPECT_EQ(construction_error(options), "max_concurrency must be at least 1");
 }
 
+// A billion reads in flight would be a billion coroutines started before the first tensor.
+TEST_F(StreamerEnvironment, AConcurrencyAboveTheLimitIsRejected) {
+  StreamerOptions options;
+  options.max_concurrency = 4097;
+  EXPECT_EQ(construction_error(options), "max_concurrency 4097 is above the limit of 4096");
+  environment_.set("FLYTE_MODEL_LOADER_MAX_CONCURRENCY", "1000000000");
+  EXPECT_EQ(construction_error(StreamerOptions{}),
+            "max_concurrency 1000000000 is above the limit of 4096");
+}
+
 }  // namespace
 }  // namespace tensorstream

@@ -23,7 +23,7 @@ import atexit
 # torch first: the extension hands tensors to its Python classes, which importing torch sets up.
 import torch  # noqa: F401
 
-from . import errors, store
+from . import _tensorstream, errors, store
 from .errors import (AccessDeniedError, CancelledError, CredentialsError,
                      DeadlineExceededError, Error, FormatError, InvalidArgumentError,
                      NotFoundError, StateError, StorageError)
@@ -45,7 +45,9 @@ __all__ = [
 
 @atexit.register
 def _close_live_streamers() -> None:
-    # A wait completes on the extension's thread, which calls into Python: none may be left when
-    # the interpreter shuts down.
+    # A wait completes on the extension's thread, which calls into Python, and a stream runs
+    # threads of its own: none may be left when the interpreter shuts down. No stream or wait
+    # starts from here on (threads that still run get a StateError), then every live one ends.
+    _tensorstream._begin_shutdown()
     for streamer in list(_live):
         streamer.close()

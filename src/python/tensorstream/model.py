@@ -38,7 +38,7 @@ class FileHeader:
 
 
 def inspect(remote_path: PathLike, *, max_concurrency: Optional[int] = None,
-            rank: int = 0, tensor_parallel_size: Optional[int] = None,
+            rank: int = 0, tensor_parallel_size: int = 1,
             **store_options: Any) -> List[FileHeader]:
     """The headers of the files a SafeTensorsStreamer of ``remote_path`` would read, in stream
     order, each with the tensors it would load from that file; reads no tensor data."""

@@ -80,7 +80,7 @@ class SafeTensorsStreamer:
         chunk_size: Optional[int] = None,
         max_concurrency: Optional[int] = None,
         rank: int = 0,
-        tensor_parallel_size: Optional[int] = None,
+        tensor_parallel_size: int = 1,
         memory_limit: Optional[int] = None,
         *,
         memory_accounting: Optional[str] = None,
@@ -140,16 +140,18 @@ class SafeTensorsStreamer:
         library's thread wakes the loop when the tensor is there (no polling, no thread per wait).
 
         Cancelling the awaiting task cancels the stream, as it finalises an async generator:
-        outstanding requests stop, their memory is released, and the streamer is closed.
+        outstanding requests stop, their memory is released, and the streamer is closed. A
+        streamer closed by someone else meanwhile raises tensorstream.CancelledError here.
         """
         loop = asyncio.get_running_loop()
         future = loop.create_future()
 
-        def on_done(result: Any, error: Optional[BaseException]) -> None:
+        def on_done(result: Any, error: Optional[BaseException]) -> bool:
             try:
                 loop.call_soon_threadsafe(_settle, future, result, error)
-            except RuntimeError:  # the loop is closed: nobody waits any more
-                pass
+                return True
+            except RuntimeError:  # the loop is closed: the stream keeps the tensor
+                return False
 
         self._impl.next_async(on_done)
         try:

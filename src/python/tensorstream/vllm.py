@@ -94,8 +94,8 @@ def make_loader_class(base: Type[Any],
         """Streams the weights from FLYTE_MODEL_LOADER_REMOTE_MODEL_PATH (see tensorstream.vllm)."""
 
         def _get_weights_iterator(self, source: Any) -> Iterator[Tuple[str, torch.Tensor]]:
-            config = model_loader_config()
             try:
+                config = model_loader_config()
                 if config.remote_model_path is None:
                     raise InvalidArgumentError(
                         "FLYTE_MODEL_LOADER_REMOTE_MODEL_PATH (or TENSORSTREAM_REMOTE_MODEL_PATH) "
