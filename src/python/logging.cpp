@@ -28,17 +28,21 @@ int python_level(LogLevel level) {
   }
 }
 
+// Called on the library's threads: the record is made on the Python thread, so that no I/O
+// thread waits for the GIL.
 void to_python_logging(LogLevel level, std::string_view message) {
-  // At exit the GIL may no longer be taken: stderr, as without Python.
-  const bool logged = with_gil([&] {
-    py::module_::import("logging")
-        .attr("getLogger")("tensorstream")
-        .attr("log")(python_level(level), py::str(message.data(), message.size()));
+  call_python([level, text = std::string(message)](bool with_gil) {
+    if (!with_gil) {  // at exit: stderr, as without Python
+      const std::string line = "tensorstream: " + text + "\n";
+      std::fwrite(line.data(), 1, line.size(), stderr);
+      return;
+    }
+    reporting_errors([&] {
+      py::module_::import("logging")
+          .attr("getLogger")("tensorstream")
+          .attr("log")(python_level(level), py::str(text));
+    });
   });
-  if (!logged) {
-    const std::string line = "tensorstream: " + std::string(message) + "\n";
-    std::fwrite(line.data(), 1, line.size(), stderr);
-  }
 }
 
 }  // namespace

@@ -1,40 +1,47 @@
 #pragma once
-// The thread on which the extension's waits complete, and the rules for taking and leaving the
-// GIL around them.
+// The extension's two threads (the runner, on which waits complete, and the Python thread, the
+// only one that takes the GIL on the library's behalf) and the rules for leaving the GIL.
 
 #include <Python.h>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <exception>
+#include <functional>
 #include <pybind11/pybind11.h>
 
 namespace tensorstream::python {
 
 /// The executor of the process's one runner thread, started at first use. A stream's next()
 /// is awaited there, so that a wait can be cancelled and can wake an asyncio event loop, without
-/// a thread blocked per wait. The thread is never joined: it idles in epoll_wait, holding no
-/// Python object, so the interpreter may exit under it.
+/// a thread blocked per wait. It never takes the GIL, and is never joined: it idles in
+/// epoll_wait, holding no Python object, so the interpreter may exit under it.
 boost::asio::any_io_executor runner_executor();
 
-/// Whether the caller is the runner thread.
-bool on_runner_thread();
-
-/// Called at interpreter exit (tensorstream/__init__.py, after closing every live streamer):
-/// from then on no wait starts, and the runner thread no longer takes the GIL.
+/// Called at interpreter exit (tensorstream/__init__.py, before closing every live streamer):
+/// from then on no stream or wait starts, and no call takes the GIL (see call_python()).
 void begin_shutdown();
 
 /// Whether begin_shutdown() was called or the interpreter is finalizing; a thread that takes
 /// the GIL then may be ended by the interpreter in the middle of C++ code.
 bool shutting_down();
 
-/// Runs `call` with the GIL on a thread that may not hold it (the runner's, the library's I/O
-/// threads), unless shutting_down(): then it returns false
-/// without calling. An exception from `call` is reported as unraisable, there being no caller to
-/// raise it to.
+/// Queues `call` for the extension's Python thread, which runs the queued calls in order, each
+/// with the GIL: `call(true)`. Once shutting_down(), calls run without the GIL, as `call(false)`,
+/// and must then leak the Python objects they hold rather than release them. Never blocks.
+///
+/// Only that thread takes the GIL on the library's behalf, never the runner or the I/O threads:
+/// the interpreter ends a thread that takes the GIL while it exits, by a forced unwind, which
+/// Asio's handler frames (catch (...) without rethrow) would turn into an abort. The Python
+/// thread is a plain thread with no such frame, so the unwind just ends it.
+void call_python(std::function<void(bool with_gil)> call);
+
+/// Whether the caller is the thread of call_python(): a call there must not wait for a later one.
+bool on_python_thread();
+
+/// Runs `call()` with the GIL, reporting a Python exception from it as unraisable (there is no
+/// caller to raise it to). For the calls of call_python().
 template <class Call>
-bool with_gil(Call&& call) {
-  if (shutting_down()) return false;
-  pybind11::gil_scoped_acquire gil;
+void reporting_errors(Call&& call) {
   try {
     call();
   } catch (pybind11::error_already_set& error) {
@@ -43,7 +50,6 @@ bool with_gil(Call&& call) {
     PyErr_SetString(PyExc_RuntimeError, error.what());
     PyErr_WriteUnraisable(nullptr);
   }
-  return true;
 }
 
 /// Runs `call` with the GIL released, on a Python thread that holds it. Not an RAII guard on

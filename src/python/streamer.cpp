@@ -193,7 +193,7 @@ class Streamer {
       }
       cancel(pending);
       // A callback that closes its own streamer must not wait for its own delivery.
-      const bool wait_for_delivery = !on_runner_thread();
+      const bool wait_for_delivery = !on_python_thread();
       without_gil([&] {
         wait_for(*pending, [&](const Wait& w) { return wait_for_delivery ? w.delivered : w.done; });
       });
@@ -238,7 +238,8 @@ class Streamer {
     return wait;
   }
 
-  // On the runner thread, once the wait has its result.
+  // On the runner thread, once the wait has its result; a callback is called on the Python
+  // thread (call_python()).
   static void finish(const std::shared_ptr<Wait>& wait, std::exception_ptr error,
                      std::optional<NamedTensor> tensor) {
     // on_done is set before the wait starts and cleared only below, so reading whether it is
@@ -254,35 +255,43 @@ class Streamer {
       if (!has_callback) stream_to_end = std::move(wait->stream_to_end);
     }
     wait->changed.notify_all();
-    if (!has_callback) return;
-    const bool ran = with_gil([&] {
-      const py::object on_done = std::move(wait->on_done);
-      std::exception_ptr result_error;
-      std::optional<NamedTensor> result;
+    if (!has_callback) return;  // a destroyed _Streamer's stream ends as stream_to_end goes
+    call_python([wait](bool with_gil) {
+      if (with_gil) {
+        reporting_errors([&] { deliver(*wait); });
+      } else {
+        wait->on_done.release();  // cannot even be released without the GIL: leaked at exit
+      }
+      std::shared_ptr<SafeTensorsStreamer> ended;  // a destroyed _Streamer's, ended here
       {
         std::lock_guard lock(wait->mutex);
-        result_error = caller_error(*wait);
-        result = std::move(wait->tensor);
+        wait->delivered = true;
+        ended = std::move(wait->stream_to_end);
       }
-      if (result_error) {
-        on_done(py::none(), python_exception(result_error));
-      } else if (!result) {
-        on_done(py::none(), py::none());
-      } else {
-        NamedTensor kept = *result;
-        if (!on_done(to_python(std::move(result)), py::none()).cast<bool>()) {
-          *wait->stash = std::move(kept);
-        }
-      }
+      wait->changed.notify_all();
     });
-    // Without the GIL, the callback cannot even be released: leak it, the process is ending.
-    if (!ran) wait->on_done.release();
+  }
+
+  // Hands the wait's result to its callback; with the GIL.
+  static void deliver(Wait& wait) {
+    const py::object on_done = std::move(wait.on_done);
+    std::exception_ptr result_error;
+    std::optional<NamedTensor> result;
     {
-      std::lock_guard lock(wait->mutex);
-      wait->delivered = true;
-      stream_to_end = std::move(wait->stream_to_end);
+      std::lock_guard lock(wait.mutex);
+      result_error = caller_error(wait);
+      result = std::move(wait.tensor);
     }
-    wait->changed.notify_all();
+    if (result_error) {
+      on_done(py::none(), python_exception(result_error));
+    } else if (!result) {
+      on_done(py::none(), py::none());
+    } else {
+      NamedTensor kept = *result;
+      if (!on_done(to_python(std::move(result)), py::none()).cast<bool>()) {
+        *wait.stash = std::move(kept);
+      }
+    }
   }
 
   // Waits for `wait` with the GIL released, waking every signal_check_interval to let Python
