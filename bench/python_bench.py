@@ -9,7 +9,11 @@ loads it, in turns, `--runs` times each, every load in a fresh process:
 
     cli       `tensorstream stream URL` (C++; no tensors made), the reference, as its --json
               summary measures the stream
-    binding   tensorstream.SafeTensorsStreamer(URL).get_tensors(), every tensor dropped as it comes
+    binding   tensorstream.SafeTensorsStreamer(URL).get_tensors(), every tensor released at the
+              end of the loop body (`del tensor`), as the CLI releases it
+    binding, tensor kept a loop
+              the same loop without `del`: the loop variable holds each tensor until the next
+              arrives, so the stream cannot reuse its memory for the reads meanwhile
     seed      a pure-Python loader of the Python original's design: the header by two range reads,
               then 16 MiB range reads on 32 threads (http.client; botocore for s3://, signed)
               into one buffer per tensor, torch.frombuffer(...).view(shape) when it is complete
@@ -49,6 +53,8 @@ start, cpu = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
 total = 0
 for name, tensor in tensorstream.SafeTensorsStreamer(sys.argv[1], **json.loads(sys.argv[2])).get_tensors():
     total += tensor.numel() * tensor.element_size()
+    if sys.argv[3] == "release":
+        del tensor
 end = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"seconds": time.monotonic() - start, "bytes": total,
                   "cpu": end.ru_utime + end.ru_stime - cpu.ru_utime - cpu.ru_stime}))
@@ -211,7 +217,10 @@ def main() -> int:
                     summary = json.loads(timed(cli_command, env)["output"].splitlines()[-1])
                     loads["cli"] = {"seconds": summary["summary"]["seconds"],
                                     "cpu": summary["summary"]["cpu_seconds"]}
-                    loads["binding"] = python_load(BINDING, [url, json.dumps(options)], env)
+                    loads["binding"] = python_load(BINDING, [url, json.dumps(options), "release"],
+                                                   env)
+                    loads["binding, tensor kept a loop"] = python_load(
+                        BINDING, [url, json.dumps(options), "keep"], env)
                     loads["seed"] = python_load(SEED, [url, endpoint], env)
                     downloaded = work / "download.safetensors"
                     if source == "s3rver" and aws:

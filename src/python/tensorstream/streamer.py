@@ -128,6 +128,9 @@ class SafeTensorsStreamer:
             if item is None:
                 return
             yield item
+            # Not held while waiting for the next: a tensor released early is memory the
+            # stream reuses instead of mapping fresh pages.
+            del item
 
     def __iter__(self) -> Iterator[Tuple[str, torch.Tensor]]:
         return self.get_tensors()
