@@ -1,7 +1,8 @@
 // _Streamer: SafeTensorsStreamer for Python. Every wait for a tensor is the stream's coroutine
 // next() awaited on the runner thread (runner.hpp), which either a blocked Python thread waits
-// for (next(), with the GIL released) or which calls back into an asyncio event loop
-// (next_async()); either way the wait can be cancelled, and close() can end the stream under it.
+// for (next(), with the GIL released) or whose result the extension's Python thread hands to a
+// callback that wakes an asyncio event loop (next_async()); either way the wait can be
+// cancelled, and close() can end the stream under it.
 
 #include <torch/csrc/autograd/python_variable.h>
 
@@ -55,7 +56,8 @@ struct Wait {
   py::object on_done;
   std::shared_ptr<Stash> stash;
   std::string remote_path;
-  // The stream of a destroyed _Streamer, ended on the runner thread once this wait is done.
+  // The stream of a destroyed _Streamer, ended once this wait is over (by the thread that ends
+  // it: the runner, or the Python thread after a callback).
   std::shared_ptr<SafeTensorsStreamer> stream_to_end;
 };
 
@@ -137,8 +139,8 @@ class Streamer {
 
   // Not close(): a destructor must not release the GIL, because a daemon thread that takes it
   // back while the interpreter exits is ended by a forced unwind, which a destructor turns into
-  // std::terminate. The runner thread ends the stream instead: at once, or once the pending wait
-  // (withdrawn here) is done, as the stream must outlive the wait's coroutine.
+  // std::terminate. The extension's threads end the stream instead: the runner at once, or
+  // whichever ends the pending wait (withdrawn here), as the stream must outlive its coroutine.
   ~Streamer() {
     if (!streamer_) return;
     std::shared_ptr<SafeTensorsStreamer> stream(std::move(streamer_));
@@ -166,8 +168,8 @@ class Streamer {
     return to_python(std::move(wait->tensor));
   }
 
-  // Calls on_done(result, exception) once the next tensor is there, on the runner thread (or at
-  // once, for a tensor already taken): result as next() returns it, or exception the Python
+  // Calls on_done(result, exception) once the next tensor is there, on the extension's Python
+  // thread (or at once, for a tensor already taken): result as next() returns it, or exception the Python
   // exception object it would raise. on_done returns False when it could not hand a tensor on
   // (its event loop closed), which keeps the tensor for the next call.
   void next_async(py::object on_done) {

@@ -12,7 +12,7 @@ void check_streamer_options(const StreamerOptions& options) {
   // Each read in flight is a coroutine and a connection's worth of state; beyond a few thousand
   // they only queue behind the per-host connection limit (HttpOptions::max_connections_limit).
   constexpr std::size_t max_concurrency_limit = 4096;
-  if (*options.max_concurrency > max_concurrency_limit) {
+  if (options.max_concurrency > max_concurrency_limit) {
     throw InvalidArgument("max_concurrency " + std::to_string(*options.max_concurrency) +
                           " is above the limit of " + std::to_string(max_concurrency_limit));
   }
