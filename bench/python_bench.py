@@ -44,28 +44,37 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests" / "python"))
 from servers import Nginx, S3rver  # noqa: E402
 
-# Run in a fresh interpreter per load. Each prints {"seconds": wall, "cpu": seconds, "bytes": N}
-# for the load alone, after its imports.
-BINDING = r"""
-import json, resource, sys, time
-import tensorstream
+# Each Python loader is (setup, load): run in a fresh interpreter per load, with the clocks
+# started between the two, so that {"seconds": wall, "cpu": seconds, "bytes": N} measure the load
+# alone, after its imports. `load` leaves the bytes it loaded in `total`.
+CLOCK = r"""
+import json, resource, time
 start, cpu = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
-total = 0
-for name, tensor in tensorstream.SafeTensorsStreamer(sys.argv[1], **json.loads(sys.argv[2])).get_tensors():
-    total += tensor.numel() * tensor.element_size()
-    if sys.argv[3] == "release":
-        del tensor
+"""
+REPORT = r"""
 end = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"seconds": time.monotonic() - start, "bytes": total,
                   "cpu": end.ru_utime + end.ru_stime - cpu.ru_utime - cpu.ru_stime}))
 """
+# The dtypes of the checkpoint, for the loaders that parse headers themselves.
+DTYPES = r"""
+DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "I64": torch.int64,
+          "I32": torch.int32, "U8": torch.uint8, "I8": torch.int8, "BOOL": torch.bool}
+"""
+BINDING = (r"""
+import json, resource, sys, time
+import tensorstream
+""", r"""total = 0
+for name, tensor in tensorstream.SafeTensorsStreamer(sys.argv[1], **json.loads(sys.argv[2])).get_tensors():
+    total += tensor.numel() * tensor.element_size()
+    if sys.argv[3] == "release":
+        del tensor
+""")
 
-SEED = r"""
+SEED = (r"""
 import concurrent.futures, http.client, json, resource, struct, sys, threading, time, urllib.parse
 import torch
 
-DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "I64": torch.int64,
-          "I32": torch.int32, "U8": torch.uint8, "I8": torch.int8, "BOOL": torch.bool}
 CHUNK, CONCURRENCY = 16 << 20, 32
 url, endpoint = sys.argv[1], sys.argv[2]
 local = threading.local()
@@ -95,8 +104,7 @@ else:
             done += response.readinto(view[done:])
         response.read()
 
-start, cpu = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
-prefix = bytearray(8)
+""" + DTYPES, r"""prefix = bytearray(8)
 read(0, 8, memoryview(prefix))
 length = struct.unpack("<Q", prefix)[0]
 header_bytes = bytearray(length)
@@ -122,18 +130,12 @@ with concurrent.futures.ThreadPoolExecutor(CONCURRENCY) as pool:
         total += tensor.numel() * tensor.element_size()
         del tensor, buffer
         pending[name] = None
-end = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({"seconds": time.monotonic() - start, "bytes": total,
-                  "cpu": end.ru_utime + end.ru_stime - cpu.ru_utime - cpu.ru_stime}))
-"""
+""")
 
-LOAD_FILE = r"""
+LOAD_FILE = (r"""
 import json, mmap, resource, struct, sys, time
 import torch
-DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "I64": torch.int64,
-          "I32": torch.int32, "U8": torch.uint8, "I8": torch.int8, "BOOL": torch.bool}
-start, cpu = time.monotonic(), resource.getrusage(resource.RUSAGE_SELF)
-total = 0
+""" + DTYPES, r"""total = 0
 with open(sys.argv[1], "rb", buffering=0) as file:
     length = struct.unpack("<Q", file.read(8))[0]
     header = json.loads(file.read(length))
@@ -147,10 +149,7 @@ with open(sys.argv[1], "rb", buffering=0) as file:
             done += file.readinto(view[done:])
         tensor = torch.frombuffer(buffer, dtype=DTYPES[entry["dtype"]]).view(entry["shape"])
         total += tensor.numel() * tensor.element_size()
-end = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({"seconds": time.monotonic() - start, "bytes": total,
-                  "cpu": end.ru_utime + end.ru_stime - cpu.ru_utime - cpu.ru_stime}))
-"""
+""")
 
 
 def children_cpu() -> float:
@@ -168,8 +167,10 @@ def timed(command, env) -> dict:
             "output": result.stdout}
 
 
-def python_load(script, arguments, env) -> dict:
+def python_load(loader, arguments, env) -> dict:
     """A Python loader's own measurement of its load (imports excluded)."""
+    setup, load = loader
+    script = setup + CLOCK + load + REPORT
     run = timed([sys.executable, "-c", script, *arguments], env)
     return json.loads(run["output"].strip().splitlines()[-1])
 

@@ -1,7 +1,5 @@
 // _attach(): a rank of a store server as torch tensors over the shared memory it passes.
 
-#include <torch/csrc/autograd/python_variable.h>
-
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -9,6 +7,7 @@
 
 #include "python/bindings.hpp"
 #include "python/runner.hpp"
+#include "python/tensors.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/store/attached_rank.hpp"
 #include "tensorstream/store/torch_views.hpp"
@@ -17,12 +16,6 @@ namespace py = pybind11;
 
 namespace tensorstream::python {
 namespace {
-
-py::object wrap(at::Tensor tensor) {
-  auto variable = py::reinterpret_steal<py::object>(THPVariable_Wrap(std::move(tensor)));
-  if (!variable) throw py::error_already_set();
-  return variable;
-}
 
 // The manifest's facts and the tensors, split into the weights and the KV cache (by region, so
 // that weights mapped writable with private_weights still count as weights).
@@ -49,7 +42,7 @@ py::dict attach(const std::string& socket, std::int64_t rank, double timeout_sec
   py::dict kv_cache;
   for (const auto& entry : manifest.tensors) {
     (entry.region == "kv_cache" ? kv_cache : weights)[py::str(entry.name)] =
-        wrap(tensors.at(entry.name));
+        python_tensor(tensors.at(entry.name));
   }
   py::dict result;
   result["socket"] = socket;

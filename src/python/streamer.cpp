@@ -4,8 +4,6 @@
 // callback that wakes an asyncio event loop (next_async()); either way the wait can be
 // cancelled, and close() can end the stream under it.
 
-#include <torch/csrc/autograd/python_variable.h>
-
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -23,6 +21,7 @@
 #include "python/errors.hpp"
 #include "python/options.hpp"
 #include "python/runner.hpp"
+#include "python/tensors.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/streaming/safetensors_streamer.hpp"
 
@@ -68,9 +67,7 @@ asio::awaitable<std::optional<NamedTensor>> next_of(SafeTensorsStreamer* streame
 // (name, tensor), the tensor over the stream's memory without a copy, or None after the last.
 py::object to_python(std::optional<NamedTensor> tensor) {
   if (!tensor) return py::none();
-  auto variable = py::reinterpret_steal<py::object>(THPVariable_Wrap(std::move(tensor->second)));
-  if (!variable) throw py::error_already_set();
-  return py::make_tuple(std::move(tensor->first), std::move(variable));
+  return py::make_tuple(std::move(tensor->first), python_tensor(std::move(tensor->second)));
 }
 
 template <class Predicate>
