@@ -183,6 +183,9 @@ def main() -> int:
     args = parser.parse_args()
     build = pathlib.Path(args.build).resolve()
     cli = str(build / "tensorstream")
+    if not os.access(cli, os.X_OK) or not (build / "python" / "tensorstream").is_dir():
+        parser.error(f"no built tool and Python package under {build}: build first "
+                     "(bash scripts/build.sh) or name the build directory with --build")
     aws = shutil.which("aws", path="/usr/bin") or shutil.which("aws")
     env = dict(os.environ, PYTHONPATH=str(build / "python"), PYTHONDONTWRITEBYTECODE="1",
                AWS_ACCESS_KEY_ID="S3RVER", AWS_SECRET_ACCESS_KEY="S3RVER",
