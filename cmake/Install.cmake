@@ -21,7 +21,7 @@ install(TARGETS tensorstream_batching EXPORT tensorstreamBatchingTargets
 install(TARGETS tensorstream_core EXPORT tensorstreamCoreTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 if(TENSORSTREAM_WITH_TORCH)
-  install(TARGETS tensorstream tensorstream_torch EXPORT tensorstreamTorchTargets
+  install(TARGETS tensorstream tensorstream_c10d tensorstream_torch EXPORT tensorstreamTorchTargets
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
 if(TENSORSTREAM_BUILD_CLI)

@@ -14,6 +14,7 @@ below it, never those above:
                                     libtorch, and the base's other files are in the core library
       storage
         safetensors, traw           the formats (TRAW shares the safetensors dtypes)
+        distributed                 the group a distributed stream broadcasts over
           streaming
             model
               store, bench
@@ -31,7 +32,7 @@ import sys
 RANK = {
     "base": 0, "async": 0,
     "batching": 1, "storage": 1,
-    "safetensors": 2, "traw": 2.5,
+    "safetensors": 2, "traw": 2.5, "distributed": 2,
     "streaming": 3,
     "model": 4,
     "store": 5, "bench": 5,

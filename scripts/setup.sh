@@ -11,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libpugixml-dev
   nginx-light python3-botocore librsvg2-bin
   python3-dev pybind11-dev python3-torch python3-pytest
+  libgloo-dev
   clang-15 libfuzzer-15-dev
 )
 # s3rver runs on Node.js; a machine that already has node and npm (say from NodeSource) keeps them.

@@ -20,11 +20,13 @@
 #include "byte_size.hpp"
 #include "cli/number_checks.hpp"
 #include "cli/commands.hpp"
+#include "cli/group_flags.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/progress_bar.hpp"
 #include "cli/progress_flag.hpp"
 #include "cli/store_flags.hpp"
 #include "tensorstream/error.hpp"
+#include "streaming/group_agreement.hpp"
 #include "tensorstream/store/store_server.hpp"
 
 namespace tensorstream::cli {
@@ -46,6 +48,8 @@ struct ServeArguments {
   std::vector<gid_t> allow_gids;
   std::string ready_file;
   std::string progress;
+  int rank = 0;
+  GroupFlags group;
   SourceReadFlags read;
   StoreFlags store;
 };
@@ -158,8 +162,23 @@ class LoadProgress {
   std::uint64_t total_ = 0;
 };
 
+// A world of servers (one per node) loads the checkpoint once between them: they join one group,
+// which every rank's stream of this server then broadcasts over, in the same order on each.
+// Servers in one group serve the same ranks.
+std::shared_ptr<BroadcastGroup> join_servers(const ServeArguments& arguments,
+                                             const store::StoreServerOptions& options) {
+  const DistributedOptions distributed = distributed_options(arguments.group, arguments.rank);
+  if (!distributed.enabled()) return nullptr;
+  std::string served = "serve/tp" + std::to_string(arguments.tensor_parallel_size) + "/ranks";
+  for (const int rank : arguments.ranks) served += "," + std::to_string(rank);
+  return join_group(distributed, served,
+                    tensorstream::detail::member_description(
+                        arguments.source, environment_streamer_options(options.stream)));
+}
+
 void run_serve(const ServeArguments& arguments) {
-  const auto options = server_options(arguments);
+  auto options = server_options(arguments);
+  options.stream.distributed.group = join_servers(arguments, options);
   std::signal(SIGPIPE, SIG_IGN);
   asio::io_context io;
   // Caught from before the socket exists, so that a SIGTERM never leaves the socket file behind.
@@ -266,6 +285,11 @@ void register_serve_command(CLI::App& app) {
   command->add_option("--ready-file", arguments->ready_file,
                       "Write the ready line to this file once every rank is loaded; removed on "
                       "exit");
+  command->add_option("--rank", arguments->rank,
+                      "With --world-size: this server's rank among the servers reading the "
+                      "checkpoint together (one per node)")
+      ->capture_default_str();
+  add_group_flags(*command, arguments->group);
   add_progress_flag(*command, arguments->progress);
   add_source_read_flags(*command, arguments->read,
                         "Memory for tensors in flight (the ranks' shared memory comes on top)");

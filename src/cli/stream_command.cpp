@@ -7,6 +7,7 @@
 #include "process_cpu.hpp"
 #include "cli/number_checks.hpp"
 #include "cli/commands.hpp"
+#include "cli/group_flags.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/progress_bar.hpp"
 #include "cli/progress_flag.hpp"
@@ -29,6 +30,7 @@ struct StreamArguments {
   std::size_t io_threads = StreamerOptions{}.io_threads;
   int rank = 0;
   std::optional<int> tensor_parallel_size;
+  GroupFlags group;
   bool json = false;
   std::string progress;
   std::string checksum;
@@ -74,6 +76,10 @@ std::string summary_line(const StreamStats& stats, const StreamerOptions& option
                 process_cpu_seconds());
   std::string line = text;
   append_json_string(line, stats.io_mode);
+  if (stats.group_size > 1) {
+    line += ",\"group_size\":" + std::to_string(stats.group_size) +
+            ",\"broadcast_bytes\":" + std::to_string(stats.broadcast_bytes);
+  }
   return line + "}}";
 }
 
@@ -89,7 +95,18 @@ void run_stream(const StreamArguments& arguments) {
   options.max_concurrency = arguments.concurrency;
   options.memory_limit = parse_byte_size(arguments.memory_limit, "--memory-limit");
   options.io_threads = arguments.io_threads;
+  // In a world of processes, --rank is the process's rank there; the tensor-parallel rank is
+  // its remainder by --tp, as when consecutive ranks form a model's tensor-parallel group.
+  options.distributed = distributed_options(arguments.group, arguments.rank);
   options.rank = arguments.rank;
+  const int tensor_parallel_size = arguments.tensor_parallel_size.value_or(1);
+  if (options.distributed.enabled()) {
+    if (arguments.group.world_size % tensor_parallel_size != 0) {
+      throw InvalidArgument("--world-size " + std::to_string(arguments.group.world_size) +
+                            " is not a multiple of --tp " + std::to_string(tensor_parallel_size));
+    }
+    if (arguments.rank >= 0) options.rank = arguments.rank % tensor_parallel_size;
+  }
   options.tensor_parallel_size = arguments.tensor_parallel_size;
   options.store = apply_store_flags(arguments.store);
   options.select = tensor_selection(arguments.filter);
@@ -128,15 +145,21 @@ void run_stream(const StreamArguments& arguments) {
   if (arguments.json) {
     std::puts(summary_line(stats, options).c_str());
   } else {
+    std::string group;
+    if (stats.group_size > 1) {
+      group = ", " + format_byte_size(stats.broadcast_bytes) + " broadcast by " +
+              std::to_string(stats.group_size - 1) + " other rank" +
+              (stats.group_size > 2 ? "s" : "");
+    }
     std::printf("streamed %llu tensors (%s) from %s in %.3f s: %.3f GB/s, first tensor after "
-                "%.1f ms [%s, %llu requests, %llu retries, peak memory %s]\n",
+                "%.1f ms [%s, %llu requests, %llu retries, peak memory %s%s]\n",
                 static_cast<unsigned long long>(stats.tensors),
                 format_byte_size(stats.bytes).c_str(), url.c_str(),
                 stats.elapsed_seconds, stats.gigabytes_per_second(),
                 stats.first_tensor_seconds * 1e3, stats.io_mode.c_str(),
                 static_cast<unsigned long long>(stats.requests),
                 static_cast<unsigned long long>(stats.retries),
-                format_byte_size(stats.peak_memory).c_str());
+                format_byte_size(stats.peak_memory).c_str(), group.c_str());
   }
   std::fflush(stdout);
 }
@@ -161,10 +184,14 @@ void register_stream_command(CLI::App& app) {
   command->add_option("--io-threads", arguments->io_threads, "I/O threads")
       ->capture_default_str()
       ->check(positive_number);
-  command->add_option("--rank", arguments->rank, "Tensor-parallel rank")->capture_default_str();
+  command->add_option("--rank", arguments->rank,
+                      "Tensor-parallel rank; with --world-size, the rank in the world (the "
+                      "tensor-parallel rank is then RANK modulo --tp)")
+      ->capture_default_str();
   command->add_option("--tp", arguments->tensor_parallel_size,
                       "Tensor-parallel size: selects TP{N}/shard{RANK}/ under a TRAW model "
                       "prefix; above 1, the rank files model-rank-{RANK}-part-*.safetensors");
+  add_group_flags(*command, arguments->group);
   command->add_flag("--json", arguments->json, "One JSON object per tensor, then a summary");
   add_progress_flag(*command, arguments->progress);
   add_tensor_filter_flags(*command, arguments->filter);

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 
+#include "exception_message.hpp"
 #include "python/bindings.hpp"
 #include "python/errors.hpp"
 #include "python/options.hpp"
@@ -80,21 +81,10 @@ void cancel(const std::shared_ptr<Wait>& wait) {
   asio::post(runner_executor(), [wait] { wait->cancel.emit(asio::cancellation_type::all); });
 }
 
-bool is_abort(std::exception_ptr error) {
-  if (!error) return false;
-  try {
-    std::rethrow_exception(error);
-  } catch (const boost::system::system_error& e) {
-    return e.code() == asio::error::operation_aborted;
-  } catch (...) {
-    return false;
-  }
-}
-
 // The wait's error as the caller should see it: a wait close() withdrew ends in Cancelled
 // ("closed"), not in the cancellation of the caller's own task or thread.
 std::exception_ptr caller_error(const Wait& wait) {
-  if (wait.withdrawn && is_abort(wait.error)) {
+  if (wait.withdrawn && tensorstream::detail::is_operation_aborted(wait.error)) {
     return std::make_exception_ptr(
         Cancelled(wait.remote_path + ": the streamer was closed while next() waited"));
   }

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "distributed/rendezvous_address.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream::detail {
@@ -27,6 +28,7 @@ void check_streamer_options(const StreamerOptions& options) {
     throw InvalidArgument("rank " + std::to_string(options.rank) + " is outside [0, " +
                           std::to_string(tensor_parallel_size) + ")");
   }
+  check_distributed_options(options.distributed);
 }
 
 }  // namespace tensorstream::detail

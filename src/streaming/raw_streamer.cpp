@@ -21,7 +21,11 @@
 #include <optional>
 #include <thread>
 
+#include "async/run_on_thread.hpp"
 #include "byte_size.hpp"
+#include "exception_message.hpp"
+#include "streaming/group_agreement.hpp"
+#include "streaming/read_owners.hpp"
 #include "streaming/discovery.hpp"
 #include "streaming/options_check.hpp"
 #include "streaming/read_plan.hpp"
@@ -110,6 +114,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
   // executor, returns at once, and the run ends on that executor.
   void stop() {
     budget_->set_release_listener({});
+    sink_->detach();
     asio::post(strand_, [this, keep = keep_alive()] {
       cancellation_.emit(asio::cancellation_type::terminal);
     });
@@ -204,6 +209,11 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     stats.tls_resumed = store.tls_resumed;
     stats.io_mode = store.io_mode;
     stats.peak_memory = budget_->peak();
+    {
+      std::lock_guard lock(outbox_->mutex);
+      stats.group_size = outbox_->group_size;
+      stats.broadcast_bytes = outbox_->broadcast_bytes;
+    }
     return stats;
   }
 
@@ -232,6 +242,8 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     /// The store's byte count once discovery is done: what it counts on top comes from chunks.
     std::optional<std::uint64_t> store_bytes_before_reads;
     std::uint64_t jobs_in_flight = 0;
+    int group_size = 1;
+    std::uint64_t broadcast_bytes = 0;
     std::optional<std::uint64_t> blocked_request;
     std::optional<Clock::time_point> first_tensor_at;
     std::optional<Clock::time_point> finished_at;
@@ -299,6 +311,33 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     /// A coalesced run's tensors' own memory, in the order of read.tensors.
     std::vector<std::shared_ptr<std::byte>> copies;
     std::uint64_t chunks_left = 0;
+    /// In a distributed stream: the member that reads it, and whether its bytes are here to
+    /// broadcast (always, on a receiver, whose bytes the broadcast lands in).
+    int owner = -1;
+    bool ready = true;
+  };
+
+  /// Where a broadcast's completion, on a thread of the group's, finds the engine: detached
+  /// by stop(), after which completions are dropped (with the memory they kept alive).
+  class BroadcastSink {
+   public:
+    explicit BroadcastSink(Engine* engine) : engine_(engine) {}
+    void detach() {
+      std::lock_guard lock(mutex_);
+      engine_ = nullptr;
+    }
+    void complete(std::shared_ptr<Job> job, BroadcastGroup::Outcome outcome) {
+      std::lock_guard lock(mutex_);
+      if (engine_ == nullptr) return;
+      asio::post(engine_->strand_, [engine = engine_, keep = engine_->keep_alive(),
+                                    job = std::move(job), outcome = std::move(outcome)] {
+        engine->broadcast_done(*job, outcome);
+      });
+    }
+
+   private:
+    std::mutex mutex_;
+    Engine* engine_;
   };
 
   struct ChunkTask {
@@ -307,12 +346,114 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
   };
 
   asio::awaitable<void> run() {
+    if (options_.distributed.enabled()) {
+      co_await run_distributed();
+      co_return;
+    }
     files_ = co_await detail::discover(*store_, url_, options_);
     select_tensors();
     co_await detail::run_concurrently(
         1 + *options_.max_concurrency, [this](std::size_t i) -> asio::awaitable<void> {
           return i == 0 ? plan() : fetch();
         });
+  }
+
+  // Read once, broadcast to all: joins the group, reads the headers, checks that every member
+  // planned the same reads, and then reads its own share while broadcasting every read from
+  // its owner, in plan order.
+  asio::awaitable<void> run_distributed() {
+    group_ = options_.distributed.group;
+    // The blocking calls run on threads of their own, each awaited as a named local: GCC 12 may
+    // destroy the temporaries of a co_await full-expression twice.
+    if (!group_) {
+      auto join = async::run_on_thread([this] {
+        return join_group(options_.distributed, detail::group_key(options_),
+                          detail::member_description(remote_path_, options_));
+      });
+      group_ = co_await std::move(join);
+    }
+    {
+      std::lock_guard lock(outbox_->mutex);
+      outbox_->group_size = group_->size();
+    }
+    // A member that cannot read the headers tells the others in the gather below, so that
+    // all of them fail alike instead of waiting for its broadcasts.
+    std::exception_ptr discovery_error;
+    try {
+      files_ = co_await detail::discover(*store_, url_, options_);
+      select_tensors();
+    } catch (const boost::system::system_error& error) {
+      if (error.code() == asio::error::operation_aborted) throw;
+      discovery_error = std::current_exception();
+    } catch (const std::exception&) {
+      discovery_error = std::current_exception();
+    }
+    const std::string summary =
+        detail::member_description(remote_path_, options_) + "\n" +
+        (discovery_error ? "error\n" + detail::exception_message(discovery_error)
+                         : detail::plan_summary(reads_));
+    auto gather = async::run_on_thread([this, summary] {
+      try {
+        return group_->all_gather(summary);
+      } catch (const std::exception& error) {
+        throw Error("streaming " + remote_path_ + " on " + group_->member_name(group_->rank()) +
+                    ": the members did not all report their plans: " + error.what());
+      }
+    });
+    const std::vector<std::string> summaries = co_await std::move(gather);
+    if (discovery_error) std::rethrow_exception(discovery_error);
+    detail::check_agreement(summaries, *group_, remote_path_);
+    owners_ = detail::assign_owners(reads_, group_->size());
+    co_await detail::run_concurrently(
+        2 + *options_.max_concurrency, [this](std::size_t i) -> asio::awaitable<void> {
+          return i == 0 ? plan() : i == 1 ? broadcast() : fetch();
+        });
+  }
+
+  // Starts each read's broadcast in plan order once its bytes are here (on its owner) or its
+  // memory is (on a receiver), with at most max_broadcasts_in_flight of them pending.
+  asio::awaitable<void> broadcast() {
+    for (;;) {
+      co_await broadcast_changed_.wait([this] {
+        return broadcast_failure_ || (outgoing_.empty() && planning_done_) ||
+               (!outgoing_.empty() && outgoing_.front()->ready &&
+                broadcasts_in_flight_ < max_broadcasts_in_flight);
+      });
+      if (broadcast_failure_) std::rethrow_exception(broadcast_failure_);
+      if (outgoing_.empty()) break;
+      std::shared_ptr<Job> job = std::move(outgoing_.front());
+      outgoing_.pop_front();
+      ++broadcasts_in_flight_;
+      const std::span<std::byte> bytes(job->data.get(), job->read.length);
+      const int owner = job->owner;
+      group_->broadcast(bytes, owner, [sink = sink_, job = std::move(job)](
+                                          BroadcastGroup::Outcome outcome) mutable {
+        sink->complete(std::move(job), std::move(outcome));
+      });
+    }
+    co_await broadcast_changed_.wait(
+        [this] { return broadcast_failure_ || broadcasts_in_flight_ == 0; });
+    if (broadcast_failure_) std::rethrow_exception(broadcast_failure_);
+  }
+
+  // On the strand, when a broadcast has ended on this member.
+  void broadcast_done(Job& job, const BroadcastGroup::Outcome& outcome) {
+    --broadcasts_in_flight_;
+    broadcast_changed_.notify_all();
+    if (broadcast_failure_ || run_over_) return;
+    if (!outcome.ok) {
+      broadcast_failure_ = std::make_exception_ptr(Error(detail::broadcast_failure_message(
+          remote_path_, *group_, job.read, job.owner, outcome)));
+      failure_from_group_ = true;
+      return;
+    }
+    const bool received = job.owner != group_->rank();
+    if (received) {
+      std::lock_guard lock(outbox_->mutex);
+      outbox_->broadcast_bytes += job.read.length;
+      if (!job.read.coalesced()) outbox_->bytes_landed += job.read.length;
+    }
+    deliver(job, !received);
   }
 
   // Discovery left each name in one file only.
@@ -339,7 +480,8 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
 
   // Allocates each read's memory as the budget allows and queues its chunks.
   asio::awaitable<void> plan() {
-    for (auto& read : reads_) {
+    for (std::size_t index = 0; index < reads_.size(); ++index) {
+      detail::PlannedRead& read = reads_[index];
       // Placed tensors take none of the budget; a coalesced run's scratch always does.
       std::vector<std::byte*> places(read.tensors.size(), nullptr);
       std::uint64_t bytes = read.memory();
@@ -382,6 +524,13 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
         deliver(*job);
         continue;
       }
+      if (group_) {
+        job->owner = owners_[index];
+        job->ready = job->owner != group_->rank();
+        outgoing_.push_back(job);
+        broadcast_changed_.notify_all();
+        if (job->ready) continue;
+      }
       for (std::uint64_t i = 0; i < job->chunks_left; ++i) {
         chunks_.push_back({job, chunk_at(length, *options_.chunk_size, i)});
       }
@@ -389,6 +538,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     }
     planning_done_ = true;
     work_available_.notify_all();
+    broadcast_changed_.notify_all();
   }
 
   // One of max_concurrency workers: takes queued chunks and reads each into its job's memory.
@@ -412,13 +562,20 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
         outbox_->bytes_landed += task.chunk.length;
         outbox_->read_bytes_counted += task.chunk.length;
       }
-      if (--job.chunks_left == 0) deliver(job);
+      if (--job.chunks_left == 0) {
+        if (group_) {
+          job.ready = true;
+          broadcast_changed_.notify_all();
+        } else {
+          deliver(job);
+        }
+      }
     }
   }
 
   // Hands the job's tensors to consumers; a run's are first copied out of the scratch, which is
-  // then released.
-  void deliver(Job& job) {
+  // then released. `fetched`: read from the store here, rather than received from a member.
+  void deliver(Job& job, bool fetched = true) {
     const detail::PlannedRead& read = job.read;
     std::vector<StreamedTensor> tensors;
     std::uint64_t run_bytes = 0;
@@ -437,7 +594,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     std::lock_guard lock(outbox_->mutex);
     if (read.coalesced()) {
       outbox_->bytes_landed += run_bytes;
-      outbox_->read_bytes_counted += read.length;
+      if (fetched) outbox_->read_bytes_counted += read.length;
     }
     outbox_->jobs_in_flight -= tensors.size();
     outbox_->tensors_delivered += tensors.size();
@@ -449,6 +606,13 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
 
   // Runs on the strand when the root coroutine ends; the last thing the stream does.
   void finish(std::exception_ptr error) {
+    run_over_ = true;
+    // The others learn why from this member rather than from its lost connections.
+    if (error && group_ && !failure_from_group_) {
+      group_->report_failure(detail::is_operation_aborted(error)
+                                 ? "its stream was closed before the end"
+                                 : detail::exception_message(error));
+    }
     {
       std::lock_guard lock(outbox_->mutex);
       if (error) outbox_->fail_locked(error);
@@ -507,6 +671,18 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
   std::vector<detail::PlannedRead> reads_;
   std::deque<ChunkTask> chunks_;
   bool planning_done_ = false;
+  bool run_over_ = false;
+
+  // A distributed stream's, touched only on the strand (group_ is set before the reads start).
+  static constexpr std::size_t max_broadcasts_in_flight = 4;
+  std::shared_ptr<BroadcastGroup> group_;
+  std::vector<int> owners_;
+  std::deque<std::shared_ptr<Job>> outgoing_;
+  async::ConditionVariable broadcast_changed_;
+  std::size_t broadcasts_in_flight_ = 0;
+  std::exception_ptr broadcast_failure_;
+  bool failure_from_group_ = false;
+  const std::shared_ptr<BroadcastSink> sink_ = std::make_shared<BroadcastSink>(this);
 
   const std::shared_ptr<Outbox> outbox_ = std::make_shared<Outbox>();
 

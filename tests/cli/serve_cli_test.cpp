@@ -14,6 +14,7 @@
 
 #include "store/server_fixture.hpp"
 #include "support/child_process.hpp"
+#include "support/nginx_server.hpp"
 #include "support/process.hpp"
 #include "support/sha256.hpp"
 #include "support/temp_dir.hpp"
@@ -196,6 +197,37 @@ TEST_F(ServeCli, BadArgumentsAreOneLineUsageErrors) {
   EXPECT_TRUE(both.err.starts_with("tensorstream: error: ")) << both.err;
   EXPECT_EQ(std::count(both.err.begin(), both.err.end(), '\n'), 1) << both.err;
   EXPECT_FALSE(fs::exists(socket()));
+}
+
+TEST_F(ServeCli, TwoServersReadTheCheckpointTogetherAndServeTheSameBytes) {
+  // One server per node, one read per cluster: each reads half and receives the rest.
+  const std::string rendezvous =
+      "tcp://127.0.0.1:" + std::to_string(tensorstream::testing::pick_free_port());
+  std::vector<std::unique_ptr<ChildProcess>> servers;
+  for (const int rank : {0, 1}) {
+    const std::string suffix = std::to_string(rank);
+    servers.push_back(std::make_unique<ChildProcess>(
+        std::vector<std::string>{TENSORSTREAM_CLI_PATH, "serve", model().string(), "--tp", "2",
+                                 "--socket", socket().string() + suffix, "--ready-file",
+                                 ready_file().string() + suffix, "--world-size", "2", "--rank",
+                                 suffix, "--rendezvous", rendezvous, "--group-timeout", "30"},
+        dir_.path() / ("server" + suffix + ".log")));
+  }
+  for (const int rank : {0, 1}) {
+    wait_for(ready_file().string() + std::to_string(rank), *servers[static_cast<std::size_t>(rank)]);
+  }
+  for (const std::string tp_rank : {"0", "1"}) {
+    const auto first = run_cli({"attach", socket().string() + "0", "--rank", tp_rank, "--json",
+                                "--checksum", "sha256"});
+    const auto second = run_cli({"attach", socket().string() + "1", "--rank", tp_rank, "--json",
+                                 "--checksum", "sha256"});
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+    EXPECT_EQ(second.out, first.out);
+  }
+  for (auto& server : servers) {
+    const int status = server->stop();
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  }
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -134,6 +135,19 @@ bool NginxServer::start() {
   process_.reset();
   throw std::runtime_error("nginx did not accept connections within 10 s: " +
                            read_text_file(error_log()));
+}
+
+std::uint64_t served_bytes(const std::filesystem::path& access_log) {
+  std::ifstream in(access_log);
+  std::uint64_t total = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line.substr(line.find("\" ", line.find('"') + 1) + 2));
+    int status = 0;
+    std::uint64_t bytes = 0;
+    fields >> status >> bytes;
+    total += bytes;
+  }
+  return total;
 }
 
 }  // namespace tensorstream::testing

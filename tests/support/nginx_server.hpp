@@ -70,6 +70,11 @@ class NginxServer {
   std::unique_ptr<ChildProcess> process_;
 };
 
+/// Bytes an nginx sent, summed over `access_log`, a log in the "combined" format (the number after
+/// the status, after the quoted request line): what it served, counted rather than assumed. Add
+/// `access_log PATH;` to Options::extra_config to have one.
+std::uint64_t served_bytes(const std::filesystem::path& access_log);
+
 /// A port on 127.0.0.1 that was free a moment ago (bound with port 0, then released).
 std::uint16_t pick_free_port();
 

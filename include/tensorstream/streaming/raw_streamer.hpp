@@ -53,6 +53,11 @@ using StoreFactory =
 /// tensor excepted); a consumer that does not keep up stalls the downloads, and one that keeps
 /// every tensor may (see MemoryAccounting for the hard cap that counts kept tensors too).
 ///
+/// With StreamerOptions::distributed, the stream is one member of a group of processes that read
+/// the checkpoint together: it reads its share of the plan and receives the rest by broadcast
+/// from the others, and yields every tensor all the same (see DistributedOptions); stats() then
+/// count the received bytes in `broadcast_bytes`.
+///
 /// Destroying the streamer cancels every outstanding request and waits for them to finish.
 /// Yielded tensors stay valid after the streamer is gone.
 class TENSORSTREAM_API RawStreamer {

@@ -24,6 +24,10 @@ struct StreamStats {
   std::uint64_t tls_resumed = 0;      ///< Of those, TLS connections that resumed a session.
   std::uint64_t peak_memory = 0;      ///< Most tensor bytes held at once.
   std::string io_mode;                ///< How the store reads, e.g. "io_uring", "http", "https".
+  /// Processes streaming together (StreamerOptions::distributed), 1 for a stream of its own.
+  int group_size = 1;
+  /// Of `bytes`, those broadcast by other members of the group rather than read from the store.
+  std::uint64_t broadcast_bytes = 0;
 
   /// Tensor bytes per second over the elapsed time, in GB/s (10^9 bytes).
   double gigabytes_per_second() const {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "tensorstream/distributed/distributed_options.hpp"
 #include "tensorstream/export.hpp"
 #include "tensorstream/safetensors/header.hpp"
 #include "tensorstream/storage/store_options.hpp"
@@ -96,6 +97,10 @@ struct StreamerOptions {
   std::size_t io_threads = 2;
   /// Options of the backends.
   StoreOptions store;
+  /// Read once, broadcast to all: the processes that stream this checkpoint together, each
+  /// reading a share and receiving the rest from the others (see DistributedOptions). By
+  /// default the stream reads every tensor itself.
+  DistributedOptions distributed;
 };
 
 /// StreamerOptions::chunk_size where neither the options nor the environment set it.

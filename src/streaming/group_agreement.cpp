@@ -1,0 +1,94 @@
+#include "streaming/group_agreement.hpp"
+
+#include <cstdint>
+#include <cstdio>
+
+#include "tensorstream/error.hpp"
+
+namespace tensorstream::detail {
+namespace {
+
+// FNV-1a: a digest every member computes alike, not a defence against anyone.
+void mix(std::uint64_t& hash, const void* data, std::size_t size) {
+  const auto* bytes = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < size; ++i) {
+    hash ^= bytes[i];
+    hash *= 0x100000001b3ull;
+  }
+}
+
+std::string read_name(const PlannedRead& read) {
+  std::string name = "'" + read.tensors.front()->name + "'";
+  if (read.coalesced()) name += " and " + std::to_string(read.tensors.size() - 1) + " more";
+  return name;
+}
+
+}  // namespace
+
+std::string group_key(const StreamerOptions& options) {
+  return "tp" + std::to_string(options.tensor_parallel_size.value_or(1)) + "/rank" +
+         std::to_string(options.rank);
+}
+
+std::string member_description(const std::string& remote_path, const StreamerOptions& options) {
+  return "'" + remote_path + "' in chunks of " + std::to_string(options.chunk_size.value_or(0)) +
+         " bytes within a memory limit of " + std::to_string(options.memory_limit) + " bytes, " +
+         (options.read_order == ReadOrder::smallest_first ? "smallest read first"
+                                                          : "in file order");
+}
+
+std::string plan_summary(const std::vector<PlannedRead>& reads) {
+  std::uint64_t tensors = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t digest = 0xcbf29ce484222325ull;
+  for (const PlannedRead& read : reads) {
+    tensors += read.tensors.size();
+    bytes += read.length;
+    mix(digest, read.file->url.data(), read.file->url.size());
+    mix(digest, &read.begin, sizeof read.begin);
+    mix(digest, &read.length, sizeof read.length);
+  }
+  char text[160];
+  std::snprintf(text, sizeof text, "%llu tensors in %zu reads of %llu bytes (plan %016llx)",
+                static_cast<unsigned long long>(tensors), reads.size(),
+                static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(digest));
+  return text;
+}
+
+void check_agreement(const std::vector<std::string>& summaries, const BroadcastGroup& group,
+                     const std::string& remote_path) {
+  const std::string prefix = "streaming " + remote_path + " on " +
+                             group.member_name(group.rank()) + ": ";
+  for (std::size_t r = 0; r < summaries.size(); ++r) {
+    const std::size_t newline = summaries[r].find('\n');
+    const std::string rest = summaries[r].substr(newline + 1);
+    if (rest.rfind("error\n", 0) == 0) {
+      throw Error(prefix + group.member_name(static_cast<int>(r)) +
+                  " could not read the checkpoint: " + rest.substr(6));
+    }
+  }
+  const std::string& first = summaries.front();
+  for (std::size_t r = 1; r < summaries.size(); ++r) {
+    if (summaries[r] == first) continue;
+    const auto line = [&](std::size_t i) {
+      std::string text = summaries[i];
+      text.replace(text.find('\n'), 1, ": ");
+      return group.member_name(static_cast<int>(i)) + " streams " + text;
+    };
+    throw Error(prefix + "the members disagree: " + line(0) + "; " + line(r));
+  }
+}
+
+std::string broadcast_failure_message(const std::string& remote_path, const BroadcastGroup& group,
+                                      const PlannedRead& read, int owner,
+                                      const BroadcastGroup::Outcome& outcome) {
+  const std::string prefix = "streaming " + remote_path + " on " +
+                             group.member_name(group.rank()) + ": ";
+  if (outcome.reported_by >= 0) {
+    return prefix + group.member_name(outcome.reported_by) + " failed: " + outcome.failure;
+  }
+  return prefix + "broadcast of " + read_name(read) + " from " + group.member_name(owner) +
+         " failed: " + outcome.failure;
+}
+
+}  // namespace tensorstream::detail

@@ -1,0 +1,267 @@
+// `tensorstream stream --world-size N --rank R --rendezvous tcp://...`: whole processes streaming
+// one checkpoint together over a c10d group, against nginx (whose access log counts what it
+// served) and s3rver.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "storage/s3rver_test.hpp"
+#include "support/child_process.hpp"
+#include "support/nginx_server.hpp"
+#include "support/process.hpp"
+#include "support/skip.hpp"
+#include "support/temp_dir.hpp"
+#include "tensorstream/model/synthetic_model.hpp"
+
+namespace tensorstream {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::ChildProcess;
+using testing::lines_of;
+using testing::NginxServer;
+using testing::run_cli;
+using testing::sorted_tensor_lines;
+using testing::TempDir;
+
+// One `stream` process per rank, started together; stdout and stderr of each in a log.
+class Ranks {
+ public:
+  Ranks(const TempDir& logs, int world, const std::vector<std::string>& arguments,
+        const std::vector<std::vector<std::string>>& per_rank = {})
+      : logs_(logs.path()), port_(testing::pick_free_port()) {
+    for (int rank = 0; rank < world; ++rank) {
+      std::vector<std::string> argv = {TENSORSTREAM_CLI_PATH, "stream"};
+      argv.insert(argv.end(), arguments.begin(), arguments.end());
+      if (!per_rank.empty()) {
+        const auto& extra = per_rank[static_cast<std::size_t>(rank)];
+        argv.insert(argv.end(), extra.begin(), extra.end());
+      }
+      for (const std::string& flag :
+           {std::string("--world-size"), std::to_string(world), std::string("--rank"),
+            std::to_string(rank), std::string("--rendezvous"),
+            "tcp://127.0.0.1:" + std::to_string(port_)}) {
+        argv.push_back(flag);
+      }
+      processes_.push_back(std::make_unique<ChildProcess>(argv, log(rank)));
+    }
+  }
+
+  std::filesystem::path log(int rank) const {
+    return logs_ / ("rank" + std::to_string(rank) + ".log");
+  }
+  std::string output(int rank) const { return testing::read_text_file(log(rank)); }
+  ChildProcess& process(int rank) { return *processes_[static_cast<std::size_t>(rank)]; }
+
+  // Waits for every rank; their exit codes.
+  std::vector<int> wait() {
+    std::vector<int> codes;
+    for (auto& process : processes_) {
+      const int status = process->wait();
+      codes.push_back(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    }
+    return codes;
+  }
+
+ private:
+  std::filesystem::path logs_;
+  std::uint16_t port_;
+  std::vector<std::unique_ptr<ChildProcess>> processes_;
+};
+
+// The JSON tensor lines of a rank's output, sorted, without the summary.
+std::vector<std::string> tensor_lines(const std::string& output) {
+  std::vector<std::string> lines;
+  for (const auto& line : lines_of(output)) {
+    if (line.rfind("{\"name\":", 0) == 0) lines.push_back(line);
+  }
+  std::sort(lines.begin(), lines.end());
+  return lines;
+}
+
+// A number of the summary line: "key":VALUE.
+std::uint64_t summary_value(const std::string& output, const std::string& key) {
+  const std::size_t at = output.find("\"" + key + "\":", output.find("{\"summary\":"));
+  if (at == std::string::npos) return 0;
+  return std::stoull(output.substr(at + key.size() + 3));
+}
+
+class DistributedCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    generate_synthetic_model(models_.path() / "small", {.preset = "tiny"});
+  }
+
+  std::string model_file() const {
+    return (models_.path() / "small" / "model.safetensors").string();
+  }
+
+  // nginx serving the models with its access log on.
+  std::unique_ptr<NginxServer> start_nginx(const std::string& extra = "") {
+    if (!NginxServer::available()) return nullptr;
+    return std::make_unique<NginxServer>(NginxServer::Options{
+        .root = models_.path(),
+        .extra_config = "access_log " + (logs_.path() / "access.log").string() + ";" + extra});
+  }
+
+  // N ranks over nginx: each prints exactly what one stream alone prints, and nginx serves each
+  // tensor's bytes once in all (plus one header per rank).
+  void expect_read_once_over_nginx(int world) {
+    auto nginx = start_nginx();
+    if (!nginx) TENSORSTREAM_SKIP_UNLESS_CI("nginx is not installed");
+    const std::string url = nginx->base_url() + "/small/model.safetensors";
+    const std::vector<std::string> flags = {url, "--json", "--checksum", "sha256",
+                                            "--chunk-size", "64KiB", "--group-timeout", "30"};
+    std::vector<std::string> alone_arguments = {"stream"};
+    alone_arguments.insert(alone_arguments.end(), flags.begin(), flags.end());
+    const auto alone = run_cli(alone_arguments);
+    ASSERT_EQ(alone.exit_code, 0) << alone.err;
+    const std::uint64_t alone_served = testing::served_bytes(logs_.path() / "access.log");
+    const std::uint64_t tensor_bytes = summary_value(alone.out, "bytes");
+    ASSERT_GT(alone_served, tensor_bytes);
+
+    Ranks ranks(logs_, world, flags);
+    const auto codes = ranks.wait();
+    std::uint64_t fetched = 0;
+    for (int rank = 0; rank < world; ++rank) {
+      ASSERT_EQ(codes[static_cast<std::size_t>(rank)], 0) << ranks.output(rank);
+      const std::string output = ranks.output(rank);
+      EXPECT_EQ(tensor_lines(output), sorted_tensor_lines(alone.out)) << "rank " << rank;
+      EXPECT_EQ(summary_value(output, "group_size"), static_cast<std::uint64_t>(world));
+      fetched += summary_value(output, "bytes") - summary_value(output, "broadcast_bytes");
+    }
+    EXPECT_EQ(fetched, tensor_bytes);
+    const std::uint64_t header_bytes = alone_served - tensor_bytes;
+    EXPECT_EQ(testing::served_bytes(logs_.path() / "access.log") - alone_served,
+              tensor_bytes + world * header_bytes);
+  }
+
+  TempDir models_;
+  TempDir logs_;
+};
+
+TEST_F(DistributedCli, TwoRanksOverNginxPrintTheStreamAndReadItOnce) {
+  expect_read_once_over_nginx(2);
+}
+
+TEST_F(DistributedCli, FourRanksOverNginxPrintTheStreamAndReadItOnce) {
+  expect_read_once_over_nginx(4);
+}
+
+TEST_F(DistributedCli, AWorldOfOneIsAPlainStream) {
+  const auto alone = run_cli({"stream", model_file(), "--json", "--checksum", "sha256"});
+  const auto world = run_cli({"stream", model_file(), "--json", "--checksum", "sha256",
+                              "--world-size", "1"});
+  ASSERT_EQ(world.exit_code, 0) << world.err;
+  EXPECT_EQ(sorted_tensor_lines(world.out), sorted_tensor_lines(alone.out));
+  EXPECT_EQ(world.out.find("group_size"), std::string::npos) << world.out;
+}
+
+TEST_F(DistributedCli, ARankOutsideTheWorldIsAUsageError) {
+  const auto result = run_cli({"stream", model_file(), "--world-size", "2", "--rank", "2",
+                               "--rendezvous", "tcp://127.0.0.1:29500"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.err, "tensorstream: error: rank 2 is outside the world [0, 2)\n");
+}
+
+TEST_F(DistributedCli, AWorldWithoutARendezvousIsAUsageError) {
+  const auto result = run_cli({"stream", model_file(), "--world-size", "2"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.err,
+            "tensorstream: error: --world-size 2 needs --rendezvous tcp://HOST:PORT\n");
+}
+
+TEST_F(DistributedCli, RanksWithDifferentChunkSizesFailAtTheRendezvous) {
+  Ranks ranks(logs_, 2, {model_file(), "--group-timeout", "20"},
+              {{"--chunk-size", "1MiB"}, {"--chunk-size", "2MiB"}});
+  const auto codes = ranks.wait();
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(codes[static_cast<std::size_t>(rank)], 1);
+    const std::string output = ranks.output(rank);
+    EXPECT_NE(output.find("tensorstream: error: rendezvous at tcp://127.0.0.1:"),
+              std::string::npos)
+        << output;
+    EXPECT_NE(output.find("the ranks stream differently"), std::string::npos) << output;
+    EXPECT_NE(output.find("in chunks of 1048576 bytes"), std::string::npos) << output;
+    EXPECT_NE(output.find("in chunks of 2097152 bytes"), std::string::npos) << output;
+  }
+}
+
+TEST_F(DistributedCli, AKilledRankFailsTheOthersWithinTheTimeout) {
+  // A slow server keeps the stream going long enough to kill a rank in the middle of it.
+  auto nginx = start_nginx("limit_rate 512k;");
+  if (!nginx) TENSORSTREAM_SKIP_UNLESS_CI("nginx is not installed");
+  const std::string url = nginx->base_url() + "/small/model.safetensors";
+  const auto start = std::chrono::steady_clock::now();
+  Ranks ranks(logs_, 3, {url, "--json", "--chunk-size", "64KiB", "--group-timeout", "10"});
+  // Rank 1 dies once the first tensors have arrived.
+  while (ranks.output(1).find("{\"name\":") == std::string::npos) {
+    ASSERT_LT(std::chrono::steady_clock::now() - start, 60s) << ranks.output(1);
+    std::this_thread::sleep_for(20ms);
+  }
+  ::kill(ranks.process(1).pid(), SIGKILL);
+  const auto codes = ranks.wait();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 50s);
+  EXPECT_EQ(codes[1], 128 + SIGKILL);
+  for (const int rank : {0, 2}) {
+    EXPECT_EQ(codes[static_cast<std::size_t>(rank)], 1) << ranks.output(rank);
+    const std::string output = ranks.output(rank);
+    EXPECT_NE(output.find("tensorstream: error: streaming " + url + " on rank " +
+                          std::to_string(rank) + ": "),
+              std::string::npos)
+        << output;
+    EXPECT_EQ(output.find("{\"summary\""), std::string::npos) << output;
+  }
+}
+
+TEST_F(DistributedCli, TensorParallelRanksShareTheirFilesWithTheirReplicas) {
+  const auto sharded =
+      run_cli({"shard", (models_.path() / "small").string() + "/", (models_.path() / "tp").string(), "--tp", "2"});
+  ASSERT_EQ(sharded.exit_code, 0) << sharded.err;
+  const std::string prefix = (models_.path() / "tp").string() + "/";
+  // World of 4: ranks 0 and 2 are tensor-parallel rank 0, ranks 1 and 3 rank 1.
+  Ranks ranks(logs_, 4, {prefix, "--tp", "2", "--json", "--checksum", "sha256"});
+  const auto codes = ranks.wait();
+  for (int rank = 0; rank < 4; ++rank) {
+    ASSERT_EQ(codes[static_cast<std::size_t>(rank)], 0) << ranks.output(rank);
+    const auto alone = run_cli({"stream", prefix, "--tp", "2", "--rank", std::to_string(rank % 2),
+                                "--json", "--checksum", "sha256"});
+    ASSERT_EQ(alone.exit_code, 0) << alone.err;
+    EXPECT_EQ(tensor_lines(ranks.output(rank)), sorted_tensor_lines(alone.out)) << rank;
+    EXPECT_EQ(summary_value(ranks.output(rank), "group_size"), 2u);
+  }
+}
+
+class DistributedS3Cli : public s3::testing::S3rverTest {};
+
+TEST_F(DistributedS3Cli, TwoRanksOverS3rverPrintTheStreamAndReadItOnce) {
+  TempDir model;
+  generate_synthetic_model(model.path(), {.preset = "tiny"});
+  s3rver_->put("models", "tiny/model.safetensors", model.path() / "model.safetensors");
+  const std::vector<std::string> flags = {"s3://models/tiny/", "--json", "--checksum", "sha256",
+                                          "--chunk-size", "64KiB"};
+  std::vector<std::string> alone_arguments = {"stream"};
+  alone_arguments.insert(alone_arguments.end(), flags.begin(), flags.end());
+  const auto alone = run_cli(alone_arguments);
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+
+  TempDir logs;
+  Ranks ranks(logs, 2, flags);
+  const auto codes = ranks.wait();
+  std::uint64_t fetched = 0;
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_EQ(codes[static_cast<std::size_t>(rank)], 0) << ranks.output(rank);
+    EXPECT_EQ(tensor_lines(ranks.output(rank)), sorted_tensor_lines(alone.out));
+    fetched += summary_value(ranks.output(rank), "bytes") -
+               summary_value(ranks.output(rank), "broadcast_bytes");
+  }
+  EXPECT_EQ(fetched, summary_value(alone.out, "bytes"));
+}
+
+}  // namespace
+}  // namespace tensorstream
