@@ -18,8 +18,9 @@ using JoinFunction = BroadcastGroup* (*)(const char* host, unsigned short port, 
                                          long long timeout_ms, char* error,
                                          std::size_t error_size);
 
-// The plugin next to the library (or program) holding this code, where the build and an
-// installation put it, else where this build would install it. Loaded once, never unloaded:
+// The plugin at TENSORSTREAM_C10D_LIBRARY, else next to the library (or program) holding this
+// code, or in the lib/ beside the bin/ of such a program, where the build and an installation
+// put it, else where this build would install it. Loaded once, never unloaded:
 // libtorch does not support being unloaded.
 JoinFunction load_plugin() {
   static std::once_flag once;
@@ -32,8 +33,11 @@ JoinFunction load_plugin() {
     }
     Dl_info info{};
     if (dladdr(reinterpret_cast<void*>(&load_plugin), &info) != 0 && info.dli_fname != nullptr) {
-      std::string self = info.dli_fname;
-      candidates.push_back(self.substr(0, self.rfind('/') + 1) + plugin_name);
+      const std::string self = info.dli_fname;
+      const std::string directory = self.substr(0, self.rfind('/') + 1);
+      candidates.push_back(directory + plugin_name);
+      // A program in PREFIX/bin, whatever prefix the package was installed to.
+      candidates.push_back(directory + "../" TENSORSTREAM_C10D_LIBDIR "/" + plugin_name);
     }
     candidates.emplace_back(TENSORSTREAM_C10D_INSTALLED);
     for (const auto& candidate : candidates) {

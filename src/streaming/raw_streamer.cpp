@@ -346,7 +346,8 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
   };
 
   asio::awaitable<void> run() {
-    if (options_.distributed.enabled()) {
+    if (options_.distributed.enabled()) co_await join();
+    if (group_) {
       co_await run_distributed();
       co_return;
     }
@@ -358,24 +359,30 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
         });
   }
 
-  // Read once, broadcast to all: joins the group, reads the headers, checks that every member
-  // planned the same reads, and then reads its own share while broadcasting every read from
-  // its owner, in plan order.
-  asio::awaitable<void> run_distributed() {
-    group_ = options_.distributed.group;
+  // Sets group_ to the group the options give or the rendezvous makes, or leaves it empty when
+  // this member is alone in its group (a tensor-parallel rank without replicas).
+  asio::awaitable<void> join() {
+    std::shared_ptr<BroadcastGroup> group = options_.distributed.group;
     // The blocking calls run on threads of their own, each awaited as a named local: GCC 12 may
     // destroy the temporaries of a co_await full-expression twice.
-    if (!group_) {
-      auto join = async::run_on_thread([this] {
+    if (!group) {
+      auto joining = async::run_on_thread([this] {
         return join_group(options_.distributed, detail::group_key(options_),
                           detail::member_description(remote_path_, options_));
       });
-      group_ = co_await std::move(join);
+      group = co_await std::move(joining);
     }
-    {
+    if (group->size() > 1) {
+      group_ = std::move(group);
       std::lock_guard lock(outbox_->mutex);
       outbox_->group_size = group_->size();
     }
+  }
+
+  // Read once, broadcast to all: reads the headers, checks that every member planned the same
+  // reads, and then reads its own share while broadcasting every read from its owner, in plan
+  // order.
+  asio::awaitable<void> run_distributed() {
     // A member that cannot read the headers tells the others in the gather below, so that
     // all of them fail alike instead of waiting for its broadcasts.
     std::exception_ptr discovery_error;
