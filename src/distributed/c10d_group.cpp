@@ -67,7 +67,6 @@ class PendingBroadcasts {
     }
     const std::uint64_t id = next_id_++;
     pending_.emplace(id, Entry{std::move(done), false});
-    lock.unlock();
     changed_.notify_all();
     return id;
   }
@@ -82,8 +81,9 @@ class PendingBroadcasts {
     if (it == pending_.end()) return;
     Entry entry = std::move(it->second);
     pending_.erase(it);
-    lock.unlock();
+    // Under the lock: once it is released, the last owner may destroy this object.
     changed_.notify_all();
+    lock.unlock();
     if (!entry.called) entry.done(std::move(outcome));
   }
 
@@ -106,7 +106,6 @@ class PendingBroadcasts {
     for (Completion* done : to_call) (*done)(outcome);
     lock.lock();
     --calling_;
-    lock.unlock();
     changed_.notify_all();
   }
 
@@ -123,7 +122,10 @@ class PendingBroadcasts {
     return pending_.empty();
   }
 
-  void notify() { changed_.notify_all(); }
+  void notify() {
+    std::lock_guard lock(mutex_);
+    changed_.notify_all();
+  }
 
  private:
   struct Entry {

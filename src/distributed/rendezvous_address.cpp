@@ -45,6 +45,10 @@ void check_distributed_options(const DistributedOptions& options) {
     throw InvalidArgument("the group timeout must be positive, not " +
                           std::to_string(options.timeout.count()) + " ms");
   }
+  if (options.world_size > 1 && options.rendezvous.empty()) {
+    throw InvalidArgument("a world of " + std::to_string(options.world_size) +
+                          " processes needs a rendezvous address (tcp://HOST:PORT) or a group");
+  }
   if (options.world_size > 1) parse_rendezvous(options.rendezvous);
 }
 

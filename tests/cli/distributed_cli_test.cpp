@@ -109,6 +109,15 @@ class DistributedCli : public ::testing::Test {
         .extra_config = "access_log " + (logs_.path() / "access.log").string() + ";" + extra});
   }
 
+  // The model's rank files for tensor-parallel size 2 (`tensorstream shard`), under the prefix
+  // returned; "" (and a test failure) when sharding failed.
+  std::string shard_for_two_ranks() {
+    const auto sharded = run_cli({"shard", (models_.path() / "small").string() + "/",
+                                  (models_.path() / "tp").string(), "--tp", "2"});
+    EXPECT_EQ(sharded.exit_code, 0) << sharded.err;
+    return sharded.exit_code == 0 ? (models_.path() / "tp").string() + "/" : "";
+  }
+
   // N ranks over nginx: each prints exactly what one stream alone prints, and nginx serves each
   // tensor's bytes once in all (plus one header per rank).
   void expect_read_once_over_nginx(int world) {
@@ -222,10 +231,8 @@ TEST_F(DistributedCli, AKilledRankFailsTheOthersWithinTheTimeout) {
 }
 
 TEST_F(DistributedCli, TensorParallelRanksShareTheirFilesWithTheirReplicas) {
-  const auto sharded = run_cli({"shard", (models_.path() / "small").string() + "/",
-                                (models_.path() / "tp").string(), "--tp", "2"});
-  ASSERT_EQ(sharded.exit_code, 0) << sharded.err;
-  const std::string prefix = (models_.path() / "tp").string() + "/";
+  const std::string prefix = shard_for_two_ranks();
+  ASSERT_FALSE(prefix.empty());
   // World of 4: ranks 0 and 2 are tensor-parallel rank 0, ranks 1 and 3 rank 1.
   Ranks ranks(logs_, 4, {prefix, "--tp", "2", "--json", "--checksum", "sha256"});
   const auto codes = ranks.wait();
@@ -240,10 +247,8 @@ TEST_F(DistributedCli, TensorParallelRanksShareTheirFilesWithTheirReplicas) {
 }
 
 TEST_F(DistributedCli, ATensorParallelRankWithoutReplicasStreamsAlone) {
-  const auto sharded = run_cli({"shard", (models_.path() / "small").string() + "/",
-                                (models_.path() / "tp").string(), "--tp", "2"});
-  ASSERT_EQ(sharded.exit_code, 0) << sharded.err;
-  const std::string prefix = (models_.path() / "tp").string() + "/";
+  const std::string prefix = shard_for_two_ranks();
+  ASSERT_FALSE(prefix.empty());
   // World of 2 at TP 2: each rank is the only one that needs its files.
   Ranks ranks(logs_, 2, {prefix, "--tp", "2", "--json", "--checksum", "sha256"});
   const auto codes = ranks.wait();

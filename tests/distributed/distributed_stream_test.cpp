@@ -174,6 +174,32 @@ TEST_F(DistributedStream, AGroupOfOneStreamsAlone) {
   EXPECT_EQ(group.broadcasts(), 0u);
 }
 
+TEST(DistributedOptions, AreCheckedWhenTheStreamIsMade) {
+  // The InvalidArgument a stream of a world of 2 with these settings fails with at once.
+  const auto message = [](const std::string& rendezvous, int rank,
+                          std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+    StreamerOptions options;
+    options.distributed.world_size = 2;
+    options.distributed.rendezvous = rendezvous;
+    options.distributed.rank = rank;
+    options.distributed.timeout = timeout;
+    try {
+      RawStreamer streamer("/nonexistent/model.safetensors", options);
+    } catch (const InvalidArgument& error) {
+      return std::string(error.what());
+    }
+    return std::string("no InvalidArgument");
+  };
+  EXPECT_EQ(message("", 0),
+            "a world of 2 processes needs a rendezvous address (tcp://HOST:PORT) or a group");
+  EXPECT_EQ(message("tcp://127.0.0.1:1", -1), "rank -1 is outside the world [0, 2)");
+  EXPECT_EQ(message("tcp://127.0.0.1:99999", 0),
+            "rendezvous 'tcp://127.0.0.1:99999' has no port in [1, 65535] (expected "
+            "tcp://HOST:PORT)");
+  EXPECT_EQ(message("tcp://127.0.0.1:1", 0, std::chrono::milliseconds(0)),
+            "the group timeout must be positive, not 0 ms");
+}
+
 TEST_F(DistributedStream, MembersWithDifferentChunkSizesFailAlikeNamingBoth) {
   LocalGroup group(2);
   const auto results = stream_together(group, 2, url_, [](int rank) {
