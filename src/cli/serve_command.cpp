@@ -168,12 +168,20 @@ class LoadProgress {
 std::shared_ptr<BroadcastGroup> join_servers(const ServeArguments& arguments,
                                              const store::StoreServerOptions& options) {
   const DistributedOptions distributed = distributed_options(arguments.group, arguments.rank);
-  if (!distributed.enabled()) return nullptr;
-  std::string served = "serve/tp" + std::to_string(arguments.tensor_parallel_size) + "/ranks";
-  for (const int rank : arguments.ranks) served += "," + std::to_string(rank);
-  return join_group(distributed, served,
+  if (!distributed.enabled()) {
+    if (arguments.rank != 0) throw InvalidArgument("--rank needs --world-size above 1");
+    return nullptr;
+  }
+  // One group of every server: serving different ranks is a disagreement, not another group.
+  std::string served = " serving --tp " + std::to_string(arguments.tensor_parallel_size) +
+                       " --ranks ";
+  for (const int rank : arguments.ranks) served += std::to_string(rank) + ",";
+  served.pop_back();
+  if (arguments.ranks.empty()) served += " all";
+  return join_group(distributed, "serve",
                     tensorstream::detail::member_description(
-                        arguments.source, environment_streamer_options(options.stream)));
+                        arguments.source, environment_streamer_options(options.stream)) +
+                        served);
 }
 
 void run_serve(const ServeArguments& arguments) {

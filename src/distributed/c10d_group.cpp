@@ -43,6 +43,17 @@ constexpr const char* failure_count_key = "tensorstream/failures";
 // How often a member with broadcasts pending looks for a reported failure.
 constexpr auto failure_poll_interval = 100ms;
 
+// How often a member at the rendezvous looks for the others' records.
+constexpr auto rendezvous_poll_interval = 20ms;
+
+// An exception's message without the C++ stack trace c10's errors append to what().
+std::string message_of(const std::exception& error) {
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&error)) {
+    return c10_error->what_without_backtrace();
+  }
+  return error.what();
+}
+
 std::string seconds_text(std::chrono::milliseconds duration) {
   const auto ms = duration.count();
   return ms % 1000 == 0 ? std::to_string(ms / 1000) + " s" : std::to_string(ms) + " ms";
@@ -196,7 +207,7 @@ class C10dGroup final : public BroadcastGroup {
             pending->finish(id, std::move(outcome));
           });
     } catch (const std::exception& error) {
-      pending_->finish(*id, Outcome{false, error.what(), -1});
+      pending_->finish(*id, Outcome{false, message_of(error), -1});
     }
   }
 
@@ -243,7 +254,11 @@ class C10dGroup final : public BroadcastGroup {
     }
     c10d::AllgatherOptions gather_options;
     gather_options.timeout = timeout_;
-    group_->allgather(output, input, gather_options)->wait();
+    try {
+      group_->allgather(output, input, gather_options)->wait();
+    } catch (const std::exception& error) {
+      throw std::runtime_error(message_of(error));
+    }
   }
 
   // While broadcasts are pending, looks for another member's failure report every
@@ -340,11 +355,32 @@ Record parse_record(const std::vector<std::uint8_t>& value) {
           text.substr(second + 1)};
 }
 
+// A failure the rendezvous itself found, passed on as it is.
+struct RendezvousFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Publishes `message` as the group's failure, once, for the members still polling; rank 0
+// then lingers a moment, since the store (and with it the message) goes when it exits.
+void publish_failure(c10d::Store& store, int rank, const std::string& message) {
+  try {
+    if (store.add(failure_count_key, 1) == 1) {
+      const std::string record = std::to_string(rank) + "\n" + message;
+      store.set(failure_key, std::vector<std::uint8_t>(record.begin(), record.end()));
+      if (rank == 0) std::this_thread::sleep_for(4 * rendezvous_poll_interval);
+    }
+  } catch (const std::exception&) {
+    // The store is gone with rank 0: the others see that instead.
+  }
+}
+
 std::unique_ptr<BroadcastGroup> join(const std::string& host, std::uint16_t port, int world_size,
                                      int rank, const std::string& group_key,
                                      const std::string& member,
                                      std::chrono::milliseconds timeout) {
-  const std::string where = "rendezvous at tcp://" + host + ":" + std::to_string(port);
+  const bool ipv6 = host.find(':') != std::string::npos;
+  const std::string where = "rendezvous at tcp://" + (ipv6 ? "[" + host + "]" : host) + ":" +
+                            std::to_string(port);
   c10d::TCPStoreOptions store_options;
   store_options.port = port;
   store_options.isServer = rank == 0;
@@ -356,33 +392,52 @@ std::unique_ptr<BroadcastGroup> join(const std::string& host, std::uint16_t port
     if (rank != 0) wait_for_listener(host, port, Clock::now() + timeout);
     store = c10::make_intrusive<c10d::TCPStore>(host, store_options);
   } catch (const std::exception& error) {
-    throw std::runtime_error(where + ": " + error.what());
+    throw std::runtime_error(where +
+                             (rank == 0 ? ": cannot serve it: "
+                                        : ": cannot reach rank 0, which serves it: ") +
+                             message_of(error));
   }
 
-  // Every member publishes its record, then waits for all of the world's, or for a report that
-  // a member found them in disagreement.
+  // Every member claims its rank and publishes its record, then waits for all of the world's,
+  // or for a report that a member found them in disagreement. A store that goes away meanwhile
+  // went with rank 0, which ended the rendezvous.
   const auto key = [](int r) { return "tensorstream/member/" + std::to_string(r); };
-  const std::string mine = std::to_string(world_size) + "\n" + group_key + "\n" + member;
-  store->set(key(rank), std::vector<std::uint8_t>(mine.begin(), mine.end()));
-  const auto deadline = Clock::now() + timeout;
   std::vector<int> missing;
-  for (;;) {
-    if (store->check({failure_key})) {
-      const auto value = store->get(failure_key);
-      const std::string record(value.begin(), value.end());
-      throw std::runtime_error(record.substr(record.find('\n') + 1));
+  try {
+    if (store->add("tensorstream/claim/" + std::to_string(rank), 1) != 1) {
+      const std::string duplicate = where + ": another process joined as rank " +
+                                    std::to_string(rank) + " too";
+      publish_failure(*store, rank, duplicate);
+      throw RendezvousFailure(duplicate);
     }
-    missing.clear();
-    for (int r = 0; r < world_size; ++r) {
-      if (!store->check({key(r)})) missing.push_back(r);
+    const std::string mine = std::to_string(world_size) + "\n" + group_key + "\n" + member;
+    store->set(key(rank), std::vector<std::uint8_t>(mine.begin(), mine.end()));
+    const auto deadline = Clock::now() + timeout;
+    for (;;) {
+      if (store->check({failure_key})) {
+        const auto value = store->get(failure_key);
+        const std::string record(value.begin(), value.end());
+        throw RendezvousFailure(record.substr(record.find('\n') + 1));
+      }
+      missing.clear();
+      for (int r = 0; r < world_size; ++r) {
+        if (!store->check({key(r)})) missing.push_back(r);
+      }
+      if (missing.empty()) break;
+      if (Clock::now() >= deadline) {
+        const std::string late = where + ": rank" + (missing.size() > 1 ? "s " : " ") +
+                                 rank_list(missing) + " of " + std::to_string(world_size) +
+                                 " did not join within " + seconds_text(timeout);
+        publish_failure(*store, rank, late);
+        throw RendezvousFailure(late);
+      }
+      std::this_thread::sleep_for(rendezvous_poll_interval);
     }
-    if (missing.empty()) break;
-    if (Clock::now() >= deadline) {
-      throw std::runtime_error(where + ": rank" + (missing.size() > 1 ? "s " : " ") +
-                               rank_list(missing) + " of " + std::to_string(world_size) +
-                               " did not join within " + seconds_text(timeout));
-    }
-    std::this_thread::sleep_for(20ms);
+  } catch (const RendezvousFailure&) {
+    throw;
+  } catch (const std::exception& error) {
+    throw std::runtime_error(where + ": rank 0, which serves it, ended it (see its error): " +
+                             message_of(error));
   }
 
   // Every member checks every record, so all of them fail alike, and reports what it found for
@@ -403,13 +458,7 @@ std::unique_ptr<BroadcastGroup> join(const std::string& host, std::uint16_t port
     if (record.group_key == group_key) group_ranks.push_back(r);
   }
   if (!disagreement.empty()) {
-    try {
-      if (store->add(failure_count_key, 1) == 1) {
-        const std::string record = std::to_string(rank) + "\n" + disagreement;
-        store->set(failure_key, std::vector<std::uint8_t>(record.begin(), record.end()));
-      }
-    } catch (const std::exception&) {
-    }
+    publish_failure(*store, rank, disagreement);
     throw std::runtime_error(disagreement);
   }
 
@@ -420,10 +469,14 @@ std::unique_ptr<BroadcastGroup> join(const std::string& host, std::uint16_t port
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
   options->devices.push_back(gloo_device(host));
   options->threads = 2;
-  auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(
-      group_store, group_rank, static_cast<int>(group_ranks.size()), options);
-  return std::make_unique<C10dGroup>(std::move(group), timeout, group_store,
-                                     std::move(group_ranks));
+  try {
+    auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(
+        group_store, group_rank, static_cast<int>(group_ranks.size()), options);
+    return std::make_unique<C10dGroup>(std::move(group), timeout, group_store,
+                                       std::move(group_ranks));
+  } catch (const std::exception& error) {
+    throw std::runtime_error(where + ": connecting the group failed: " + message_of(error));
+  }
 }
 
 }  // namespace
@@ -448,7 +501,7 @@ tensorstream_c10d_join(const char* host, unsigned short port, int world_size, in
                               std::chrono::milliseconds(timeout_ms))
         .release();
   } catch (const std::exception& failure) {
-    std::snprintf(error, error_size, "%s", failure.what());
+    std::snprintf(error, error_size, "%s", tensorstream::message_of(failure).c_str());
     return nullptr;
   }
 }

@@ -15,7 +15,8 @@ RendezvousAddress parse_rendezvous(const std::string& rendezvous) {
   if (rendezvous.rfind(scheme, 0) != 0) throw invalid("is not a tcp:// address");
   const std::string rest = rendezvous.substr(scheme.size());
   const std::size_t colon = rest.rfind(':');
-  if (colon == std::string::npos || colon == 0) throw invalid("has no host and port");
+  if (colon == std::string::npos) throw invalid("has no port");
+  if (colon == 0) throw invalid("has no host");
   RendezvousAddress address;
   address.host = rest.substr(0, colon);
   if (address.host.size() > 2 && address.host.front() == '[' && address.host.back() == ']') {

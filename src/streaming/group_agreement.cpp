@@ -3,7 +3,9 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "byte_size.hpp"
 #include "tensorstream/error.hpp"
+#include "tensorstream/streaming/resolve_url.hpp"
 
 namespace tensorstream::detail {
 namespace {
@@ -31,10 +33,10 @@ std::string group_key(const StreamerOptions& options) {
 }
 
 std::string member_description(const std::string& remote_path, const StreamerOptions& options) {
-  return "'" + remote_path + "' in chunks of " + std::to_string(options.chunk_size.value_or(0)) +
-         " bytes within a memory limit of " + std::to_string(options.memory_limit) + " bytes, " +
-         (options.read_order == ReadOrder::smallest_first ? "smallest read first"
-                                                          : "in file order");
+  return "'" + resolve_url(remote_path).str() + "' with chunk_size " +
+         format_byte_size(options.chunk_size.value_or(0)) + ", memory_limit " +
+         format_byte_size(options.memory_limit) + ", read_order " +
+         (options.read_order == ReadOrder::smallest_first ? "smallest_first" : "file_order");
 }
 
 std::string plan_summary(const std::vector<PlannedRead>& reads) {
@@ -87,7 +89,11 @@ std::string broadcast_failure_message(const std::string& remote_path, const Broa
   if (outcome.reported_by >= 0) {
     return prefix + group.member_name(outcome.reported_by) + " failed: " + outcome.failure;
   }
-  return prefix + "broadcast of " + read_name(read) + " from " + group.member_name(owner) +
+  if (owner == group.rank()) {
+    return prefix + "sending " + read_name(read) + " to the other members failed: " +
+           outcome.failure;
+  }
+  return prefix + "receiving " + read_name(read) + " from " + group.member_name(owner) +
          " failed: " + outcome.failure;
 }
 

@@ -14,9 +14,9 @@ namespace tensorstream::detail {
 /// Members with equal keys need the same files and form one group: "tp{size}/rank{rank}".
 std::string group_key(const StreamerOptions& options);
 
-/// What a member streams, which every member of the world must stream alike: the path and the
-/// options that shape the plan ("'URL' in chunks of N bytes within a memory limit of M bytes,
-/// smallest read first").
+/// What a member streams, which every member of the world must stream alike: the resolved URL
+/// and the options that shape the plan ("'file:///m/' with chunk_size 16 MiB, memory_limit
+/// 512 MiB, read_order smallest_first").
 std::string member_description(const std::string& remote_path, const StreamerOptions& options);
 
 /// One line that differs between two plans that differ: tensors, bytes, reads and a 64-bit

@@ -19,6 +19,8 @@ void check_streamer_options(const StreamerOptions& options) {
   }
   if (options.io_threads == 0) throw InvalidArgument("io_threads must be at least 1");
   if (options.memory_limit == 0) throw InvalidArgument("memory_limit must be at least 1 byte");
+  // First: in a world of processes, the rank the caller gave is the world's.
+  check_distributed_options(options.distributed);
   const int tensor_parallel_size = options.tensor_parallel_size.value_or(1);
   if (tensor_parallel_size < 1) {
     throw InvalidArgument("tensor_parallel_size must be at least 1, not " +
@@ -28,7 +30,6 @@ void check_streamer_options(const StreamerOptions& options) {
     throw InvalidArgument("rank " + std::to_string(options.rank) + " is outside [0, " +
                           std::to_string(tensor_parallel_size) + ")");
   }
-  check_distributed_options(options.distributed);
 }
 
 }  // namespace tensorstream::detail

@@ -230,5 +230,28 @@ TEST_F(ServeCli, TwoServersReadTheCheckpointTogetherAndServeTheSameBytes) {
   }
 }
 
+TEST_F(ServeCli, ServersOfOneGroupServingDifferentRanksFailAtTheRendezvous) {
+  const std::string rendezvous =
+      "tcp://127.0.0.1:" + std::to_string(tensorstream::testing::pick_free_port());
+  std::vector<std::unique_ptr<ChildProcess>> servers;
+  for (const int rank : {0, 1}) {
+    const std::string suffix = std::to_string(rank);
+    servers.push_back(std::make_unique<ChildProcess>(
+        std::vector<std::string>{TENSORSTREAM_CLI_PATH, "serve", model().string(), "--tp",
+                                 std::to_string(rank + 1), "--socket",
+                                 socket().string() + suffix, "--world-size", "2", "--rank",
+                                 suffix, "--rendezvous", rendezvous, "--group-timeout", "30"},
+        dir_.path() / ("server" + suffix + ".log")));
+  }
+  for (const int rank : {0, 1}) {
+    const int status = servers[static_cast<std::size_t>(rank)]->wait();
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status;
+    const std::string log = read_text_file(dir_.path() / ("server" + std::to_string(rank) + ".log"));
+    EXPECT_NE(log.find("the ranks stream differently"), std::string::npos) << log;
+    EXPECT_NE(log.find("serving --tp 1 --ranks all"), std::string::npos) << log;
+    EXPECT_NE(log.find("serving --tp 2 --ranks all"), std::string::npos) << log;
+  }
+}
+
 }  // namespace
 }  // namespace tensorstream::store::testing

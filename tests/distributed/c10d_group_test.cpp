@@ -168,6 +168,42 @@ TEST_F(C10dGroup, ARendezvousMissingRanksTimesOutNamingThem) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
 }
 
+TEST_F(C10dGroup, TheMembersPresentAllHearWhichRanksAreMissing) {
+  auto rank_one = std::async(std::launch::async, [&] {
+    try {
+      join_group(options(3, 1, 1500ms), "all", "the model");
+    } catch (const Error& error) {
+      return std::string(error.what());
+    }
+    return std::string("joined");
+  });
+  std::string rank_zero = "joined";
+  try {
+    join_group(options(3, 0, 1500ms), "all", "the model");
+  } catch (const Error& error) {
+    rank_zero = error.what();
+  }
+  const std::string expected = "rendezvous at tcp://127.0.0.1:" + std::to_string(port_) +
+                               ": rank 2 of 3 did not join within 1500 ms";
+  EXPECT_EQ(rank_zero, expected);
+  EXPECT_EQ(rank_one.get(), expected);
+}
+
+TEST_F(C10dGroup, ASecondProcessClaimingARankFailsNamingIt) {
+  // Ranks 0, 1 and 2 joined (rank 0 keeps serving the store); then another process claims
+  // rank 1 in the same world.
+  const auto groups = join_all({"all", "all", "all"});
+  ASSERT_TRUE(groups[0]);
+  try {
+    join_group(options(3, 1, 2s), "all", "the model");
+    FAIL() << "joined as a rank already taken";
+  } catch (const Error& error) {
+    EXPECT_EQ(std::string(error.what()), "rendezvous at tcp://127.0.0.1:" +
+                                             std::to_string(port_) +
+                                             ": another process joined as rank 1 too");
+  }
+}
+
 TEST_F(C10dGroup, BadOptionsAreInvalidArguments) {
   const auto message = [&](DistributedOptions bad) {
     try {
@@ -182,7 +218,7 @@ TEST_F(C10dGroup, BadOptionsAreInvalidArguments) {
   auto no_port = options(2, 0);
   no_port.rendezvous = "tcp://127.0.0.1";
   EXPECT_EQ(message(no_port),
-            "rendezvous 'tcp://127.0.0.1' has no host and port (expected tcp://HOST:PORT)");
+            "rendezvous 'tcp://127.0.0.1' has no port (expected tcp://HOST:PORT)");
   auto http = options(2, 0);
   http.rendezvous = "http://127.0.0.1:80";
   EXPECT_EQ(message(http),

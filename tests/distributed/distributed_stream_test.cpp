@@ -209,10 +209,10 @@ TEST_F(DistributedStream, MembersWithDifferentChunkSizesFailAlikeNamingBoth) {
   });
   for (const auto& result : results) {
     EXPECT_NE(result.error.find("the members disagree: rank 0 streams '" + url_ +
-                                "' in chunks of 65536 bytes"),
+                                "' with chunk_size 64.0 KiB"),
               std::string::npos)
         << result.error;
-    EXPECT_NE(result.error.find("rank 1 streams '" + url_ + "' in chunks of 32768 bytes"),
+    EXPECT_NE(result.error.find("rank 1 streams '" + url_ + "' with chunk_size 32.0 KiB"),
               std::string::npos)
         << result.error;
   }
