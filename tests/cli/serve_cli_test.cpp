@@ -63,6 +63,26 @@ class ServeCli : public ::testing::Test {
     }
   }
 
+  // `serve MODEL --tp TP --socket SOCKET{rank} --ready-file READY{rank}` for ranks 0 and 1 of a
+  // world of two, rank r serving tp[r]; their output in server{rank}.log.
+  std::vector<std::unique_ptr<ChildProcess>> start_two_servers(
+      const std::vector<std::string>& tp) {
+    const std::string rendezvous =
+        "tcp://127.0.0.1:" + std::to_string(tensorstream::testing::pick_free_port());
+    std::vector<std::unique_ptr<ChildProcess>> servers;
+    for (const int rank : {0, 1}) {
+      const std::string suffix = std::to_string(rank);
+      std::vector<std::string> argv{TENSORSTREAM_CLI_PATH, "serve", model().string(), "--tp",
+                                    tp[static_cast<std::size_t>(rank)], "--socket",
+                                    socket().string() + suffix, "--world-size", "2", "--rank",
+                                    suffix, "--rendezvous", rendezvous, "--group-timeout", "30",
+                                    "--ready-file", ready_file().string() + suffix};
+      servers.push_back(
+          std::make_unique<ChildProcess>(argv, dir_.path() / ("server" + suffix + ".log")));
+    }
+    return servers;
+  }
+
   TempDir dir_;
 };
 
@@ -201,18 +221,7 @@ TEST_F(ServeCli, BadArgumentsAreOneLineUsageErrors) {
 
 TEST_F(ServeCli, TwoServersReadTheCheckpointTogetherAndServeTheSameBytes) {
   // One server per node, one read per cluster: each reads half and receives the rest.
-  const std::string rendezvous =
-      "tcp://127.0.0.1:" + std::to_string(tensorstream::testing::pick_free_port());
-  std::vector<std::unique_ptr<ChildProcess>> servers;
-  for (const int rank : {0, 1}) {
-    const std::string suffix = std::to_string(rank);
-    servers.push_back(std::make_unique<ChildProcess>(
-        std::vector<std::string>{TENSORSTREAM_CLI_PATH, "serve", model().string(), "--tp", "2",
-                                 "--socket", socket().string() + suffix, "--ready-file",
-                                 ready_file().string() + suffix, "--world-size", "2", "--rank",
-                                 suffix, "--rendezvous", rendezvous, "--group-timeout", "30"},
-        dir_.path() / ("server" + suffix + ".log")));
-  }
+  auto servers = start_two_servers({"2", "2"});
   for (const int rank : {0, 1}) {
     wait_for(ready_file().string() + std::to_string(rank), *servers[static_cast<std::size_t>(rank)]);
   }
@@ -231,18 +240,7 @@ TEST_F(ServeCli, TwoServersReadTheCheckpointTogetherAndServeTheSameBytes) {
 }
 
 TEST_F(ServeCli, ServersOfOneGroupServingDifferentRanksFailAtTheRendezvous) {
-  const std::string rendezvous =
-      "tcp://127.0.0.1:" + std::to_string(tensorstream::testing::pick_free_port());
-  std::vector<std::unique_ptr<ChildProcess>> servers;
-  for (const int rank : {0, 1}) {
-    const std::string suffix = std::to_string(rank);
-    servers.push_back(std::make_unique<ChildProcess>(
-        std::vector<std::string>{TENSORSTREAM_CLI_PATH, "serve", model().string(), "--tp",
-                                 std::to_string(rank + 1), "--socket",
-                                 socket().string() + suffix, "--world-size", "2", "--rank",
-                                 suffix, "--rendezvous", rendezvous, "--group-timeout", "30"},
-        dir_.path() / ("server" + suffix + ".log")));
-  }
+  auto servers = start_two_servers({"1", "2"});
   for (const int rank : {0, 1}) {
     const int status = servers[static_cast<std::size_t>(rank)]->wait();
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 1) << status;

@@ -59,6 +59,21 @@ class C10dGroup : public ::testing::Test {
     return groups;
   }
 
+  // What joining with `joining` fails with: its Error's message, or "joined".
+  static std::string join_failure(const DistributedOptions& joining) {
+    try {
+      join_group(joining, "all", "the model");
+    } catch (const Error& error) {
+      return error.what();
+    }
+    return "joined";
+  }
+
+  // "rendezvous at tcp://127.0.0.1:PORT: " and `what`.
+  std::string at_rendezvous(const std::string& what) const {
+    return "rendezvous at tcp://127.0.0.1:" + std::to_string(port_) + ": " + what;
+  }
+
   std::uint16_t port_ = testing::pick_free_port();
 };
 
@@ -157,35 +172,16 @@ TEST_F(C10dGroup, MembersThatStreamDifferentlyFailAtTheRendezvousNamingBoth) {
 
 TEST_F(C10dGroup, ARendezvousMissingRanksTimesOutNamingThem) {
   const auto start = std::chrono::steady_clock::now();
-  try {
-    join_group(options(3, 0, 1500ms), "all", "the model");
-    FAIL() << "joined a world whose other ranks never came";
-  } catch (const Error& error) {
-    EXPECT_EQ(std::string(error.what()), "rendezvous at tcp://127.0.0.1:" +
-                                             std::to_string(port_) +
-                                             ": ranks 1, 2 of 3 did not join within 1500 ms");
-  }
+  EXPECT_EQ(join_failure(options(3, 0, 1500ms)),
+            at_rendezvous("ranks 1, 2 of 3 did not join within 1500 ms"));
   EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
 }
 
 TEST_F(C10dGroup, TheMembersPresentAllHearWhichRanksAreMissing) {
-  auto rank_one = std::async(std::launch::async, [&] {
-    try {
-      join_group(options(3, 1, 1500ms), "all", "the model");
-    } catch (const Error& error) {
-      return std::string(error.what());
-    }
-    return std::string("joined");
-  });
-  std::string rank_zero = "joined";
-  try {
-    join_group(options(3, 0, 1500ms), "all", "the model");
-  } catch (const Error& error) {
-    rank_zero = error.what();
-  }
-  const std::string expected = "rendezvous at tcp://127.0.0.1:" + std::to_string(port_) +
-                               ": rank 2 of 3 did not join within 1500 ms";
-  EXPECT_EQ(rank_zero, expected);
+  auto rank_one =
+      std::async(std::launch::async, [&] { return join_failure(options(3, 1, 1500ms)); });
+  const std::string expected = at_rendezvous("rank 2 of 3 did not join within 1500 ms");
+  EXPECT_EQ(join_failure(options(3, 0, 1500ms)), expected);
   EXPECT_EQ(rank_one.get(), expected);
 }
 
@@ -194,14 +190,8 @@ TEST_F(C10dGroup, ASecondProcessClaimingARankFailsNamingIt) {
   // rank 1 in the same world.
   const auto groups = join_all({"all", "all", "all"});
   ASSERT_TRUE(groups[0]);
-  try {
-    join_group(options(3, 1, 2s), "all", "the model");
-    FAIL() << "joined as a rank already taken";
-  } catch (const Error& error) {
-    EXPECT_EQ(std::string(error.what()), "rendezvous at tcp://127.0.0.1:" +
-                                             std::to_string(port_) +
-                                             ": another process joined as rank 1 too");
-  }
+  EXPECT_EQ(join_failure(options(3, 1, 2s)),
+            at_rendezvous("another process joined as rank 1 too"));
 }
 
 TEST_F(C10dGroup, BadOptionsAreInvalidArguments) {
