@@ -42,7 +42,8 @@ class C10dGroup : public ::testing::Test {
     for (int rank = 0; rank < world; ++rank) {
       joins.push_back(std::async(std::launch::async, [&, rank] {
         const auto r = static_cast<std::size_t>(rank);
-        return join_group(options(world, rank), keys[r], members.empty() ? "the model" : members[r]);
+        const std::string member = members.empty() ? "the model" : members[r];
+        return join_group(options(world, rank), keys[r], member);
       }));
     }
     std::vector<std::shared_ptr<BroadcastGroup>> groups;
@@ -159,7 +160,8 @@ TEST_F(C10dGroup, MembersWithTheSameKeyFormOneGroupNamedByWorldRanks) {
 
 TEST_F(C10dGroup, MembersThatStreamDifferentlyFailAtTheRendezvousNamingBoth) {
   std::vector<std::string> errors;
-  join_all({"all", "all"}, &errors, {"'http://a/' in chunks of 1 bytes", "'http://b/' in chunks of 1 bytes"});
+  join_all({"all", "all"}, &errors,
+           {"'http://a/' with chunk_size 1 B", "'http://b/' with chunk_size 1 B"});
   for (const auto& error : errors) {
     EXPECT_NE(error.find("rendezvous at tcp://127.0.0.1:" + std::to_string(port_) +
                          ": the ranks stream differently"),

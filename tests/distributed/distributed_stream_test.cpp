@@ -238,7 +238,8 @@ class EmptyStore : public testing::ForwardingStore {
     throw NotFoundError(inner_.url(key), "injected: no such object");
     co_return 0;
   }
-  boost::asio::awaitable<void> read_range(std::string key, std::uint64_t, std::span<std::byte>) override {
+  boost::asio::awaitable<void> read_range(std::string key, std::uint64_t,
+                                          std::span<std::byte>) override {
     throw NotFoundError(inner_.url(key), "injected: no such object");
     co_return;
   }
