@@ -360,17 +360,45 @@ struct RendezvousFailure : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Publishes `message` as the group's failure, once, for the members still polling; rank 0
-// then lingers a moment, since the store (and with it the message) goes when it exits.
+// Publishes `message` as the group's failure, once, for the members still polling.
 void publish_failure(c10d::Store& store, int rank, const std::string& message) {
   try {
     if (store.add(failure_count_key, 1) == 1) {
       const std::string record = std::to_string(rank) + "\n" + message;
       store.set(failure_key, std::vector<std::uint8_t>(record.begin(), record.end()));
-      if (rank == 0) std::this_thread::sleep_for(4 * rendezvous_poll_interval);
     }
   } catch (const std::exception&) {
     // The store is gone with rank 0: the others see that instead.
+  }
+}
+
+// The members count themselves here once they need the store no more for the rendezvous: they
+// have read every record, or seen a failure. Rank 0, whose store goes when it fails, waits for
+// the members present before it fails, so that each of them fails with the reason rather than
+// with a lost connection.
+constexpr const char* released_key = "tensorstream/released";
+
+void release_store(c10d::Store& store, int rank) {
+  if (rank == 0) return;
+  try {
+    store.add(released_key, 1);
+  } catch (const std::exception&) {
+  }
+}
+
+void wait_for_release(c10d::Store& store, int rank, int world_size,
+                      std::chrono::milliseconds timeout) {
+  if (rank != 0) return;
+  const auto deadline = Clock::now() + std::min<std::chrono::milliseconds>(timeout, 10s);
+  try {
+    int present = 0;
+    for (int r = 1; r < world_size; ++r) {
+      if (store.check({"tensorstream/member/" + std::to_string(r)})) ++present;
+    }
+    while (store.add(released_key, 0) < present && Clock::now() < deadline) {
+      std::this_thread::sleep_for(rendezvous_poll_interval);
+    }
+  } catch (const std::exception&) {
   }
 }
 
@@ -408,6 +436,7 @@ std::unique_ptr<BroadcastGroup> join(const std::string& host, std::uint16_t port
       const std::string duplicate = where + ": another process joined as rank " +
                                     std::to_string(rank) + " too";
       publish_failure(*store, rank, duplicate);
+      wait_for_release(*store, rank, world_size, timeout);
       throw RendezvousFailure(duplicate);
     }
     const std::string mine = std::to_string(world_size) + "\n" + group_key + "\n" + member;
@@ -417,6 +446,7 @@ std::unique_ptr<BroadcastGroup> join(const std::string& host, std::uint16_t port
       if (store->check({failure_key})) {
         const auto value = store->get(failure_key);
         const std::string record(value.begin(), value.end());
+        release_store(*store, rank);
         throw RendezvousFailure(record.substr(record.find('\n') + 1));
       }
       missing.clear();
@@ -429,6 +459,7 @@ std::unique_ptr<BroadcastGroup> join(const std::string& host, std::uint16_t port
                                  rank_list(missing) + " of " + std::to_string(world_size) +
                                  " did not join within " + seconds_text(timeout);
         publish_failure(*store, rank, late);
+        wait_for_release(*store, rank, world_size, timeout);
         throw RendezvousFailure(late);
       }
       std::this_thread::sleep_for(rendezvous_poll_interval);
@@ -444,8 +475,16 @@ std::unique_ptr<BroadcastGroup> join(const std::string& host, std::uint16_t port
   // the ones whose world is larger and still wait.
   std::vector<int> group_ranks;
   std::string disagreement;
+  std::vector<Record> records;
+  try {
+    for (int r = 0; r < world_size; ++r) records.push_back(parse_record(store->get(key(r))));
+  } catch (const std::exception& error) {
+    throw std::runtime_error(where + ": rank 0, which serves it, ended it (see its error): " +
+                             message_of(error));
+  }
+  release_store(*store, rank);
   for (int r = 0; r < world_size; ++r) {
-    const Record record = parse_record(store->get(key(r)));
+    const Record& record = records[static_cast<std::size_t>(r)];
     if (record.world_size != world_size && disagreement.empty()) {
       disagreement = where + ": rank " + std::to_string(r) + " expects a world of " +
                      std::to_string(record.world_size) + " processes, rank " +
@@ -459,6 +498,7 @@ std::unique_ptr<BroadcastGroup> join(const std::string& host, std::uint16_t port
   }
   if (!disagreement.empty()) {
     publish_failure(*store, rank, disagreement);
+    wait_for_release(*store, rank, world_size, timeout);
     throw std::runtime_error(disagreement);
   }
 
