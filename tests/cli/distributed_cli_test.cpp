@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -161,6 +162,24 @@ TEST_F(DistributedCli, TwoRanksOverNginxPrintTheStreamAndReadItOnce) {
 
 TEST_F(DistributedCli, FourRanksOverNginxPrintTheStreamAndReadItOnce) {
   expect_read_once_over_nginx(4);
+}
+
+TEST_F(DistributedCli, TheHumanLineSaysWhatTheOtherRanksBroadcast) {
+  // The tiny model is one read (its tensors share reads of up to a chunk): one rank reads it all.
+  Ranks ranks(logs_, 2, {model_file()});
+  const auto codes = ranks.wait();
+  std::multiset<std::string> endings;
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_EQ(codes[static_cast<std::size_t>(rank)], 0) << ranks.output(rank);
+    const auto lines = lines_of(ranks.output(rank));
+    ASSERT_FALSE(lines.empty());
+    EXPECT_EQ(lines.back().rfind("streamed 21 tensors (3.8 MiB) from " + model_file() + " in ", 0),
+              0u)
+        << lines.back();
+    endings.insert(lines.back().substr(lines.back().rfind(", ") + 2));
+  }
+  EXPECT_EQ(endings, (std::multiset<std::string>{"0 B broadcast by 1 other rank]",
+                                                 "3.8 MiB broadcast by 1 other rank]"}));
 }
 
 TEST_F(DistributedCli, AWorldOfOneIsAPlainStream) {
