@@ -152,6 +152,15 @@ class DistributedCli : public ::testing::Test {
               tensor_bytes + world * header_bytes);
   }
 
+  // `stream MODEL ARGUMENTS...` is a usage error: exit status 2 and the one line `message`.
+  void expect_usage_error(const std::vector<std::string>& arguments, const std::string& message) {
+    std::vector<std::string> command = {"stream", model_file()};
+    command.insert(command.end(), arguments.begin(), arguments.end());
+    const auto result = run_cli(command);
+    EXPECT_EQ(result.exit_code, 2);
+    EXPECT_EQ(result.err, "tensorstream: error: " + message + "\n");
+  }
+
   TempDir models_;
   TempDir logs_;
 };
@@ -192,34 +201,23 @@ TEST_F(DistributedCli, AWorldOfOneIsAPlainStream) {
 }
 
 TEST_F(DistributedCli, ARankOutsideTheWorldIsAUsageError) {
-  const auto result = run_cli({"stream", model_file(), "--world-size", "2", "--rank", "2",
-                               "--rendezvous", "tcp://127.0.0.1:29500"});
-  EXPECT_EQ(result.exit_code, 2);
-  EXPECT_EQ(result.err, "tensorstream: error: rank 2 is outside the world [0, 2)\n");
+  expect_usage_error({"--world-size", "2", "--rank", "2", "--rendezvous", "tcp://127.0.0.1:29500"},
+                     "rank 2 is outside the world [0, 2)");
 }
 
 TEST_F(DistributedCli, GroupFlagsWithoutAWorldAreUsageErrors) {
-  const auto rendezvous =
-      run_cli({"stream", model_file(), "--rendezvous", "tcp://127.0.0.1:29500"});
-  EXPECT_EQ(rendezvous.exit_code, 2);
-  EXPECT_EQ(rendezvous.err, "tensorstream: error: --rendezvous needs --world-size above 1\n");
-  const auto timeout = run_cli({"stream", model_file(), "--group-timeout", "5"});
-  EXPECT_EQ(timeout.exit_code, 2);
-  EXPECT_EQ(timeout.err, "tensorstream: error: --group-timeout needs --world-size above 1\n");
+  expect_usage_error({"--rendezvous", "tcp://127.0.0.1:29500"},
+                     "--rendezvous needs --world-size above 1");
+  expect_usage_error({"--group-timeout", "5"}, "--group-timeout needs --world-size above 1");
 }
 
 TEST_F(DistributedCli, ANegativeRankIsOutsideTheWorld) {
-  const auto result = run_cli({"stream", model_file(), "--world-size", "3", "--rank", "-5",
-                               "--rendezvous", "tcp://127.0.0.1:29500"});
-  EXPECT_EQ(result.exit_code, 2);
-  EXPECT_EQ(result.err, "tensorstream: error: rank -5 is outside the world [0, 3)\n");
+  expect_usage_error({"--world-size", "3", "--rank", "-5", "--rendezvous", "tcp://127.0.0.1:29500"},
+                     "rank -5 is outside the world [0, 3)");
 }
 
 TEST_F(DistributedCli, AWorldWithoutARendezvousIsAUsageError) {
-  const auto result = run_cli({"stream", model_file(), "--world-size", "2"});
-  EXPECT_EQ(result.exit_code, 2);
-  EXPECT_EQ(result.err,
-            "tensorstream: error: --world-size 2 needs --rendezvous tcp://HOST:PORT\n");
+  expect_usage_error({"--world-size", "2"}, "--world-size 2 needs --rendezvous tcp://HOST:PORT");
 }
 
 TEST_F(DistributedCli, RanksWithDifferentChunkSizesFailAtTheRendezvous) {
