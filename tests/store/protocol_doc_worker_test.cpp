@@ -1,4 +1,5 @@
-// The Python worker README.md gives for the store server protocol, run against the server.
+// The Python worker docs/spec/store-protocol.md gives for the store server protocol, run against
+// the server.
 
 #include <gtest/gtest.h>
 
@@ -12,24 +13,25 @@
 namespace tensorstream::store::testing {
 namespace {
 
-// The first ```python block after the protocol's heading.
-std::string readme_worker() {
-  const std::string readme = tensorstream::testing::read_text_file(TENSORSTREAM_README);
-  const auto section = readme.find("### Store server protocol");
-  const auto start = readme.find("```python\n", section);
-  const auto end = readme.find("```\n", start + 10);
+// The first ```python block after the protocol's worker heading.
+std::string documented_worker() {
+  const std::string doc = tensorstream::testing::read_text_file(TENSORSTREAM_STORE_PROTOCOL_DOC);
+  const auto section = doc.find("## A worker in Python");
+  const auto start = doc.find("```python\n", section);
+  const auto end = doc.find("```\n", start + 10);
   if (section == std::string::npos || start == std::string::npos || end == std::string::npos) {
-    throw std::runtime_error("README.md has no Python worker under \"Store server protocol\"");
+    throw std::runtime_error(
+        "docs/spec/store-protocol.md has no Python worker under \"A worker in Python\"");
   }
-  return readme.substr(start + 10, end - start - 10);
+  return doc.substr(start + 10, end - start - 10);
 }
 
-TEST_F(StoreServerTest, ReadmePythonWorkerAttaches) {
+TEST_F(StoreServerTest, DocumentedPythonWorkerAttaches) {
   const auto python = tensorstream::testing::find_program("python3");
   if (!python) TENSORSTREAM_SKIP_UNLESS_CI("python3 is not installed");
   start();
   const auto script = dir_.path() / "worker.py";
-  std::ofstream(script) << readme_worker() << R"(
+  std::ofstream(script) << documented_worker() << R"(
 import sys
 reply, maps = attach(sys.argv[1], 1)
 print(reply["rank"], [(r["name"], r["bytes"], r["writable"]) for r in reply["regions"]])
