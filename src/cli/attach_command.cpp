@@ -21,7 +21,7 @@ struct AttachArguments {
   double timeout_seconds = 60;
 };
 
-// The protocol's limit on timeout_ms (README.md, "Store server protocol").
+// The protocol's limit on timeout_ms (docs/spec/store-protocol.md).
 constexpr double max_timeout_seconds = 86400;
 
 std::string tensor_json(const store::TensorEntry& tensor, const std::string& digest) {

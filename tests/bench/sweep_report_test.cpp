@@ -79,7 +79,7 @@ TEST(SweepReport, TheCellSummariesAreMediansAndSpreads) {
   EXPECT_DOUBLE_EQ(result.ceiling_at(16)->median_gigabytes_per_second(), 3.25);
 }
 
-// The README shows this table.
+// docs/tuning.md shows this table.
 TEST(SweepReport, TheTableShowsTheGridTheDetailsAndWhatToUse) {
   EXPECT_EQ(
       sweep_table(example()),

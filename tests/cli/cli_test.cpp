@@ -266,7 +266,7 @@ TEST(CliUsage, ParseErrorsAreOneLineUsageErrorsWithExitStatus2) {
             "--help)\n");
   EXPECT_EQ(run_cli({"partition", "a", "b", "--tp", "2,x"}).err,
             "tensorstream: error: --tp: 'x' is not a number (see tensorstream --help)\n");
-  // The README's example.
+  // The example in docs/cli.md.
   EXPECT_EQ(run_cli({"stream", "x", "--no-such-flag"}).err,
             "tensorstream: error: The following argument was not expected: --no-such-flag (see "
             "tensorstream --help)\n");

@@ -1,5 +1,5 @@
 """tensorstream.vllm's loader, against a stand-in of vLLM's loader interface and a small Llama
-(vLLM itself cannot be installed here; the README says so)."""
+(vLLM itself cannot be installed here; docs/python.md says so)."""
 
 from __future__ import annotations
 

@@ -303,7 +303,7 @@ TEST_F(ObjectChangeOverHttp, ARetryAfterABrokenBodyResumesOnlyTheSameVersion) {
 
 // Over HTTP the file is replaced, not overwritten in place: bytes written into a file while the
 // server is sending a response from it reach that response under the ETag its header already
-// carried, which no client can tell apart (see the README). The next read is refused.
+// carried, which no client can tell apart (see docs/object-stores.md). The next read is refused.
 TEST_F(ObjectChangeOverHttp, AStreamStopsAtAReplacementWithoutMixingVersions) {
   const std::string replacement = with_other_tensor_bytes(read_file(checkpoint_));
   const std::string url = nginx_->base_url() + "/model.safetensors";

@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// Asking a store server over its Unix socket (README.md, "Store server protocol").
+/// Asking a store server over its Unix socket (docs/spec/store-protocol.md).
 
 #include <boost/asio/awaitable.hpp>
 #include <chrono>

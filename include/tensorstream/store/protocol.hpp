@@ -1,7 +1,7 @@
 #pragma once
 /// @file
-/// The store server's wire protocol, as the server's handler sees it. README.md, "Store server
-/// protocol", describes the bytes on the socket.
+/// The store server's wire protocol, as the server's handler sees it. docs/spec/store-protocol.md
+/// describes the bytes on the socket.
 
 #include <sys/types.h>
 

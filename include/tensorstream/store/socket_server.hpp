@@ -43,11 +43,11 @@ struct SocketServerOptions {
   std::chrono::milliseconds reply_timeout{5'000};
 };
 
-/// Serves requests on a Unix stream socket, one request per connection (README.md, "Store server
-/// protocol"): checks the peer's credentials, reads the request within a deadline, validates it,
-/// asks the handler for the reply, sends it with its descriptors and closes the connection.
-/// Malformed requests get an error reply; nothing a client does stops the server or leaks a
-/// descriptor.
+/// Serves requests on a Unix stream socket, one request per connection
+/// (docs/spec/store-protocol.md): checks the peer's credentials, reads the request within a
+/// deadline, validates it, asks the handler for the reply, sends it with its descriptors and closes
+/// the connection. Malformed requests get an error reply; nothing a client does stops the server or
+/// leaks a descriptor.
 ///
 /// Everything runs on a strand of the executor given; the handler is called there and may
 /// suspend for as long as it needs (e.g. until a rank is loaded). It is cancelled when the

@@ -1,7 +1,7 @@
 #pragma once
 /// @file
 /// The store server: loads the ranks of a checkpoint once into shared memory and hands them to
-/// worker processes over a Unix socket (README.md, "Store server").
+/// worker processes over a Unix socket (docs/store-server.md).
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
