@@ -16,7 +16,7 @@ namespace {
 
 using testing::run_process;
 
-const std::string script = std::string(TENSORSTREAM_SOURCE_DIR) + "/scripts/check_docs.py";
+const std::string check_docs = std::string(TENSORSTREAM_SOURCE_DIR) + "/scripts/check_docs.py";
 
 // A tree of its own: README.md and docs/ with the given pages.
 class DocsTree : public ::testing::Test {
@@ -30,14 +30,15 @@ class DocsTree : public ::testing::Test {
   }
 
   testing::ProcessResult check() {
-    return run_process({"/usr/bin/env", "python3", script, root_.path()});
+    return run_process({"/usr/bin/env", "python3", check_docs, root_.path()});
   }
 
   testing::TempDir root_;
 };
 
 TEST(Docs, EveryLinkOfTheTreeResolves) {
-  const auto result = run_process({"/usr/bin/env", "python3", script, TENSORSTREAM_SOURCE_DIR});
+  const auto result =
+      run_process({"/usr/bin/env", "python3", check_docs, TENSORSTREAM_SOURCE_DIR});
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_EQ(result.out, "");
   EXPECT_EQ(result.err, "");
@@ -115,14 +116,14 @@ TEST_F(DocsTree, LinksAndHeadingsInCodeAreIgnored) {
 }
 
 TEST_F(DocsTree, AUsageErrorExitsTwo) {
-  const auto without_root = run_process({"/usr/bin/env", "python3", script});
+  const auto without_root = run_process({"/usr/bin/env", "python3", check_docs});
   EXPECT_EQ(without_root.exit_code, 2);
   EXPECT_EQ(without_root.out, "");
   EXPECT_EQ(without_root.err, "check_docs.py: error: usage: check_docs.py ROOT\n");
 
   const auto elsewhere = root_.path() / "elsewhere";
   std::filesystem::create_directories(elsewhere);
-  const auto no_readme = run_process({"/usr/bin/env", "python3", script, elsewhere});
+  const auto no_readme = run_process({"/usr/bin/env", "python3", check_docs, elsewhere});
   EXPECT_EQ(no_readme.exit_code, 2);
   EXPECT_EQ(no_readme.out, "");
   EXPECT_EQ(no_readme.err,

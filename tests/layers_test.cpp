@@ -16,7 +16,8 @@ namespace {
 
 using testing::run_process;
 
-const std::string script = std::string(TENSORSTREAM_SOURCE_DIR) + "/scripts/check_layers.py";
+const std::string check_layers =
+    std::string(TENSORSTREAM_SOURCE_DIR) + "/scripts/check_layers.py";
 
 // A tree of its own: include/tensorstream/ and src/ with the given files.
 class LayerTree : public ::testing::Test {
@@ -33,14 +34,15 @@ class LayerTree : public ::testing::Test {
   }
 
   testing::ProcessResult check() {
-    return run_process({"/usr/bin/env", "python3", script, root_.path()});
+    return run_process({"/usr/bin/env", "python3", check_layers, root_.path()});
   }
 
   testing::TempDir root_;
 };
 
 TEST(Layers, EveryIncludeOfTheTreeRunsDownward) {
-  const auto result = run_process({"/usr/bin/env", "python3", script, TENSORSTREAM_SOURCE_DIR});
+  const auto result =
+      run_process({"/usr/bin/env", "python3", check_layers, TENSORSTREAM_SOURCE_DIR});
   EXPECT_EQ(result.exit_code, 0) << result.out << result.err;
   EXPECT_EQ(result.out, "every include runs downward\n");
 }
@@ -48,7 +50,7 @@ TEST(Layers, EveryIncludeOfTheTreeRunsDownward) {
 TEST_F(LayerTree, ARootWithoutTheTreeIsAnErrorNotAPass) {
   const auto elsewhere = root_.path() / "elsewhere";
   std::filesystem::create_directories(elsewhere);
-  const auto result = run_process({"/usr/bin/env", "python3", script, elsewhere});
+  const auto result = run_process({"/usr/bin/env", "python3", check_layers, elsewhere});
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_EQ(result.out, "");
   EXPECT_EQ(result.err, "check_layers.py: error: " + elsewhere.string() +

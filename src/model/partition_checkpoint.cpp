@@ -249,9 +249,10 @@ struct Job {
   std::size_t part = 0;
 };
 
-class Partitioner {
+class CheckpointPartitioner {
  public:
-  Partitioner(std::string source, Plan plan, ObjectStore& destination, PartitionOptions options)
+  CheckpointPartitioner(std::string source, Plan plan, ObjectStore& destination,
+                        PartitionOptions options)
       : source_(std::move(source)), plan_(std::move(plan)), destination_(destination),
         options_(std::move(options)) {
     progress_.bytes_to_read = plan_.source_bytes;
@@ -496,7 +497,7 @@ asio::awaitable<PartitionReport> partition(std::string source, std::string desti
     report.stale_uploads_removed = stale.removed.size();
   }
 
-  Partitioner partitioner(source, std::move(plan), destination_store, options);
+  CheckpointPartitioner partitioner(source, std::move(plan), destination_store, options);
   co_await partitioner.run();
 
   // Copied last, so that a config.json in the destination means its weights are complete.

@@ -41,9 +41,9 @@ RuleMatch match_rule(std::string_view name) {
   return {};
 }
 
-class Partitioner {
+class TensorPartitioner {
  public:
-  Partitioner(const TensorSpec& tensor, const HeadConfig& heads, int tp_size, int rank)
+  TensorPartitioner(const TensorSpec& tensor, const HeadConfig& heads, int tp_size, int rank)
       : tensor_(tensor), heads_(heads), tp_size_(tp_size), rank_(rank) {}
 
   TensorPartition partition() const {
@@ -175,7 +175,7 @@ TensorPartition partition_tensor(const TensorSpec& tensor, const HeadConfig& hea
     throw InvalidArgument("rank " + std::to_string(rank) + " is outside [0, " +
                           std::to_string(tp_size) + ")");
   }
-  return Partitioner(tensor, heads, tp_size, rank).partition();
+  return TensorPartitioner(tensor, heads, tp_size, rank).partition();
 }
 
 void fill_partition_bytes(const TensorSpec& tensor, const TensorPartition& partition,

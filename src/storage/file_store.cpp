@@ -20,6 +20,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "storage/errno_code.hpp"
 #include "storage/file_writer.hpp"
 #include "storage/io_uring_reader.hpp"
 #include "storage/object_pins.hpp"
@@ -35,10 +36,6 @@ namespace {
 // Enough for the shards a streamer reads at once, far below the usual limit of 1024 descriptors.
 constexpr std::size_t kCachedFiles = 64;
 constexpr unsigned kMaxQueueDepth = 4096;
-
-boost::system::error_code errno_code(int value) {
-  return {value, boost::system::system_category()};
-}
 
 [[noreturn]] void throw_file_error(const std::string& path,
                                    const boost::system::error_code& error) {
@@ -207,7 +204,6 @@ void list_directory(const std::string& directory, ListDepth depth,
         ObjectInfo{directory + entry->d_name, static_cast<std::uint64_t>(target.st_size)});
   }
 }
-
 
 }  // namespace
 

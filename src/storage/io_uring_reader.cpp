@@ -13,6 +13,8 @@
 #include <mutex>
 #include <vector>
 
+#include "storage/errno_code.hpp"
+
 namespace tensorstream {
 namespace {
 
@@ -26,10 +28,6 @@ constexpr std::size_t kPieceSize = std::size_t{16} << 20;
 // copied inline they would hold the executor's thread, and the ring's mutex with it, for
 // milliseconds.
 constexpr std::size_t kInlineLimit = std::size_t{256} << 10;
-
-boost::system::error_code errno_code(int value) {
-  return {value, boost::system::system_category()};
-}
 
 // A ring whose completions are signalled on an eventfd; both are released by the destructor.
 struct RingSetup {

@@ -6,12 +6,10 @@
 
 #include <cerrno>
 
+#include "storage/errno_code.hpp"
+
 namespace tensorstream {
 namespace {
-
-boost::system::error_code errno_code(int value) {
-  return {value, boost::system::system_category()};
-}
 
 // O_NONBLOCK so that opening a FIFO cannot hang; it is cleared again for everything but regular
 // files, where it has no effect on reads anyway.

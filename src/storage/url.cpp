@@ -1,9 +1,9 @@
 #include "tensorstream/storage/url.hpp"
 
-#include <cctype>
 #include <charconv>
 #include <string>
 
+#include "ascii.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream {
@@ -13,12 +13,6 @@ std::uint16_t default_port(std::string_view scheme) {
   if (scheme == "http") return 80;
   if (scheme == "https") return 443;
   return 0;
-}
-
-std::string lowercase(std::string_view text) {
-  std::string result(text);
-  for (auto& c : result) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return result;
 }
 
 bool is_supported(std::string_view scheme) {
@@ -39,15 +33,15 @@ Url Url::parse(std::string_view text) {
     // "s3:/bucket/x" is a mistyped URL far more often than a local folder named "s3:", and
     // taking it as a path would write the user's model somewhere they did not mean.
     const auto colon = text.find(':');
-    if (colon != std::string_view::npos && is_supported(lowercase(text.substr(0, colon)))) {
-      throw fail("a URL needs '" + lowercase(text.substr(0, colon)) +
+    if (colon != std::string_view::npos && is_supported(ascii_lowercase(text.substr(0, colon)))) {
+      throw fail("a URL needs '" + ascii_lowercase(text.substr(0, colon)) +
                  "://'; write ./" + std::string(text) + " for a local path");
     }
     url.scheme = "file";
     url.path = std::string(text);
     return url;
   }
-  url.scheme = lowercase(text.substr(0, scheme_end));
+  url.scheme = ascii_lowercase(text.substr(0, scheme_end));
   std::string_view rest = text.substr(scheme_end + 3);
   if (url.scheme == "file") {
     if (rest.empty() || rest.front() != '/') throw fail("file URLs need an absolute path");

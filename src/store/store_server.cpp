@@ -64,7 +64,7 @@ namespace {
 namespace asio = boost::asio;
 using detail::RankState;
 using detail::ServedRank;
-using State = detail::StoreServerState;
+using ServerState = detail::StoreServerState;
 
 bool settled(const ServedRank& rank) {
   return rank.state == RankState::ready || rank.state == RankState::failed;
@@ -106,7 +106,7 @@ std::vector<ServedRank> served_ranks(const StoreServerOptions& options) {
   return ranks;
 }
 
-asio::awaitable<Reply> attach(std::shared_ptr<State> state, Request request) {
+asio::awaitable<Reply> attach(std::shared_ptr<ServerState> state, Request request) {
   ServedRank* rank = state->find(request.rank);
   if (rank == nullptr) {
     throw InvalidArgument("rank " + std::to_string(request.rank) + " is not served (this server "
@@ -146,7 +146,7 @@ asio::awaitable<Reply> attach(std::shared_ptr<State> state, Request request) {
   co_return reply;
 }
 
-std::string status_json(const State& state) {
+std::string status_json(const ServerState& state) {
   std::string json = "{\"source\":";
   append_json_string(json, state.source);
   json += ",\"tp\":" + std::to_string(state.options.tensor_parallel_size) + ",\"ranks\":[";
@@ -167,7 +167,7 @@ std::string status_json(const State& state) {
   return json + "]}";
 }
 
-asio::awaitable<Reply> handle(std::shared_ptr<State> state, Request request) {
+asio::awaitable<Reply> handle(std::shared_ptr<ServerState> state, Request request) {
   if (request.op == Operation::attach) co_return co_await attach(std::move(state), request);
   Reply reply;
   reply.json = status_json(*state);
@@ -176,7 +176,7 @@ asio::awaitable<Reply> handle(std::shared_ptr<State> state, Request request) {
 
 // Runs on the strand: the loader's progress is the state the connections read.
 asio::awaitable<void> load_on_strand(
-    std::shared_ptr<State> state, std::function<void(const RankReady&)> on_ready,
+    std::shared_ptr<ServerState> state, std::function<void(const RankReady&)> on_ready,
     std::function<void(std::uint64_t, std::uint64_t)> on_progress) {
   if (state->load_started) throw StateError("StoreServer::load() was already called");
   if (state->stopped) throw Cancelled("the store server was stopped before loading");
@@ -237,7 +237,7 @@ asio::awaitable<void> load_on_strand(
 }
 
 // On the strand: a load not yet started never starts, one under way is cancelled.
-void stop_loading(State& state) {
+void stop_loading(ServerState& state) {
   state.stopped = true;
   if (state.loading) state.load_cancellation.emit(asio::cancellation_type::terminal);
 }
@@ -246,7 +246,8 @@ void stop_loading(State& state) {
 
 StoreServer::StoreServer(asio::any_io_executor executor, std::string source,
                          StoreServerOptions options)
-    : state_(std::make_shared<State>(std::move(executor), std::move(source), std::move(options))) {
+    : state_(std::make_shared<ServerState>(std::move(executor), std::move(source),
+                                           std::move(options))) {
   state_->ranks = served_ranks(state_->options);
   socket_ = std::make_unique<SocketServer>(
       state_->strand, state_->options.socket,
@@ -267,14 +268,14 @@ asio::awaitable<void> StoreServer::load(
 asio::awaitable<std::string> StoreServer::status() const {
   auto state = state_;
   co_return co_await async::run_on_strand(
-      state->strand, [](std::shared_ptr<State> s) -> asio::awaitable<std::string> {
+      state->strand, [](std::shared_ptr<ServerState> s) -> asio::awaitable<std::string> {
         co_return status_json(*s);
       }(state));
 }
 
 asio::awaitable<void> StoreServer::stop() {
   co_await async::run_on_strand(
-      state_->strand, [](std::shared_ptr<State> state) -> asio::awaitable<void> {
+      state_->strand, [](std::shared_ptr<ServerState> state) -> asio::awaitable<void> {
         stop_loading(*state);
         co_return;
       }(state_));

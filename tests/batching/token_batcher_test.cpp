@@ -20,10 +20,10 @@ namespace asio = boost::asio;
 using namespace std::chrono_literals;
 using testing::run;
 
-using Batches = std::vector<std::vector<std::string>>;
+using TextBatches = std::vector<std::vector<std::string>>;
 
 // Answers "answer: <text>" and records every batch of prompt texts.
-TokenBatcher<Prompt, std::string>::ProcessFn answer(Batches& batches) {
+TokenBatcher<Prompt, std::string>::ProcessFn answer(TextBatches& batches) {
   return [&batches](std::vector<Prompt> batch) -> asio::awaitable<std::vector<std::string>> {
     std::vector<std::string> texts;
     std::vector<std::string> results;
@@ -63,7 +63,7 @@ typename TokenBatcher<Record, int>::ProcessFn count_records() {
 
 TEST(TokenBatcher, AcceptsAnInferenceFunction) {
   asio::io_context context;
-  Batches batches;
+  TextBatches batches;
   TokenBatcher<Prompt, std::string> batcher(
       context.get_executor(), {.inference_fn = answer(batches), .batch_timeout = 5ms});
   const auto result = run(context, [&]() -> asio::awaitable<std::string> {
@@ -78,7 +78,7 @@ TEST(TokenBatcher, AcceptsAnInferenceFunction) {
 
 TEST(TokenBatcher, AcceptsAProcessFunction) {
   asio::io_context context;
-  Batches batches;
+  TextBatches batches;
   TokenBatcher<Prompt, std::string> batcher(context.get_executor(),
                                             {.process_fn = answer(batches), .batch_timeout = 5ms});
   const auto result = run(context, [&]() -> asio::awaitable<std::string> {
@@ -88,7 +88,7 @@ TEST(TokenBatcher, AcceptsAProcessFunction) {
     });
   });
   EXPECT_EQ(result, "answer: there");
-  EXPECT_EQ(batches, (Batches{{"there"}}));
+  EXPECT_EQ(batches, (TextBatches{{"there"}}));
 }
 
 TEST(TokenBatcher, RequiresAFunction) {
@@ -225,7 +225,7 @@ TEST(TokenBatcher, DefaultTokenEstimateAppliesToPlainRecords) {
 
 TEST(TokenBatcher, PromptFlowsThroughWithItsTokenEstimate) {
   asio::io_context context;
-  Batches batches;
+  TextBatches batches;
   TokenBatcher<Prompt, std::string> batcher(
       context.get_executor(),
       {.inference_fn = answer(batches), .target_batch_tokens = 4096, .max_batch_size = 64,
@@ -240,13 +240,13 @@ TEST(TokenBatcher, PromptFlowsThroughWithItsTokenEstimate) {
     EXPECT_EQ(co_await second.get(), "answer: " + std::string(40, 'x'));
     co_await batcher.stop();
   });
-  EXPECT_EQ(batches, (Batches{{"Hello, world!", std::string(40, 'x')}}));
+  EXPECT_EQ(batches, (TextBatches{{"Hello, world!", std::string(40, 'x')}}));
   EXPECT_EQ(batcher.stats().total_batch_cost, 4u + 11u);
 }
 
 TEST(TokenBatcher, RejectsMinBatchSizeAboveMax) {
   asio::io_context context;
-  Batches batches;
+  TextBatches batches;
   try {
     TokenBatcher<Prompt, std::string> batcher(
         context.get_executor(),
@@ -259,7 +259,7 @@ TEST(TokenBatcher, RejectsMinBatchSizeAboveMax) {
 
 TEST(TokenBatcher, SubmitWhenNotRunningNamesTheTokenBatcher) {
   asio::io_context context;
-  Batches batches;
+  TextBatches batches;
   TokenBatcher<Prompt, std::string> batcher(context.get_executor(),
                                             {.inference_fn = answer(batches)});
   run(context, [&]() -> asio::awaitable<void> {

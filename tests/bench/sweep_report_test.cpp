@@ -13,13 +13,13 @@
 #include "support/process.hpp"
 #include "support/skip.hpp"
 #include "support/temp_dir.hpp"
+#include "support/units.hpp"
 #include "tensorstream/bench/sweep_report.hpp"
 
 namespace tensorstream::bench {
 namespace {
 
-constexpr std::uint64_t mib = 1024 * 1024;
-
+using testing::MiB;
 SweepRun run_at(std::size_t repeat, double rate) {
   SweepRun run;
   run.repeat = repeat;
@@ -30,7 +30,7 @@ SweepRun run_at(std::size_t repeat, double rate) {
   run.cpu_seconds = 0.5;
   run.requests = 120;
   run.connections = 4;
-  run.peak_memory = 256 * mib;
+  run.peak_memory = 256 * MiB;
   return run;
 }
 
@@ -49,20 +49,20 @@ SweepResult example() {
   result.io_mode = "http";
   result.repeat = 3;
   result.seed = 42;
-  result.chunk_sizes = {1 * mib, 16 * mib};
+  result.chunk_sizes = {1 * MiB, 16 * MiB};
   result.concurrencies = {4, 16};
   result.cells = {
-      {1 * mib, 4, {run_at(0, 1.0), run_at(1, 1.2), run_at(2, 0.9)}},
-      {1 * mib, 16, {run_at(0, 0)}},
-      {16 * mib, 4, {run_at(0, 2.0), run_at(1, 1.5), run_at(2, 1.75)}},
-      {16 * mib, 16, {run_at(0, 2.5), run_at(1, 2.6), run_at(2, 2.4)}},
+      {1 * MiB, 4, {run_at(0, 1.0), run_at(1, 1.2), run_at(2, 0.9)}},
+      {1 * MiB, 16, {run_at(0, 0)}},
+      {16 * MiB, 4, {run_at(0, 2.0), run_at(1, 1.5), run_at(2, 1.75)}},
+      {16 * MiB, 16, {run_at(0, 2.5), run_at(1, 2.6), run_at(2, 2.4)}},
   };
   result.cells[1].runs[0].error =
       "s3://models/llama-70b/model-00002-of-00030.safetensors: HTTP 503 Slow Down, \"Please "
       "reduce your request rate\" (after 9 retries)";
   result.cells[1].runs[0].seconds = 0;
-  result.ceilings = {{4, 16 * mib, {run_at(0, 2.0), run_at(1, 2.0), run_at(2, 2.0)}},
-                     {16, 16 * mib, {run_at(0, 3.0), run_at(1, 3.25), run_at(2, 3.5)}}};
+  result.ceilings = {{4, 16 * MiB, {run_at(0, 2.0), run_at(1, 2.0), run_at(2, 2.0)}},
+                     {16, 16 * MiB, {run_at(0, 3.0), run_at(1, 3.25), run_at(2, 3.5)}}};
   return result;
 }
 
@@ -153,7 +153,7 @@ TEST(SweepReport, TheJsonHoldsEveryCellEveryRunAndTheBest) {
     }
   }
   EXPECT_EQ(simdjson::dom::array(json["ceilings"]).size(), 2u);
-  EXPECT_EQ(std::uint64_t(json["best"]["chunk_size"]), 16 * mib);
+  EXPECT_EQ(std::uint64_t(json["best"]["chunk_size"]), 16 * MiB);
   EXPECT_EQ(std::uint64_t(json["best"]["concurrency"]), 16u);
   EXPECT_EQ(std::string_view(json["best"]["environment"]), result.best_environment());
 }

@@ -14,9 +14,11 @@
 #include "storage/s3rver_test.hpp"
 #include "streaming/checkpoint_files.hpp"
 #include "support/fault_server.hpp"
+#include "support/files.hpp"
 #include "support/nginx_server.hpp"
 #include "support/skip.hpp"
 #include "support/temp_dir.hpp"
+#include "support/units.hpp"
 #include "tensorstream/bench/sweep.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
@@ -26,12 +28,13 @@
 namespace tensorstream::bench {
 namespace {
 
+using testing::MiB;
+using testing::read_file;
 using testing::FaultServer;
 using testing::NginxServer;
 using testing::TempDir;
 
 constexpr std::uint64_t kib = 1024;
-constexpr std::uint64_t mib = 1024 * 1024;
 
 std::uint64_t bytes_of(const std::vector<FileHeader>& files) {
   std::uint64_t bytes = 0;
@@ -39,11 +42,6 @@ std::uint64_t bytes_of(const std::vector<FileHeader>& files) {
     for (const auto& tensor : file.header.tensors) bytes += tensor.byte_size();
   }
   return bytes;
-}
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 // What a stream with one cell's settings reports, for comparison with the cell.
@@ -84,7 +82,7 @@ TEST_F(SweepOverNginx, EveryCellAndCeilingReadsTheWholeModelWithFreshConnections
     order.emplace_back(step.chunk_size, step.concurrency);
     steps.emplace_back(step.index, step.count);
   };
-  const SweepResult result = sweep(url_, {{64 * kib, 1 * mib}, {2, 8}}, options);
+  const SweepResult result = sweep(url_, {{64 * kib, 1 * MiB}, {2, 8}}, options);
 
   EXPECT_EQ(result.url, url_);
   EXPECT_EQ(result.seed, 11u);
@@ -95,7 +93,7 @@ TEST_F(SweepOverNginx, EveryCellAndCeilingReadsTheWholeModelWithFreshConnections
   EXPECT_EQ(result.model_bytes, model_bytes);
   ASSERT_EQ(result.cells.size(), 4u);
   const std::vector<std::pair<std::uint64_t, std::size_t>> grid{
-      {64 * kib, 2}, {64 * kib, 8}, {1 * mib, 2}, {1 * mib, 8}};
+      {64 * kib, 2}, {64 * kib, 8}, {1 * MiB, 2}, {1 * MiB, 8}};
   for (std::size_t i = 0; i < grid.size(); ++i) {
     const SweepCell& cell = result.cells[i];
     SCOPED_TRACE(std::to_string(cell.chunk_size) + " x " + std::to_string(cell.concurrency));
@@ -128,10 +126,10 @@ TEST_F(SweepOverNginx, EveryCellAndCeilingReadsTheWholeModelWithFreshConnections
     ASSERT_EQ(ceiling.runs.size(), 2u);
     EXPECT_FALSE(ceiling.failed()) << ceiling.error();
     // 1 MiB, the grid's largest chunk, is already at the floor of a ceiling's ranges.
-    EXPECT_EQ(ceiling.range_size, 1 * mib);
+    EXPECT_EQ(ceiling.range_size, 1 * MiB);
     for (const auto& run : ceiling.runs) {
       EXPECT_EQ(run.bytes, model_bytes);
-      EXPECT_EQ(run.requests, (model_bytes + mib - 1) / mib);
+      EXPECT_EQ(run.requests, (model_bytes + MiB - 1) / MiB);
       EXPECT_GE(run.connections, 1u);
     }
   }
@@ -167,7 +165,7 @@ TEST_F(SweepOverNginx, MaxBytesReadsTheFirstTensorsThatFit) {
   SweepOptions options;
   options.repeat = 1;
   options.max_bytes = three + tensors[3].byte_size() - 1;
-  const SweepResult result = sweep(url_, {{1 * mib}, {4}}, options);
+  const SweepResult result = sweep(url_, {{1 * MiB}, {4}}, options);
   EXPECT_EQ(result.tensors, 3u);
   EXPECT_EQ(result.bytes, three);
   EXPECT_EQ(result.model_tensors, tensors.size());
@@ -177,7 +175,7 @@ TEST_F(SweepOverNginx, MaxBytesReadsTheFirstTensorsThatFit) {
 
   // Less than the first tensor still reads that one.
   options.max_bytes = 1;
-  const SweepResult one = sweep(url_, {{1 * mib}, {4}}, options);
+  const SweepResult one = sweep(url_, {{1 * MiB}, {4}}, options);
   EXPECT_EQ(one.tensors, 1u);
   EXPECT_EQ(one.bytes, tensors[0].byte_size());
 }
@@ -199,22 +197,22 @@ TEST_F(SweepOverNginx, BadGridsAndUnreadableUrlsFailBeforeAnyRun) {
   };
   EXPECT_EQ(message_of(url_, {{}, {4}}, options),
             "InvalidArgument: the list of chunk sizes is empty");
-  EXPECT_EQ(message_of(url_, {{mib}, {}}, options),
+  EXPECT_EQ(message_of(url_, {{MiB}, {}}, options),
             "InvalidArgument: the list of concurrencies is empty");
-  EXPECT_EQ(message_of(url_, {{mib, 0}, {4}}, options),
+  EXPECT_EQ(message_of(url_, {{MiB, 0}, {4}}, options),
             "InvalidArgument: a chunk size of 0 bytes reads nothing");
-  EXPECT_EQ(message_of(url_, {{mib}, {4, 0}}, options),
+  EXPECT_EQ(message_of(url_, {{MiB}, {4, 0}}, options),
             "InvalidArgument: a concurrency of 0 reads nothing");
   SweepOptions no_repeat = options;
   no_repeat.repeat = 0;
-  EXPECT_EQ(message_of(url_, {{mib}, {4}}, no_repeat),
+  EXPECT_EQ(message_of(url_, {{MiB}, {4}}, no_repeat),
             "InvalidArgument: repeat must be at least 1");
   SweepOptions no_bytes = options;
   no_bytes.max_bytes = 0;
-  EXPECT_EQ(message_of(url_, {{mib}, {4}}, no_bytes),
+  EXPECT_EQ(message_of(url_, {{MiB}, {4}}, no_bytes),
             "InvalidArgument: max_bytes must be at least 1 byte");
   const std::string missing = nginx_->base_url() + "/absent/model.safetensors";
-  const std::string error = message_of(missing, {{mib}, {4}}, options);
+  const std::string error = message_of(missing, {{MiB}, {4}}, options);
   EXPECT_TRUE(error.starts_with("NotFoundError: " + missing)) << error;
   EXPECT_FALSE(ran);
 }
@@ -223,11 +221,11 @@ TEST(SweepWithAFault, ACellThatFailsIsRecordedOnceAndTheOthersRunOn) {
   // One 3 MiB tensor: 1 MiB chunks read its middle mebibyte alone, which the server refuses;
   // 4 MiB chunks read it whole.
   TempDir dir;
-  testing::write_checkpoint(dir.path() / "model.safetensors", {{"weight", 3 * mib}});
+  testing::write_checkpoint(dir.path() / "model.safetensors", {{"weight", 3 * MiB}});
   const std::uint64_t data_start =
       inspect((dir.path() / "model.safetensors").string()).at(0).header.data_start;
-  const std::string refused = "bytes=" + std::to_string(data_start + mib) + "-" +
-                              std::to_string(data_start + 2 * mib - 1);
+  const std::string refused = "bytes=" + std::to_string(data_start + MiB) + "-" +
+                              std::to_string(data_start + 2 * MiB - 1);
   FaultServer server("/model.safetensors", read_file(dir.path() / "model.safetensors"),
                      {.fail_status = 404, .fail_range = refused});
   const std::string url = server.base_url() + "/model.safetensors";
@@ -237,7 +235,7 @@ TEST(SweepWithAFault, ACellThatFailsIsRecordedOnceAndTheOthersRunOn) {
   options.repeat = 3;
   options.ceiling = true;
   options.on_run = [&](const SweepStep& step) { steps.emplace_back(step.index, step.count); };
-  const SweepResult result = sweep(url, {{1 * mib, 4 * mib}, {2}}, options);
+  const SweepResult result = sweep(url, {{1 * MiB, 4 * MiB}, {2}}, options);
 
   ASSERT_EQ(result.cells.size(), 2u);
   const SweepCell& small = result.cells[0];
@@ -251,7 +249,7 @@ TEST(SweepWithAFault, ACellThatFailsIsRecordedOnceAndTheOthersRunOn) {
   EXPECT_EQ(result.best(), &large);
   // The ceiling reads the tensor in two halves of 2 MiB, which the server does not refuse.
   ASSERT_EQ(result.ceilings.size(), 1u);
-  EXPECT_EQ(result.ceilings[0].range_size, 2 * mib);
+  EXPECT_EQ(result.ceilings[0].range_size, 2 * MiB);
   EXPECT_FALSE(result.ceilings[0].failed()) << result.ceilings[0].error();
 
   // Progress counts what the failure left out: 3 runs of 3 items, less the 2 the cell skipped.
@@ -270,7 +268,7 @@ TEST_F(SweepOverS3rver, EveryCellStreamsTheShardedModel) {
   SweepOptions options;
   options.repeat = 1;
   options.ceiling = true;
-  const SweepResult result = sweep(url, {{256 * kib, 1 * mib}, {2, 8}}, options);
+  const SweepResult result = sweep(url, {{256 * kib, 1 * MiB}, {2, 8}}, options);
   EXPECT_EQ(result.files, 2u);
   EXPECT_EQ(result.bytes, model_bytes);
   ASSERT_EQ(result.cells.size(), 4u);

@@ -18,6 +18,7 @@
 #include "storage/s3rver_test.hpp"
 #include "streaming/checkpoint_files.hpp"
 #include "support/fault_server.hpp"
+#include "support/files.hpp"
 #include "support/nginx_server.hpp"
 #include "support/process.hpp"
 #include "support/skip.hpp"
@@ -28,14 +29,10 @@
 namespace tensorstream {
 namespace {
 
+using testing::read_file;
 using testing::lines_of;
 using testing::run_cli;
 using testing::TempDir;
-
-std::string read_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 std::vector<std::string> split(const std::string& line, char separator) {
   std::vector<std::string> fields;

@@ -13,18 +13,9 @@
 namespace tensorstream {
 namespace {
 
-using testing::lines_of;
 using testing::run_cli;
+using testing::sorted_tensor_lines;
 using testing::TempDir;
-
-// The tensor lines of a `stream --checksum` run, sorted: tensors complete in any order, and the
-// summary line names the URL and the timing.
-std::vector<std::string> tensor_lines(const std::string& out) {
-  auto lines = lines_of(out);
-  if (!lines.empty()) lines.pop_back();
-  std::sort(lines.begin(), lines.end());
-  return lines;
-}
 
 class BucketDestinationCli : public s3::testing::S3rverTest {};
 
@@ -59,8 +50,8 @@ TEST_F(BucketDestinationCli, GenModelAndShardToABucketStreamBackLikeTheirLocalFi
     const auto uploaded = run_cli(uploaded_args);
     ASSERT_EQ(expected.exit_code, 0) << expected.err;
     ASSERT_EQ(uploaded.exit_code, 0) << uploaded.err;
-    EXPECT_EQ(tensor_lines(uploaded.out).size(), tensors);
-    EXPECT_EQ(tensor_lines(uploaded.out), tensor_lines(expected.out));
+    EXPECT_EQ(sorted_tensor_lines(uploaded.out).size(), tensors);
+    EXPECT_EQ(sorted_tensor_lines(uploaded.out), sorted_tensor_lines(expected.out));
   }
 }
 

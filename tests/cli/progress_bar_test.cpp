@@ -7,15 +7,17 @@
 #include <chrono>
 #include <string>
 
+#include "support/units.hpp"
+
 namespace tensorstream::cli {
 namespace {
 
+using testing::KiB;
+using testing::MiB;
 using Clock = ProgressRenderer::Clock;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr std::uint64_t KiB = 1024;
-constexpr std::uint64_t MiB = 1024 * KiB;
 constexpr std::uint64_t GiB = 1024 * MiB;
 
 const Clock::time_point start{};

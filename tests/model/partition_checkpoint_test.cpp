@@ -16,6 +16,7 @@
 #include "model/vllm_oracle.hpp"
 #include "storage/s3rver_test.hpp"
 #include "support/fault_proxy.hpp"
+#include "support/files.hpp"
 #include "support/gcs_fixture_server.hpp"
 #include "support/run_task.hpp"
 #include "support/scoped_environment.hpp"
@@ -30,6 +31,7 @@ namespace tensorstream {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::files_under;
 using testing::cut_bytes;
 using testing::cut_shape;
 using testing::gqa_config;
@@ -88,16 +90,6 @@ PartitionOptions small_reads(std::vector<int> sizes = {1, 2, 4, 8}) {
   options.stream.chunk_size = 64 * 1024;
   options.stream.max_concurrency = 8;
   return options;
-}
-
-std::vector<std::string> files_under(const fs::path& root) {
-  std::vector<std::string> files;
-  if (!fs::exists(root)) return files;
-  for (const auto& entry : fs::recursive_directory_iterator(root)) {
-    if (entry.is_regular_file()) files.push_back(fs::relative(entry.path(), root).string());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
 }
 
 TEST(PartitionCheckpoint, TinyLlamaWithFewerKeyValueHeadsThanRanksMatchesTheOracleForTp1To8) {

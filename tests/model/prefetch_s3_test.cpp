@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "storage/s3rver_test.hpp"
+#include "support/files.hpp"
 #include "support/random_bytes.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
@@ -16,28 +17,11 @@ namespace tensorstream {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::read_file;
+using testing::write_file;
+using testing::files_under;
 using testing::TempDir;
 using testing::random_bytes;
-
-void write_file(const fs::path& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream content;
-  content << in.rdbuf();
-  return std::move(content).str();
-}
-
-std::vector<std::string> files_under(const fs::path& root) {
-  std::vector<std::string> names;
-  for (const auto& entry : fs::directory_iterator(root)) {
-    names.push_back(entry.path().filename().string());
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
 
 class PrefetchS3 : public s3::testing::S3rverTest {};
 

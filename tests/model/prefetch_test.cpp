@@ -16,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include "support/files.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
@@ -26,31 +27,11 @@ namespace {
 
 namespace asio = boost::asio;
 namespace fs = std::filesystem;
+using testing::read_file;
+using testing::write_file;
+using testing::files_under;
 using testing::TempDir;
 using Paths = std::vector<std::string>;
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream content;
-  content << in.rdbuf();
-  return std::move(content).str();
-}
-
-void write_file(const fs::path& path, const std::string& content) {
-  fs::create_directories(path.parent_path());
-  std::ofstream(path, std::ios::binary) << content;
-}
-
-// Every regular file under `root`, relative to it, sorted.
-Paths files_under(const fs::path& root) {
-  Paths paths;
-  if (!fs::exists(root)) return paths;
-  for (const auto& entry : fs::recursive_directory_iterator(root)) {
-    if (entry.is_regular_file()) paths.push_back(fs::relative(entry.path(), root).string());
-  }
-  std::sort(paths.begin(), paths.end());
-  return paths;
-}
 
 // A FileStore that also lists `extra` objects, counts the largest read, can fail the reads of
 // one key from one offset on, as a network store failing mid-object would, and can hold the reads

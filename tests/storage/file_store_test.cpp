@@ -28,6 +28,7 @@
 #include <typeinfo>
 #include <vector>
 
+#include "support/units.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
 #include "support/run_task.hpp"
@@ -39,10 +40,10 @@ namespace {
 
 namespace asio = boost::asio;
 namespace fs = std::filesystem;
+using testing::MiB;
 
-constexpr std::size_t kMiB = std::size_t{1} << 20;
 // Not a multiple of any piece size, so the last piece of a whole-file read is a short one.
-constexpr std::size_t kFileSize = 20 * kMiB + 4099;
+constexpr std::size_t kFileSize = 20 * MiB + 4099;
 
 void write_file(const fs::path& path, const std::vector<std::byte>& bytes) {
   std::ofstream out(path, std::ios::binary);
@@ -51,7 +52,7 @@ void write_file(const fs::path& path, const std::vector<std::byte>& bytes) {
   if (!out) throw std::runtime_error("cannot write " + path.string());
 }
 
-std::vector<std::byte> random_bytes(std::size_t size, std::uint64_t seed) {
+std::vector<std::byte> random_byte_vector(std::size_t size, std::uint64_t seed) {
   std::mt19937_64 generator(seed);
   std::vector<std::byte> bytes(size);
   for (auto& byte : bytes) byte = static_cast<std::byte>(generator());
@@ -128,7 +129,7 @@ class FileStoreTest : public ::testing::TestWithParam<Mode> {
  protected:
   static void SetUpTestSuite() {
     directory_ = new testing::TempDir();
-    contents_ = new std::vector<std::byte>(random_bytes(kFileSize, 42));
+    contents_ = new std::vector<std::byte>(random_byte_vector(kFileSize, 42));
     path_ = new std::string((directory_->path() / "data.bin").string());
     write_file(*path_, *contents_);
   }
@@ -190,7 +191,7 @@ TEST_P(FileStoreTest, RandomRangesHaveTheFilesBytes) {
   std::mt19937_64 generator(7);
   for (int i = 0; i < 100; ++i) {
     const std::uint64_t offset = generator() % kFileSize;
-    const std::size_t longest = std::min<std::size_t>(kFileSize - offset, 9 * kMiB);
+    const std::size_t longest = std::min<std::size_t>(kFileSize - offset, 9 * MiB);
     // Half of the reads small, like header and small-tensor reads; half up to 9 MiB.
     const std::size_t length = i % 2 == 0 ? generator() % std::min<std::size_t>(longest + 1, 4096)
                                           : generator() % (longest + 1);
@@ -229,7 +230,7 @@ TEST_P(FileStoreTest, WholeFileInOneRead) {
 TEST_P(FileStoreTest, RangesStraddlingPieceBoundaries) {
   FileStore store(context_.get_executor(), options());
   // Covers every power-of-two split size from 1 MiB to 16 MiB.
-  for (std::size_t piece = kMiB; piece <= 16 * kMiB; piece *= 2) {
+  for (std::size_t piece = MiB; piece <= 16 * MiB; piece *= 2) {
     expect_range(store, piece - 1, 2);
     expect_range(store, 0, piece - 1);
     expect_range(store, 0, piece);
@@ -309,7 +310,7 @@ TEST_P(FileStoreTest, SizeOfAMissingFileIsNotFound) {
 TEST_P(FileStoreTest, UnreadableFileIsPermissionDenied) {
   testing::TempDir scratch;
   const fs::path file = scratch.path() / "secret.bin";
-  write_file(file, random_bytes(100, 1));
+  write_file(file, random_byte_vector(100, 1));
   fs::permissions(file, fs::perms::none);
   fs::permissions(scratch.path(),
                   fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec);
@@ -342,11 +343,11 @@ TEST_P(FileStoreTest, UnreadableFileIsPermissionDenied) {
 TEST_P(FileStoreTest, ListGivesRegularFilesOneLevelDeepSortedWithSizes) {
   testing::TempDir scratch;
   const fs::path& root = scratch.path();
-  write_file(root / "b.safetensors", random_bytes(3, 1));
+  write_file(root / "b.safetensors", random_byte_vector(3, 1));
   write_file(root / "a.bin", {});
-  write_file(root / "c.json", random_bytes(7, 2));
+  write_file(root / "c.json", random_byte_vector(7, 2));
   fs::create_directory(root / "nested");
-  write_file(root / "nested" / "inner.safetensors", random_bytes(5, 3));
+  write_file(root / "nested" / "inner.safetensors", random_byte_vector(5, 3));
   fs::create_symlink(root / "b.safetensors", root / "link.safetensors");
   fs::create_symlink(root / "gone.bin", root / "dangling.bin");
   fs::create_directory_symlink(root / "nested", root / "dir_link");
@@ -370,9 +371,9 @@ TEST_P(FileStoreTest, ListGivesRegularFilesOneLevelDeepSortedWithSizes) {
 TEST_P(FileStoreTest, RecursiveListDescendsIntoDirectoriesButNotThroughLinks) {
   testing::TempDir scratch;
   const auto root = scratch.path();
-  write_file(root / "config.json", random_bytes(4, 1));
+  write_file(root / "config.json", random_byte_vector(4, 1));
   fs::create_directories(root / "tokenizer" / "deep");
-  write_file(root / "tokenizer" / "vocab.txt", random_bytes(6, 2));
+  write_file(root / "tokenizer" / "vocab.txt", random_byte_vector(6, 2));
   write_file(root / "tokenizer" / "deep" / "empty", {});
   fs::create_directory(root / "nothing");
   fs::create_directory_symlink(root, root / "loop");
@@ -401,12 +402,12 @@ class RecursiveListingStore final : public testing::ForwardingStore {
 TEST_P(FileStoreTest, ListLevelGivesFilesAndSubdirectoriesAsTheDefaultGroupsThem) {
   testing::TempDir scratch;
   const auto root = scratch.path();
-  write_file(root / "config.json", random_bytes(4, 1));
+  write_file(root / "config.json", random_byte_vector(4, 1));
   fs::create_directories(root / "tokenizer" / "deep");
   write_file(root / "tokenizer" / "deep" / "empty", {});
   fs::create_directories(root / "TP2" / "shard0");
-  write_file(root / "TP2" / "shard0" / "a.bin", random_bytes(3, 2));
-  write_file(root / "TP2-notes.txt", random_bytes(2, 3));
+  write_file(root / "TP2" / "shard0" / "a.bin", random_byte_vector(3, 2));
+  write_file(root / "TP2-notes.txt", random_byte_vector(2, 3));
 
   FileStore store(context_.get_executor(), options());
   RecursiveListingStore grouped(context_.get_executor());
@@ -461,7 +462,7 @@ TEST_P(FileStoreTest, ConcurrentReadsBeyondTheQueueDepthAllComplete) {
   std::mt19937_64 generator(11);
   std::uint64_t total = 0;
   for (int i = 0; i < kReads; ++i) {
-    buffers[i].resize(1 + generator() % (i % 8 == 0 ? 6 * kMiB : 64 * 1024));
+    buffers[i].resize(1 + generator() % (i % 8 == 0 ? 6 * MiB : 64 * 1024));
     offsets[i] = generator() % (kFileSize - buffers[i].size() + 1);
     total += buffers[i].size();
   }
@@ -507,7 +508,7 @@ TEST_P(FileStoreTest, IoModeNamesHowFilesAreRead) {
 
 TEST_P(FileStoreTest, DestroyingTheStoreWithReadsInFlightFailsOrFinishesEach) {
   constexpr int kReads = 32;
-  constexpr std::size_t kLength = 3 * kMiB;
+  constexpr std::size_t kLength = 3 * MiB;
   std::vector<std::vector<std::byte>> buffers(kReads, std::vector<std::byte>(kLength));
   std::vector<std::string> outcomes(kReads);
   auto store = std::make_unique<FileStore>(context_.get_executor(), options());
@@ -547,7 +548,7 @@ TEST(FileOptionsTest, EnvironmentVariableForcesPread) {
   EXPECT_EQ(store.stats().io_mode, "pread (io_uring disabled by TENSORSTREAM_DISABLE_IO_URING)");
 
   testing::TempDir scratch;
-  const auto bytes = random_bytes(5000, 9);
+  const auto bytes = random_byte_vector(5000, 9);
   write_file(scratch.path() / "f.bin", bytes);
   std::vector<std::byte> read(4000);
   run(context, store.read_range((scratch.path() / "f.bin").string(), 1000, read));
@@ -594,7 +595,7 @@ bool forbid_io_uring_setup() {
 
 TEST(FileStoreFallbackTest, WithoutIoUringReadsWithPreadAndWarnsOnce) {
   testing::TempDir scratch;
-  const auto bytes = random_bytes(3 * kMiB, 5);
+  const auto bytes = random_byte_vector(3 * MiB, 5);
   const std::string path = (scratch.path() / "f.bin").string();
   write_file(path, bytes);
   const int status = in_child_process([&] {

@@ -35,9 +35,11 @@
 
 #include "support/certificates.hpp"
 #include "support/fault_server.hpp"
+#include "support/files.hpp"
 #include "support/logged_warnings.hpp"
 #include "support/loopback_listener.hpp"
 #include "support/nginx_server.hpp"
+#include "support/random_bytes.hpp"
 #include "support/run_task.hpp"
 #include "support/skip.hpp"
 #include "support/temp_dir.hpp"
@@ -48,7 +50,9 @@ namespace tensorstream {
 namespace {
 
 namespace asio = boost::asio;
+using testing::write_file;
 using testing::Certificates;
+using testing::random_bytes;
 using testing::FaultServer;
 using testing::LoopbackListener;
 using testing::NginxServer;
@@ -57,19 +61,6 @@ using testing::TempDir;
 // Not a multiple of any power of two, so ranges end at odd places.
 constexpr std::size_t nginx_object_size = 3 * 1024 * 1024 + 4099;
 constexpr std::size_t fault_object_size = 200 * 1024 + 7;
-
-std::string random_bytes(std::size_t size, unsigned seed) {
-  std::mt19937_64 random(seed);
-  std::string bytes(size, '\0');
-  for (auto& byte : bytes) byte = static_cast<char>(random());
-  return bytes;
-}
-
-void write_file(const std::filesystem::path& path, const std::string& bytes) {
-  std::filesystem::create_directories(path.parent_path());
-  std::ofstream(path, std::ios::binary)
-      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
 
 constexpr auto run = [](auto& io, auto task) { return testing::run_task(io, std::move(task)); };
 constexpr auto read = testing::read_string;

@@ -20,6 +20,7 @@
 #include "storage/object_version.hpp"
 #include "storage/s3rver_test.hpp"
 #include "support/fault_proxy.hpp"
+#include "support/files.hpp"
 #include "support/gcs_fixture_server.hpp"
 #include "support/nginx_server.hpp"
 #include "support/run_task.hpp"
@@ -36,6 +37,8 @@ namespace tensorstream {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::read_file;
+using testing::write_file;
 using testing::FaultProxy;
 using testing::GcsFixtureServer;
 using testing::NginxServer;
@@ -46,15 +49,6 @@ constexpr std::string_view restart = "; restart the stream";
 // 2020-01-01 00:00:00 UTC: files start out old, so that rewriting them changes their time even
 // on file systems with coarse timestamps.
 constexpr std::time_t old_time = 1577836800;
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_file(const fs::path& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary) << bytes;
-}
 
 void make_old(const fs::path& path) {
   const timespec times[2] = {{old_time, 0}, {old_time, 0}};

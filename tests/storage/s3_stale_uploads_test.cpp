@@ -21,12 +21,14 @@
 #include "support/s3rver_server.hpp"
 #include "support/signature_verifier.hpp"
 #include "support/skip.hpp"
+#include "support/units.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/s3_store.hpp"
 
 namespace tensorstream {
 namespace {
 
+using testing::MiB;
 using s3::testing::Answer;
 using s3::testing::is_listing;
 using s3::testing::iso8601;
@@ -41,8 +43,6 @@ using std::chrono::system_clock;
 using testing::FaultProxy;
 using testing::S3rverServer;
 using testing::SignatureVerifier;
-
-constexpr std::size_t MiB = std::size_t{1} << 20;
 
 // 2026-01-02T03:04:05Z, a time long past.
 const system_clock::time_point long_ago = system_clock::from_time_t(1767323045);

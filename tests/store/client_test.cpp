@@ -25,8 +25,6 @@
 namespace tensorstream::store::testing {
 namespace {
 
-constexpr std::chrono::milliseconds timeout{30'000};
-
 // A server that answers one connection with `reply` and the descriptors `fds`, whatever was
 // asked, then closes it.
 class OneShotServer {
@@ -68,7 +66,7 @@ TEST(StoreClient, MalformedReplyIsRefusedAndItsDescriptorsClosed) {
     const std::size_t before = open_descriptors();
     {
       OneShotServer server(path, reply, {region.get(), region.get()});
-      const auto error = thrown<FormatError>([&] { request(path, status_request(), timeout); });
+      const auto error = thrown<FormatError>([&] { request(path, status_request(), patience); });
       EXPECT_EQ(error.what(), path.string() + message);
     }
     EXPECT_EQ(open_descriptors(), before);
@@ -84,7 +82,7 @@ TEST(StoreClient, ErrorReplyClosesItsDescriptors) {
     OneShotServer server(path, "{\"error\":\"rank 3 is not served\",\"kind\":\"invalid_argument\"}",
                          {region.get()});
     const auto error =
-        thrown<InvalidArgument>([&] { request(path, attach_request(3, timeout), timeout); });
+        thrown<InvalidArgument>([&] { request(path, attach_request(3, patience), patience); });
     EXPECT_EQ(error.what(), path.string() + ": rank 3 is not served");
   }
   EXPECT_EQ(open_descriptors(), before);
@@ -96,7 +94,7 @@ TEST(StoreClient, ErrorOfAnUnknownKindIsAnError) {
   OneShotServer server(path, "{\"error\":\"the disk is on fire\"}", {});
   const auto error = thrown<Error>([&] {
     try {
-      request(path, status_request(), timeout);
+      request(path, status_request(), patience);
     } catch (const StorageError&) {
       ADD_FAILURE() << "too specific";
     }
@@ -108,14 +106,14 @@ TEST(StoreClient, ReplyOverTheLimitIsRefused) {
   tensorstream::testing::TempDir dir;
   const auto path = dir.path() / "fake.sock";
   OneShotServer server(path, "{\"manifest\":\"" + std::string(100, 'm') + "\"}", {});
-  const auto error = thrown<FormatError>([&] { request(path, status_request(), timeout, 64); });
+  const auto error = thrown<FormatError>([&] { request(path, status_request(), patience, 64); });
   EXPECT_EQ(error.what(),
             path.string() + ": a message of 115 bytes exceeds the limit of 64 bytes");
 }
 
 TEST(StoreClient, PathLongerThanAnAddressIsRefused) {
   const std::string path = "/tmp/" + std::string(110, 's');
-  const auto error = thrown<InvalidArgument>([&] { request(path, status_request(), timeout); });
+  const auto error = thrown<InvalidArgument>([&] { request(path, status_request(), patience); });
   EXPECT_EQ(error.what(), path + ": a socket path is at most 107 bytes long");
 }
 
@@ -128,7 +126,7 @@ TEST(StoreClient, RequestBuilders) {
 TEST_F(StoreServerTest, ClientGivesUpAtItsTimeout) {
   start();
   const auto error = thrown<StorageError>(
-      [&] { request(socket_path_, attach_request(5, timeout), std::chrono::milliseconds(200)); });
+      [&] { request(socket_path_, attach_request(5, patience), std::chrono::milliseconds(200)); });
   EXPECT_EQ(error.what(), socket_path_.string() + ": no reply within 200 ms");
   EXPECT_TRUE(error.transient());
   // The server saw the client go and let the handler go too.
@@ -138,7 +136,7 @@ TEST_F(StoreServerTest, ClientGivesUpAtItsTimeout) {
 TEST_F(StoreServerTest, AsyncRequestReceivesTheRegions) {
   start();
   ReceivedReply reply = tensorstream::testing::run_task(
-      async_request(socket_path_, attach_request(1, timeout), timeout));
+      async_request(socket_path_, attach_request(1, patience), patience));
   EXPECT_EQ(reply.json, attach_json(1));
   ASSERT_EQ(reply.fds.size(), 2u);
   EXPECT_EQ(mapped_content(reply.fds[0].get()), weights(1));
@@ -150,19 +148,19 @@ TEST_F(StoreServerTest, AsyncRequestReportsErrorsAndTimeouts) {
   start();
   const std::string path = socket_path_.string();
   const auto refused = thrown<InvalidArgument>(
-      [&] { run_task(async_request(socket_path_, attach_request(9, timeout), timeout)); });
+      [&] { run_task(async_request(socket_path_, attach_request(9, patience), patience)); });
   EXPECT_EQ(refused.what(), path + ": rank 9 is not served");
 
   const auto late = thrown<StorageError>([&] {
     run_task(
-        async_request(socket_path_, attach_request(5, timeout), std::chrono::milliseconds(200)));
+        async_request(socket_path_, attach_request(5, patience), std::chrono::milliseconds(200)));
   });
   EXPECT_EQ(late.what(), path + ": no reply within 200 ms");
   hold_.await_cancelled(1);
 
   const auto none = dir_.path() / "none.sock";
   const auto missing =
-      thrown<StorageError>([&] { run_task(async_request(none, status_request(), timeout)); });
+      thrown<StorageError>([&] { run_task(async_request(none, status_request(), patience)); });
   EXPECT_EQ(missing.what(), none.string() + ": no server is listening (no socket file)");
 }
 
@@ -171,7 +169,7 @@ TEST_F(StoreServerTest, CancellingAnAsyncRequestClosesTheConnection) {
   asio::io_context client_io;
   asio::cancellation_signal cancel;
   auto done =
-      asio::co_spawn(client_io, async_request(socket_path_, attach_request(5, timeout), timeout),
+      asio::co_spawn(client_io, async_request(socket_path_, attach_request(5, patience), patience),
                      asio::bind_cancellation_slot(cancel.slot(), asio::use_future));
   std::thread client([&] { client_io.run(); });
   hold_.await_waiting(1);

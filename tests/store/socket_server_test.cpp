@@ -21,8 +21,6 @@
 namespace tensorstream::store::testing {
 namespace {
 
-constexpr std::chrono::milliseconds timeout{30'000};
-
 std::string reply_json(const std::string& error, const std::string& kind) {
   return "{\"error\":\"" + error + "\",\"kind\":\"" + kind + "\"}";
 }
@@ -36,7 +34,7 @@ void on_eight_threads(const std::function<void(int)>& body) {
 
 // An attach of `rank` that must succeed and carry the rank's two regions.
 void expect_attach_works(const std::filesystem::path& path, int rank) {
-  const ReceivedReply reply = request(path, attach_request(rank, timeout), timeout);
+  const ReceivedReply reply = request(path, attach_request(rank, patience), patience);
   EXPECT_EQ(reply.json, StoreServerTest::attach_json(rank));
   ASSERT_EQ(reply.fds.size(), 2u);
   EXPECT_EQ(mapped_content(reply.fds[0].get()), StoreServerTest::weights(rank));
@@ -45,7 +43,7 @@ void expect_attach_works(const std::filesystem::path& path, int rank) {
 
 TEST_F(StoreServerTest, AttachPassesTheRankRegionsWithTheReply) {
   start();
-  const ReceivedReply reply = request(socket_path_, attach_request(1, timeout), timeout);
+  const ReceivedReply reply = request(socket_path_, attach_request(1, patience), patience);
   EXPECT_EQ(reply.json, attach_json(1));
   ASSERT_EQ(reply.fds.size(), 2u);
   EXPECT_EQ(mapped_content(reply.fds[0].get()), weights(1));
@@ -63,7 +61,7 @@ TEST_F(StoreServerTest, AttachPassesTheRankRegionsWithTheReply) {
 
 TEST_F(StoreServerTest, RegionsAreSharedNotCopied) {
   start();
-  const ReceivedReply reply = request(socket_path_, attach_request(0, timeout), timeout);
+  const ReceivedReply reply = request(socket_path_, attach_request(0, patience), patience);
   ASSERT_EQ(reply.fds.size(), 2u);
   const std::string written = "written by the worker";
   ASSERT_EQ(::pwrite(reply.fds[1].get(), written.data(), written.size(), 0),
@@ -73,7 +71,7 @@ TEST_F(StoreServerTest, RegionsAreSharedNotCopied) {
 
 TEST_F(StoreServerTest, StatusHasNoDescriptors) {
   start();
-  const ReceivedReply reply = request(socket_path_, status_request(), timeout);
+  const ReceivedReply reply = request(socket_path_, status_request(), patience);
   EXPECT_EQ(reply.json, status_json);
   EXPECT_TRUE(reply.fds.empty());
 }
@@ -81,9 +79,9 @@ TEST_F(StoreServerTest, StatusHasNoDescriptors) {
 TEST_F(StoreServerTest, HandlerSeesTheRequestAndItsPeer) {
   start();
   request(socket_path_, "{\"op\":\"attach\",\"rank\":1,\"timeout_ms\":1234,\"extra\":[1]}",
-          timeout);
-  request(socket_path_, "{\"op\":\"attach\",\"rank\":0}", timeout);
-  request(socket_path_, "{\"op\":\"status\",\"rank\":\"ignored\"}", timeout);
+          patience);
+  request(socket_path_, "{\"op\":\"attach\",\"rank\":0}", patience);
+  request(socket_path_, "{\"op\":\"status\",\"rank\":\"ignored\"}", patience);
   const std::vector<Request> seen = requests();
   ASSERT_EQ(seen.size(), 3u);
   EXPECT_EQ(seen[0].op, Operation::attach);
@@ -239,7 +237,7 @@ TEST_F(StoreServerTest, OneConnectionOverTheLimitIsTurnedAway) {
   EXPECT_EQ(reply_then_close(extra.get()).json,
             reply_json("too many connections (at most 1)", "unavailable"));
   const auto error =
-      thrown<StorageError>([&] { request(socket_path_, status_request(), timeout); });
+      thrown<StorageError>([&] { request(socket_path_, status_request(), patience); });
   EXPECT_STREQ(error.what(),
                (socket_path_.string() + ": too many connections (at most 1)").c_str());
   EXPECT_TRUE(error.transient());
@@ -261,7 +259,7 @@ TEST_F(StoreServerTest, PeerOutsideThePolicyIsRefusedWithNothingElse) {
   EXPECT_EQ(reply.json, reply_json(refusal, "permission_denied"));
   EXPECT_TRUE(reply.fds.empty());
   const auto error =
-      thrown<Error>([&] { request(socket_path_, attach_request(0, timeout), timeout); });
+      thrown<Error>([&] { request(socket_path_, attach_request(0, patience), patience); });
   EXPECT_STREQ(error.what(), (socket_path_.string() + ": " + refusal).c_str());
   EXPECT_TRUE(requests().empty());
 }
@@ -287,7 +285,7 @@ TEST_F(StoreServerTest, SocketFileIsPrivateAndRemovedOnStop) {
   stop();
   EXPECT_FALSE(std::filesystem::exists(std::filesystem::symlink_status(socket_path_)));
   const auto error =
-      thrown<StorageError>([&] { request(socket_path_, status_request(), timeout); });
+      thrown<StorageError>([&] { request(socket_path_, status_request(), patience); });
   EXPECT_STREQ(error.what(),
                (socket_path_.string() + ": no server is listening (no socket file)").c_str());
   EXPECT_TRUE(error.transient());
@@ -316,7 +314,7 @@ TEST_F(StoreServerTest, StaleSocketFileIsReplaced) {
               0);
   }
   const auto error =
-      thrown<StorageError>([&] { request(socket_path_, status_request(), timeout); });
+      thrown<StorageError>([&] { request(socket_path_, status_request(), patience); });
   EXPECT_STREQ(error.what(),
                (socket_path_.string() + ": no server is listening (connection refused)").c_str());
   start();
@@ -370,7 +368,7 @@ TEST_F(StoreServerTest, HandlerErrorsReachTheClientAsTheirKind) {
   const std::string path = socket_path_.string();
   const auto failure = [&](std::uint32_t rank) -> std::pair<std::string, std::string> {
     try {
-      request(socket_path_, attach_request(rank, timeout), timeout);
+      request(socket_path_, attach_request(rank, patience), patience);
     } catch (const NotFoundError& error) {
       return {"NotFoundError", error.what()};
     } catch (const StorageError& error) {
@@ -431,7 +429,7 @@ TEST_F(StoreServerTest, NoDescriptorLeaksOverTheServersLife) {
   const std::size_t before = open_descriptors();
   start();
   expect_attach_works(socket_path_, 0);
-  request(socket_path_, status_request(), timeout);
+  request(socket_path_, status_request(), patience);
   for (const std::string& bytes : {framed("{\"op\":\"nope\"}"), std::string("\xff\xff\xff\xff")}) {
     const UniqueFd client = connect_raw(socket_path_);
     write_raw(client.get(), bytes);

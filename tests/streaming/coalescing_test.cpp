@@ -12,6 +12,7 @@
 #include "streaming/forwarding_store.hpp"
 #include "streaming/read_plan.hpp"
 #include "support/temp_dir.hpp"
+#include "support/units.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
 #include "tensorstream/safetensors/writer.hpp"
 #include "tensorstream/streaming/raw_streamer.hpp"
@@ -19,6 +20,7 @@
 namespace tensorstream {
 namespace {
 
+using testing::MiB;
 using testing::TempDir;
 using Sizes = std::vector<std::pair<std::string, std::uint64_t>>;
 
@@ -55,18 +57,16 @@ std::vector<std::vector<std::string>> names_of(const std::vector<detail::Planned
   return names;
 }
 
-constexpr std::uint64_t mib = 1 << 20;
-
 TEST(ReadPlan, SmallNeighboursShareAReadThatALargeTensorEnds) {
   std::vector<detail::SourceFile> files{
-      file_of({{"a", 10}, {"b", 20}, {"empty", 0}, {"c", 30}, {"big", 2 * mib}, {"d", 5}})};
-  const auto reads = detail::plan_reads(files, 16 * mib, 512 * mib);
+      file_of({{"a", 10}, {"b", 20}, {"empty", 0}, {"c", 30}, {"big", 2 * MiB}, {"d", 5}})};
+  const auto reads = detail::plan_reads(files, 16 * MiB, 512 * MiB);
   EXPECT_EQ(names_of(reads), (std::vector<std::vector<std::string>>{
                                  {"empty"}, {"d"}, {"a", "b", "c"}, {"big"}}));
   EXPECT_EQ(reads[2].begin, 0u);
   EXPECT_EQ(reads[2].length, 60u);
   EXPECT_EQ(reads[2].memory(), 120u) << "the tensors' memory and the scratch";
-  EXPECT_EQ(reads[3].memory(), 2 * mib);
+  EXPECT_EQ(reads[3].memory(), 2 * MiB);
 }
 
 TEST(ReadPlan, GapsUpToTheLimitAreReadAlongAndLargerOnesSplitTheRun) {
@@ -75,7 +75,7 @@ TEST(ReadPlan, GapsUpToTheLimitAreReadAlongAndLargerOnesSplitTheRun) {
   // Discovery drops what an index leaves out; the offsets of the rest stay.
   std::erase_if(file.header.tensors, [](const TensorInfo& t) { return t.name.starts_with("skipped"); });
   std::vector<detail::SourceFile> files{std::move(file)};
-  const auto reads = detail::plan_reads(files, 16 * mib, 512 * mib);
+  const auto reads = detail::plan_reads(files, 16 * MiB, 512 * MiB);
   EXPECT_EQ(names_of(reads), (std::vector<std::vector<std::string>>{{"c"}, {"a", "b"}}));
   EXPECT_EQ(reads[1].length, 16 + detail::max_coalesced_gap);
 }
@@ -83,28 +83,28 @@ TEST(ReadPlan, GapsUpToTheLimitAreReadAlongAndLargerOnesSplitTheRun) {
 TEST(ReadPlan, RunsStayWithinTheChunkSizeAQuarterOfTheMemoryLimitAndTheirFile) {
   std::vector<detail::SourceFile> files{file_of({{"a", 40}, {"b", 40}, {"c", 40}}),
                                         file_of({{"d", 40}, {"e", 40}})};
-  EXPECT_EQ(names_of(detail::plan_reads(files, 100, 512 * mib)),
+  EXPECT_EQ(names_of(detail::plan_reads(files, 100, 512 * MiB)),
             (std::vector<std::vector<std::string>>{{"c"}, {"a", "b"}, {"d", "e"}}));
-  EXPECT_EQ(names_of(detail::plan_reads(files, 16 * mib, 400)),
+  EXPECT_EQ(names_of(detail::plan_reads(files, 16 * MiB, 400)),
             (std::vector<std::vector<std::string>>{{"c"}, {"a", "b"}, {"d", "e"}}));
-  EXPECT_EQ(names_of(detail::plan_reads(files, 16 * mib, 100)),
+  EXPECT_EQ(names_of(detail::plan_reads(files, 16 * MiB, 100)),
             (std::vector<std::vector<std::string>>{{"a"}, {"b"}, {"c"}, {"d"}, {"e"}}));
 }
 
 TEST(ReadPlan, FileOrderKeepsTheFilesInStreamOrderAndTheirTensorsByOffset) {
   std::vector<detail::SourceFile> files{
-      file_of({{"a", 2 * mib}, {"b", 10}, {"c", 20}, {"d", 3 * mib}}),
-      file_of({{"e", 5}, {"f", mib}})};
-  EXPECT_EQ(names_of(detail::plan_reads(files, 16 * mib, 512 * mib, ReadOrder::file_order)),
+      file_of({{"a", 2 * MiB}, {"b", 10}, {"c", 20}, {"d", 3 * MiB}}),
+      file_of({{"e", 5}, {"f", MiB}})};
+  EXPECT_EQ(names_of(detail::plan_reads(files, 16 * MiB, 512 * MiB, ReadOrder::file_order)),
             (std::vector<std::vector<std::string>>{{"a"}, {"b", "c"}, {"d"}, {"e"}, {"f"}}));
-  EXPECT_EQ(names_of(detail::plan_reads(files, 16 * mib, 512 * mib)),
+  EXPECT_EQ(names_of(detail::plan_reads(files, 16 * MiB, 512 * MiB)),
             (std::vector<std::vector<std::string>>{{"e"}, {"b", "c"}, {"f"}, {"a"}, {"d"}}));
 }
 
 TEST(ReadPlan, TensorsOfAMebibyteOrMoreAreNeverCoalesced) {
   std::vector<detail::SourceFile> files{
       file_of({{"a", detail::coalesce_below - 1}, {"b", detail::coalesce_below}, {"c", 1}})};
-  EXPECT_EQ(names_of(detail::plan_reads(files, 64 * mib, 512 * mib)),
+  EXPECT_EQ(names_of(detail::plan_reads(files, 64 * MiB, 512 * MiB)),
             (std::vector<std::vector<std::string>>{{"c"}, {"a"}, {"b"}}));
 }
 

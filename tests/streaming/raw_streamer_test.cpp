@@ -48,7 +48,7 @@ std::set<std::string> names_of(const std::vector<TensorSpec>& specs) {
 }
 
 // A file of named tensors whose bytes are `fill(name)` repeated.
-void write_file(const std::filesystem::path& path,
+void write_u8_tensors(const std::filesystem::path& path,
                 const std::vector<std::pair<std::string, std::uint64_t>>& tensors,
                 std::byte fill = std::byte{7}) {
   std::vector<TensorSpec> specs;
@@ -60,7 +60,7 @@ void write_file(const std::filesystem::path& path,
   });
 }
 
-StreamerOptions small_chunks() {
+StreamerOptions chunks_of_64_kib() {
   StreamerOptions options;
   options.chunk_size = 64 * 1024;
   options.max_concurrency = 8;
@@ -70,7 +70,7 @@ StreamerOptions small_chunks() {
 TEST(RawStreamer, StreamsEveryTensorOfAShardedModelByteExact) {
   TempDir dir;
   generate_synthetic_model(dir.path(), {.preset = "tiny", .shards = 3});
-  RawStreamer streamer(dir.path().string() + "/", small_chunks());
+  RawStreamer streamer(dir.path().string() + "/", chunks_of_64_kib());
   const auto tensors = stream_all(streamer);
 
   std::set<std::string> names;
@@ -114,14 +114,14 @@ TEST(RawStreamer, OneByteChunksAndZeroByteTensorsAreExact) {
 TEST(RawStreamer, ADirectoryNamedWithoutSlashIsAPrefix) {
   TempDir dir;
   generate_synthetic_model(dir.path(), {.preset = "tiny", .shards = 2});
-  RawStreamer streamer(dir.path().string(), small_chunks());
+  RawStreamer streamer(dir.path().string(), chunks_of_64_kib());
   EXPECT_EQ(stream_all(streamer).size(), llama_tensors(synthetic_preset("tiny")).size());
 }
 
 TEST(RawStreamer, FirstFileInLexicographicOrderWinsForDuplicateNames) {
   TempDir dir;
-  write_file(dir.path() / "b.safetensors", {{"shared", 16}, {"only_b", 4}}, std::byte{2});
-  write_file(dir.path() / "a.safetensors", {{"shared", 16}, {"only_a", 4}}, std::byte{1});
+  write_u8_tensors(dir.path() / "b.safetensors", {{"shared", 16}, {"only_b", 4}}, std::byte{2});
+  write_u8_tensors(dir.path() / "a.safetensors", {{"shared", 16}, {"only_a", 4}}, std::byte{1});
   RawStreamer streamer(dir.path().string() + "/");
   std::map<std::string, StreamedTensor> tensors;
   for (auto& tensor : stream_all(streamer)) {
@@ -191,10 +191,10 @@ TEST(RawStreamer, InvalidOptionsAreRejectedAtConstruction) {
 
 TEST(RawStreamer, TensorParallelRankStreamsOnlyItsRankFiles) {
   TempDir dir;
-  write_file(dir.path() / "model-rank-0-part-0.safetensors", {{"w", 8}}, std::byte{10});
-  write_file(dir.path() / "model-rank-1-part-0.safetensors", {{"w", 8}}, std::byte{11});
-  write_file(dir.path() / "model-rank-1-part-1.safetensors", {{"v", 4}}, std::byte{12});
-  write_file(dir.path() / "model.safetensors", {{"w", 8}}, std::byte{13});
+  write_u8_tensors(dir.path() / "model-rank-0-part-0.safetensors", {{"w", 8}}, std::byte{10});
+  write_u8_tensors(dir.path() / "model-rank-1-part-0.safetensors", {{"w", 8}}, std::byte{11});
+  write_u8_tensors(dir.path() / "model-rank-1-part-1.safetensors", {{"v", 4}}, std::byte{12});
+  write_u8_tensors(dir.path() / "model.safetensors", {{"w", 8}}, std::byte{13});
   StreamerOptions options;
   options.tensor_parallel_size = 2;
   options.rank = 1;
@@ -218,7 +218,7 @@ TEST(RawStreamer, TensorParallelRankStreamsOnlyItsRankFiles) {
 TEST(RawStreamer, PreadFallbackStreamsByteExactAndSaysSo) {
   TempDir dir;
   generate_synthetic_model(dir.path(), {.preset = "tiny", .shards = 2});
-  StreamerOptions options = small_chunks();
+  StreamerOptions options = chunks_of_64_kib();
   options.store.file.use_io_uring = false;
   RawStreamer streamer(dir.path().string(), options);
   for (const auto& tensor : stream_all(streamer)) expect_synthetic(tensor);
@@ -230,7 +230,7 @@ TEST(RawStreamer, IoUringModeIsReportedWhereAvailable) {
   if (!reason.empty()) GTEST_SKIP() << "io_uring unavailable here: " << reason;
   TempDir dir;
   generate_synthetic_model(dir.path(), {.preset = "tiny"});
-  RawStreamer streamer(dir.path().string(), small_chunks());
+  RawStreamer streamer(dir.path().string(), chunks_of_64_kib());
   for (const auto& tensor : stream_all(streamer)) expect_synthetic(tensor);
   EXPECT_EQ(streamer.stats().io_mode, "io_uring");
 }
@@ -243,7 +243,8 @@ struct GatedModel {
   std::atomic<int> cancelled_reads{0};
 
   GatedModel() {
-    write_file(path, {{"big", 1 << 20}, {"small.0", 100}, {"small.1", 200}, {"small.2", 300}});
+    write_u8_tensors(path,
+                     {{"big", 1 << 20}, {"small.0", 100}, {"small.1", 200}, {"small.2", 300}});
   }
 
   std::unique_ptr<RawStreamer> open(StreamerOptions options = {}) {
@@ -290,7 +291,7 @@ TEST(RawStreamer, DestroyingTheStreamerCancelsOutstandingReads) {
 TEST(RawStreamer, MemoryStaysWithinTheLimitWithASlowConsumer) {
   TempDir dir;
   generate_synthetic_model(dir.path(), {.preset = "tiny", .shards = 2});
-  StreamerOptions options = small_chunks();
+  StreamerOptions options = chunks_of_64_kib();
   options.memory_limit = 1 << 20;
   RawStreamer streamer(dir.path().string(), options);
   std::size_t count = 0;
@@ -306,7 +307,7 @@ TEST(RawStreamer, MemoryStaysWithinTheLimitWithASlowConsumer) {
 
 TEST(RawStreamer, ATensorLargerThanTheLimitLoadsAlone) {
   TempDir dir;
-  write_file(dir.path() / "m.safetensors", {{"a", 5000}, {"b", 3000}, {"c", 100}});
+  write_u8_tensors(dir.path() / "m.safetensors", {{"a", 5000}, {"b", 3000}, {"c", 100}});
   StreamerOptions options;
   options.memory_limit = 1000;
   RawStreamer streamer(dir.path().string(), options);
@@ -321,7 +322,7 @@ TEST(RawStreamer, ATensorLargerThanTheLimitLoadsAlone) {
 TEST(RawStreamer, AConsumerKeepingEveryTensorCompletesByDefault) {
   TempDir dir;
   generate_synthetic_model(dir.path(), {.preset = "tiny", .shards = 2});
-  StreamerOptions options = small_chunks();
+  StreamerOptions options = chunks_of_64_kib();
   options.memory_limit = 256 * 1024;  // the tiny model is about 4 MiB, its largest tensor 1 MiB
   RawStreamer streamer(dir.path().string(), options);
   std::vector<StreamedTensor> kept;
@@ -335,7 +336,7 @@ TEST(RawStreamer, AConsumerKeepingEveryTensorCompletesByDefault) {
 
 TEST(RawStreamer, UntilReleasedAccountingGivesAConsumerHoldingEveryTensorAnErrorNotAHang) {
   TempDir dir;
-  write_file(dir.path() / "m.safetensors", {{"a", 400}, {"b", 400}, {"c", 400}});
+  write_u8_tensors(dir.path() / "m.safetensors", {{"a", 400}, {"b", 400}, {"c", 400}});
   StreamerOptions options;
   options.memory_limit = 1000;
   options.memory_accounting = MemoryAccounting::until_released;
@@ -353,7 +354,7 @@ TEST(RawStreamer, UntilReleasedAccountingGivesAConsumerHoldingEveryTensorAnError
 TEST(RawStreamer, CoroutineNextResumesOnTheCallersExecutor) {
   TempDir dir;
   generate_synthetic_model(dir.path(), {.preset = "tiny"});
-  RawStreamer streamer(dir.path().string(), small_chunks());
+  RawStreamer streamer(dir.path().string(), chunks_of_64_kib());
   boost::asio::io_context service;
   std::thread::id service_thread;
   auto done = boost::asio::co_spawn(

@@ -10,6 +10,7 @@
 
 #include "storage/s3rver_test.hpp"
 #include "streaming/synthetic_stream.hpp"
+#include "support/files.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/prefetch.hpp"
@@ -21,14 +22,10 @@ namespace tensorstream {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::read_file;
 using testing::TempDir;
 using testing::expect_whole_model;
 using testing::small_chunks;
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 // Every tensor a stream yields, by name.
 std::map<std::string, std::string> stream_all(const std::string& url, StreamerOptions options) {

@@ -4,10 +4,12 @@
 
 #include <cstring>
 
+#include "support/units.hpp"
+
 namespace tensorstream::detail {
 namespace {
 
-constexpr std::uint64_t mib = 1 << 20;
+using testing::MiB;
 
 struct Pool {
   std::shared_ptr<MemoryBudget> budget;
@@ -24,88 +26,88 @@ struct Pool {
 };
 
 TEST(TensorMemoryPool, ReleasedMappingIsReusedForATensorOfTheSameSize) {
-  Pool p(16 * mib);
-  auto first = p.allocate(2 * mib);
-  std::memset(first.get(), 1, 2 * mib);
+  Pool p(16 * MiB);
+  auto first = p.allocate(2 * MiB);
+  std::memset(first.get(), 1, 2 * MiB);
   std::byte* address = first.get();
   first.reset();
   EXPECT_EQ(p.budget->used(), 0u);
-  EXPECT_EQ(p.pool->kept_bytes(), 2 * mib);
-  auto second = p.allocate(2 * mib);
+  EXPECT_EQ(p.pool->kept_bytes(), 2 * MiB);
+  auto second = p.allocate(2 * MiB);
   EXPECT_EQ(second.get(), address);
   EXPECT_EQ(p.pool->kept_bytes(), 0u);
 }
 
 TEST(TensorMemoryPool, KeptMappingsAreUnmappedBeforeTheLimitIsExceeded) {
-  Pool p(8 * mib);
+  Pool p(8 * MiB);
   {
-    auto a = p.allocate(3 * mib);
-    auto b = p.allocate(4 * mib);
+    auto a = p.allocate(3 * MiB);
+    auto b = p.allocate(4 * MiB);
   }
-  EXPECT_EQ(p.pool->kept_bytes(), 7 * mib);
-  auto grown = p.allocate(6 * mib);
+  EXPECT_EQ(p.pool->kept_bytes(), 7 * MiB);
+  auto grown = p.allocate(6 * MiB);
   EXPECT_EQ(p.pool->kept_bytes(), 0u) << "the 4 MiB mapping grew, the 3 MiB one had to go";
-  EXPECT_LE(p.budget->used() + p.pool->kept_bytes(), 8 * mib);
+  EXPECT_LE(p.budget->used() + p.pool->kept_bytes(), 8 * MiB);
 }
 
 TEST(TensorMemoryPool, ASmallerTensorTakesTheHeadOfAKeptMappingAndTheTailStaysKept) {
-  Pool p(16 * mib);
-  auto big = p.allocate(6 * mib);
+  Pool p(16 * MiB);
+  auto big = p.allocate(6 * MiB);
   std::byte* address = big.get();
   big.reset();
-  auto small = p.allocate(2 * mib);
+  auto small = p.allocate(2 * MiB);
   EXPECT_EQ(small.get(), address);
-  EXPECT_EQ(p.pool->kept_bytes(), 4 * mib);
-  auto rest = p.allocate(4 * mib);
-  EXPECT_EQ(rest.get(), address + 2 * mib);
+  EXPECT_EQ(p.pool->kept_bytes(), 4 * MiB);
+  auto rest = p.allocate(4 * MiB);
+  EXPECT_EQ(rest.get(), address + 2 * MiB);
   EXPECT_EQ(p.pool->kept_bytes(), 0u);
 }
 
 TEST(TensorMemoryPool, ALargerTensorGrowsAKeptMappingKeepingItsBytes) {
-  Pool p(16 * mib);
-  auto first = p.allocate(2 * mib);
-  std::memset(first.get(), 0x5a, 2 * mib);
+  Pool p(16 * MiB);
+  auto first = p.allocate(2 * MiB);
+  std::memset(first.get(), 0x5a, 2 * MiB);
   first.reset();
-  auto grown = p.allocate(5 * mib);
+  auto grown = p.allocate(5 * MiB);
   EXPECT_EQ(p.pool->kept_bytes(), 0u);
-  EXPECT_EQ(grown.get()[2 * mib - 1], std::byte{0x5a}) << "the kept pages were reused";
-  std::memset(grown.get(), 1, 5 * mib);
+  EXPECT_EQ(grown.get()[2 * MiB - 1], std::byte{0x5a}) << "the kept pages were reused";
+  std::memset(grown.get(), 1, 5 * MiB);
 }
 
 TEST(TensorMemoryPool, DetachedMemoryLeavesTheBudgetAtOnceAndIsKeptOnlyWithinTheLimit) {
-  Pool p(8 * mib);
-  auto a = p.allocate(3 * mib);
-  auto b = p.allocate(4 * mib);
+  Pool p(8 * MiB);
+  auto a = p.allocate(3 * MiB);
+  auto b = p.allocate(4 * MiB);
   p.pool->detach(a);
   p.pool->detach(a);
-  EXPECT_EQ(p.budget->used(), 4 * mib) << "detached once, however often asked";
+  EXPECT_EQ(p.budget->used(), 4 * MiB) << "detached once, however often asked";
   p.pool->detach(b);
-  auto c = p.allocate(5 * mib);
-  EXPECT_EQ(p.budget->used(), 5 * mib);
+  auto c = p.allocate(5 * MiB);
+  EXPECT_EQ(p.budget->used(), 5 * MiB);
   b.reset();
-  EXPECT_EQ(p.budget->used(), 5 * mib) << "a detached release gives nothing back twice";
+  EXPECT_EQ(p.budget->used(), 5 * MiB) << "a detached release gives nothing back twice";
   EXPECT_EQ(p.pool->kept_bytes(), 0u) << "4 MiB beside 5 MiB held would exceed 8 MiB";
   a.reset();
-  EXPECT_EQ(p.pool->kept_bytes(), 3 * mib);
+  EXPECT_EQ(p.pool->kept_bytes(), 3 * MiB);
   c.reset();
   EXPECT_EQ(p.budget->used(), 0u);
-  EXPECT_LE(p.pool->kept_bytes(), 8 * mib);
+  EXPECT_LE(p.pool->kept_bytes(), 8 * MiB);
 }
 
 TEST(TensorMemoryPool, DetachIgnoresMemoryThatIsNotThePools) {
-  Pool p(8 * mib);
+  Pool p(8 * MiB);
   std::byte outside[16];
   const std::shared_ptr<std::byte> placed(outside, [](std::byte*) {});
   p.pool->detach(placed);
-  auto a = p.allocate(2 * mib);
-  Pool other(8 * mib);
+  auto a = p.allocate(2 * MiB);
+  Pool other(8 * MiB);
   other.pool->detach(a);
-  EXPECT_EQ(p.budget->used(), 2 * mib);
+  EXPECT_EQ(p.budget->used(), 2 * MiB);
 }
 
 TEST(TensorMemoryPool, MemoryIsAlignedAndZeroBytesGetAPointer) {
-  Pool p(8 * mib);
-  for (std::uint64_t bytes : {std::uint64_t{1}, std::uint64_t{100}, 3 * mib}) {
+  Pool p(8 * MiB);
+  for (std::uint64_t bytes : {std::uint64_t{1}, std::uint64_t{100}, 3 * MiB}) {
     auto memory = p.allocate(bytes);
     EXPECT_EQ(reinterpret_cast<std::uintptr_t>(memory.get()) % 64, 0u) << bytes;
   }
@@ -113,8 +115,8 @@ TEST(TensorMemoryPool, MemoryIsAlignedAndZeroBytesGetAPointer) {
 }
 
 TEST(TensorMemoryPool, ReleasesAfterCloseUnmapAtOnce) {
-  Pool p(8 * mib);
-  auto memory = p.allocate(2 * mib);
+  Pool p(8 * MiB);
+  auto memory = p.allocate(2 * MiB);
   p.pool->close();
   memory.reset();
   EXPECT_EQ(p.pool->kept_bytes(), 0u);

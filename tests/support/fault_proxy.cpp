@@ -1,10 +1,8 @@
 #include "support/fault_proxy.hpp"
 
 #include <algorithm>
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/read.hpp>
@@ -13,6 +11,7 @@
 #include <exception>
 
 #include "support/response_ending.hpp"
+#include "support/use_tuple.hpp"
 
 namespace tensorstream::testing {
 namespace {
@@ -21,26 +20,25 @@ namespace asio = boost::asio;
 namespace http = boost::beast::http;
 using asio::ip::tcp;
 
-constexpr auto token = asio::as_tuple(asio::use_awaitable);
 
 // The upstream's answer to `request`, read whole; nullopt when the upstream fails.
 asio::awaitable<std::optional<http::response<http::string_body>>> forward(
     http::request<http::string_body> request, std::uint16_t port) {
   tcp::socket upstream(co_await asio::this_coro::executor);
   if (auto [ec] = co_await upstream.async_connect(
-          tcp::endpoint(asio::ip::address_v4::loopback(), port), token);
+          tcp::endpoint(asio::ip::address_v4::loopback(), port), use_tuple);
       ec) {
     co_return std::nullopt;
   }
   request.keep_alive(false);
-  if (auto [ec, n] = co_await http::async_write(upstream, request, token); ec) {
+  if (auto [ec, n] = co_await http::async_write(upstream, request, use_tuple); ec) {
     co_return std::nullopt;
   }
   boost::beast::flat_buffer buffer;
   http::response_parser<http::string_body> parser;
   parser.body_limit(boost::none);
   if (request.method() == http::verb::head) parser.skip(true);
-  if (auto [ec, n] = co_await http::async_read(upstream, buffer, parser, token); ec) {
+  if (auto [ec, n] = co_await http::async_read(upstream, buffer, parser, use_tuple); ec) {
     co_return std::nullopt;
   }
   co_return parser.release();
@@ -91,7 +89,7 @@ asio::awaitable<void> FaultProxy::serve(tcp::socket socket) {
   for (;;) {
     http::request_parser<http::string_body> parser;
     parser.body_limit(boost::none);
-    if (auto [ec, n] = co_await http::async_read_header(socket, buffer, parser, token); ec) {
+    if (auto [ec, n] = co_await http::async_read_header(socket, buffer, parser, use_tuple); ec) {
       co_return;
     }
     const bool upload = parser.get().method() == http::verb::put;
@@ -113,24 +111,22 @@ asio::awaitable<void> FaultProxy::serve(tcp::socket socket) {
       const int reset_from = faults_.upload_fail_first;
       if (number >= reset_from && number < reset_from + faults_.upload_reset_first) {
         while (!parser.is_done() && parser.get().body().size() < faults_.upload_cut_after) {
-          if (auto [ec, n] = co_await http::async_read_some(socket, buffer, parser, token); ec) {
-            co_return;
-          }
+          auto [ec, n] = co_await http::async_read_some(socket, buffer, parser, use_tuple);
+          if (ec) co_return;
         }
         ++injected_;
         co_await write_response(socket, {}, {}, ResponseEnding::reset);
         co_return;
       }
     }
-    if (auto [ec, n] = co_await http::async_read(socket, buffer, parser, token); ec) co_return;
+    if (auto [ec, n] = co_await http::async_read(socket, buffer, parser, use_tuple); ec) co_return;
     http::request<http::string_body> request = parser.release();
     if (faults_.answer) {
       const std::string answer = faults_.answer(std::string(request.method_string()),
                                                 std::string(request.target()));
       if (!answer.empty()) {
-        if (auto [ec, n] = co_await asio::async_write(socket, asio::buffer(answer), token); ec) {
-          co_return;
-        }
+        auto [ec, n] = co_await asio::async_write(socket, asio::buffer(answer), use_tuple);
+        if (ec) co_return;
         continue;
       }
     }
@@ -156,7 +152,7 @@ asio::awaitable<void> FaultProxy::serve(tcp::socket socket) {
           "HTTP/1.1 " + std::to_string(status) + " Injected\r\nContent-Type: " +
           faults_.fail_content_type + "\r\nContent-Length: " +
           std::to_string(faults_.fail_body.size()) + "\r\n\r\n" + faults_.fail_body;
-      if (auto [ec, n] = co_await asio::async_write(socket, asio::buffer(answer), token); ec) {
+      if (auto [ec, n] = co_await asio::async_write(socket, asio::buffer(answer), use_tuple); ec) {
         co_return;
       }
       continue;
@@ -188,7 +184,7 @@ asio::awaitable<void> FaultProxy::serve(tcp::socket socket) {
       const auto half = body.size() / 2;
       if (!co_await write_response(socket, header, body.substr(0, half), ending)) co_return;
       asio::steady_timer pause(socket.get_executor(), faults_.stall_for);
-      co_await pause.async_wait(token);
+      co_await pause.async_wait(use_tuple);
       if (!co_await write_response(socket, {}, body.substr(half), ending)) co_return;
       continue;
     }

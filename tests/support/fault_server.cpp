@@ -1,10 +1,8 @@
 #include "support/fault_server.hpp"
 
 #include <algorithm>
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/empty_body.hpp>
@@ -18,6 +16,7 @@
 
 #include "support/byte_range.hpp"
 #include "support/response_ending.hpp"
+#include "support/use_tuple.hpp"
 
 namespace tensorstream::testing {
 namespace {
@@ -26,7 +25,6 @@ namespace asio = boost::asio;
 namespace http = boost::beast::http;
 using asio::ip::tcp;
 
-constexpr auto token = asio::as_tuple(asio::use_awaitable);
 
 std::string chunked(std::string_view body, std::size_t chunk_size) {
   std::string text;
@@ -64,7 +62,7 @@ asio::awaitable<void> FaultServer::serve(tcp::socket socket) {
   boost::beast::flat_buffer buffer;
   for (;;) {
     http::request<http::empty_body> request;
-    if (auto [ec, n] = co_await http::async_read(socket, buffer, request, token); ec) co_return;
+    if (auto [ec, n] = co_await http::async_read(socket, buffer, request, use_tuple); ec) co_return;
     const int index = requests_++;
     const std::string range_header(request[http::field::range]);
     {
@@ -139,7 +137,7 @@ asio::awaitable<void> FaultServer::serve(tcp::socket socket) {
       asio::steady_timer timer(socket.get_executor());
       while (!resumed_) {
         timer.expires_after(std::chrono::milliseconds(5));
-        co_await timer.async_wait(token);
+        co_await timer.async_wait(use_tuple);
       }
       head = {};
       body = body.substr(sent);

@@ -5,8 +5,6 @@
 #include <openssl/pem.h>
 #include <simdjson.h>
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -25,6 +23,7 @@
 
 #include "json_string.hpp"
 #include "support/byte_range.hpp"
+#include "support/use_tuple.hpp"
 
 namespace tensorstream::testing {
 
@@ -55,7 +54,6 @@ struct GcsFixtureServer::Reply {
 
 namespace {
 
-constexpr auto as_tuple = asio::as_tuple(asio::use_awaitable);
 constexpr std::string_view storage_prefix = "/storage/v1/b/";
 constexpr std::string_view upload_prefix = "/upload/storage/v1/b/";
 constexpr std::size_t chunk_granularity = 256 << 10;
@@ -290,7 +288,7 @@ asio::awaitable<void> GcsFixtureServer::serve(tcp::socket socket) {
   for (;;) {
     http::request_parser<http::string_body> parser;
     parser.body_limit(max_request_body);
-    if (auto [ec, n] = co_await http::async_read(socket, buffer, parser, as_tuple); ec) {
+    if (auto [ec, n] = co_await http::async_read(socket, buffer, parser, use_tuple); ec) {
       co_return;
     }
     const auto& incoming = parser.get();
@@ -316,7 +314,7 @@ asio::awaitable<void> GcsFixtureServer::serve(tcp::socket socket) {
     response.body() = std::move(reply.body);
     response.keep_alive(incoming.keep_alive());
     response.prepare_payload();
-    if (auto [ec, n] = co_await http::async_write(socket, response, as_tuple); ec) co_return;
+    if (auto [ec, n] = co_await http::async_write(socket, response, use_tuple); ec) co_return;
     if (!incoming.keep_alive()) co_return;
   }
 }

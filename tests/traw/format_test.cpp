@@ -14,6 +14,7 @@
 #include <typeinfo>
 #include <vector>
 
+#include "support/every_dtype.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/safetensors/dtype.hpp"
 
@@ -22,10 +23,6 @@ namespace {
 
 constexpr std::string_view kObject = "s3://b/TP2/shard0/x.bin";
 const std::string kPrefix = std::string(kObject) + ": ";
-
-constexpr std::array<Dtype, 12> kEveryDtype{
-    Dtype::F64, Dtype::F32, Dtype::F16, Dtype::BF16, Dtype::I64,     Dtype::I32,
-    Dtype::I16, Dtype::I8,  Dtype::U8,  Dtype::BOOL, Dtype::F8_E5M2, Dtype::F8_E4M3};
 
 // Header fields written exactly as given, valid or not, in the spec's layout.
 class RawHeader {
@@ -99,7 +96,7 @@ TEST(TrawDtypeCode, SeedCodesAndOurExtension) {
       {Dtype::I8, 101},  {Dtype::U8, 102},   {Dtype::I16, 103},     {Dtype::I32, 104},
       {Dtype::I64, 105}, {Dtype::BOOL, 106}, {Dtype::F8_E4M3, 107}, {Dtype::F8_E5M2, 108},
   };
-  ASSERT_EQ(table.size(), kEveryDtype.size());
+  ASSERT_EQ(table.size(), testing::every_dtype.size());
   for (const auto& [dtype, code] : table) {
     EXPECT_EQ(dtype_code(dtype), code) << dtype_name(dtype);
     EXPECT_EQ(dtype_of_code(code), dtype) << code;
@@ -143,7 +140,7 @@ TEST(TrawHeader, ParsesTheSeedsExample) {
 TEST(TrawHeader, RoundTripsEveryDtypeAndRank) {
   const std::vector<std::vector<std::uint64_t>> shapes{
       {1}, {7}, {3, 5}, {2, 1, 4}, {2, 3, 1, 1, 2, 1, 1, 1, 1, 3}};
-  for (const auto dtype : kEveryDtype) {
+  for (const auto dtype : testing::every_dtype) {
     for (const auto& shape : shapes) {
       const auto bytes = encode_header(shape, dtype);
       ASSERT_EQ(bytes.size(), 24 + 8 * shape.size());

@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "support/child_process.hpp"
+#include "support/every_dtype.hpp"
+#include "support/files.hpp"
 #include "support/process.hpp"
 #include "support/random_bytes.hpp"
 #include "support/skip.hpp"
@@ -27,21 +29,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
+using testing::read_file;
+using testing::write_file;
 const fs::path kScript = TENSORSTREAM_TRAW_SPEC_SCRIPT;
-
-constexpr Dtype kEveryDtype[] = {Dtype::F64, Dtype::F32,  Dtype::F16,     Dtype::BF16,
-                                 Dtype::I64, Dtype::I32,  Dtype::I16,     Dtype::I8,
-                                 Dtype::U8,  Dtype::BOOL, Dtype::F8_E5M2, Dtype::F8_E4M3};
-
-void write_file(const fs::path& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary)
-      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
 
 std::string as_string(const std::vector<std::byte>& bytes) {
   return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
@@ -70,7 +60,7 @@ class TrawSpecScript : public ::testing::Test {
 
 TEST_F(TrawSpecScript, WeReadWhatTheSpecWriterWrites) {
   const std::vector<std::uint64_t> shape{3, 5};
-  for (const auto dtype : kEveryDtype) {
+  for (const auto dtype : testing::every_dtype) {
     const auto name = std::string(dtype_name(dtype));
     const auto data = tensor_data(dtype);
     write_file(dir_.path() / "data", data);
@@ -92,7 +82,7 @@ TEST_F(TrawSpecScript, WeReadWhatTheSpecWriterWrites) {
 
 TEST_F(TrawSpecScript, TheSpecCheckerAcceptsWhatWeWrite) {
   const std::vector<std::uint64_t> shape{3, 5};
-  for (const auto dtype : kEveryDtype) {
+  for (const auto dtype : testing::every_dtype) {
     const auto data = tensor_data(dtype);
     const auto file = dir_.path() / (std::string(dtype_name(dtype)) + ".bin");
     write_file(file, as_string(encode_header(shape, dtype)) + data);

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <string_view>
 
+#include "ascii.hpp"
 #include "storage/environment.hpp"
 #include "tensorstream/error.hpp"
 
@@ -15,12 +16,6 @@ namespace {
 
 // curl's default for a proxy without a port.
 constexpr std::uint16_t default_proxy_port = 1080;
-
-std::string lowercase(std::string_view text) {
-  std::string lower(text);
-  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return lower;
-}
 
 std::string_view trimmed(std::string_view text) {
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
@@ -89,7 +84,7 @@ std::optional<Proxy> parse_proxy(std::string_view text) {
   if (text.empty()) return std::nullopt;
   std::string_view rest = text;
   if (const auto scheme_end = rest.find("://"); scheme_end != std::string_view::npos) {
-    if (lowercase(rest.substr(0, scheme_end)) != "http") {
+    if (ascii_lowercase(rest.substr(0, scheme_end)) != "http") {
       throw InvalidArgument("proxy '" + std::string(rest.substr(0, scheme_end)) +
                             "://...': only http:// proxies are supported");
     }
@@ -136,14 +131,14 @@ ProxyRoutes::ProxyRoutes(const ProxyOptions& options)
     if (entry.empty()) continue;
     auto [host, port] = split_port(entry);
     if (host.starts_with('.')) host.remove_prefix(1);
-    bypass_.push_back({lowercase(host), parse_port(port).value_or(0)});
+    bypass_.push_back({ascii_lowercase(host), parse_port(port).value_or(0)});
   }
 }
 
 std::optional<Proxy> ProxyRoutes::route(const Url& origin) const {
   const auto& proxy = origin.scheme == "https" ? https_ : http_;
   if (!proxy) return std::nullopt;
-  const std::string host = lowercase(origin.host);
+  const std::string host = ascii_lowercase(origin.host);
   const bool bypassed = std::any_of(bypass_.begin(), bypass_.end(), [&](const Bypass& entry) {
     if (entry.host == "*") return true;
     if (entry.port != 0 && entry.port != origin.port) return false;

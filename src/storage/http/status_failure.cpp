@@ -2,11 +2,12 @@
 
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/http/status.hpp>
-#include <cctype>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <utility>
+
+#include "ascii.hpp"
 
 namespace tensorstream {
 namespace {
@@ -26,16 +27,10 @@ bool is_redirect(unsigned status) {
   return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
 }
 
-std::string lowercase(std::string_view text) {
-  std::string lower(text);
-  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return lower;
-}
-
 // Plain text, JSON and XML (S3 and GCS explain errors in these) say something useful in a
 // one-line message; HTML pages are mostly markup.
 bool is_quotable(std::string_view content_type) {
-  const std::string type = lowercase(content_type.substr(0, content_type.find(';')));
+  const std::string type = ascii_lowercase(content_type.substr(0, content_type.find(';')));
   if (type.starts_with("text/html")) return false;
   return type.starts_with("text/") || type == "application/json" || type == "application/xml" ||
          type.ends_with("+json") || type.ends_with("+xml");

@@ -1,8 +1,8 @@
 #include "storage/s3/imds_provider.hpp"
 
-#include <algorithm>
 #include <cctype>
 
+#include "ascii.hpp"
 #include "storage/s3/credentials_document.hpp"
 #include "storage/s3/endpoint_request.hpp"
 #include "storage/environment.hpp"
@@ -15,12 +15,6 @@ namespace http = boost::beast::http;
 
 // The SDKs' default token lifetime: 6 hours, the maximum IMDS grants.
 constexpr std::string_view token_ttl_seconds = "21600";
-
-std::string lowercase(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
 
 // The body of a 200 response; any other status is a failure of the provider.
 boost::asio::awaitable<std::string> fetch(http::verb method, std::string url,
@@ -42,7 +36,7 @@ ImdsProvider::ImdsProvider(std::chrono::milliseconds timeout) : timeout_(timeout
 std::string ImdsProvider::name() const { return "EC2 instance metadata"; }
 
 boost::asio::awaitable<Credentials> ImdsProvider::credentials() {
-  if (lowercase(environment("AWS_EC2_METADATA_DISABLED")) == "true") {
+  if (ascii_lowercase(environment("AWS_EC2_METADATA_DISABLED")) == "true") {
     throw CredentialsError("AWS", name(), "disabled by AWS_EC2_METADATA_DISABLED=true", false);
   }
   std::string endpoint = environment("AWS_EC2_METADATA_SERVICE_ENDPOINT");

@@ -1,9 +1,9 @@
 #include "storage/s3/sigv4.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <ctime>
 
+#include "ascii.hpp"
 #include "storage/s3/digest.hpp"
 #include "tensorstream/error.hpp"
 
@@ -11,12 +11,6 @@ namespace tensorstream::s3 {
 namespace {
 
 constexpr std::string_view algorithm = "AWS4-HMAC-SHA256";
-
-std::string lowercase(std::string_view text) {
-  std::string lower(text);
-  for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return lower;
-}
 
 // SigV4 signs header values with surrounding blanks removed and inner runs of blanks collapsed
 // to one space, so that proxies that reformat whitespace do not break the signature.
@@ -101,7 +95,7 @@ SignedRequest sign(const SigningRequest& request, const Credentials& credentials
   std::vector<HeaderField> canonical_headers;
   canonical_headers.emplace_back("host", canonical_value(request.host));
   for (const auto& [name, value] : request.headers) {
-    canonical_headers.emplace_back(lowercase(name), canonical_value(value));
+    canonical_headers.emplace_back(ascii_lowercase(name), canonical_value(value));
   }
   for (const auto& [name, value] : added) canonical_headers.emplace_back(name, value);
   std::stable_sort(canonical_headers.begin(), canonical_headers.end(),

@@ -27,7 +27,7 @@ using tensorstream::testing::GcsFixtureServer;
 using tensorstream::testing::RsaKeyPair;
 using tensorstream::testing::service_account_key_file;
 
-const std::string account = "loader@tensorstream-tests.iam.gserviceaccount.com";
+const std::string client_email = "loader@tensorstream-tests.iam.gserviceaccount.com";
 
 std::string closed_host() {
   boost::asio::io_context io;
@@ -40,11 +40,11 @@ class GcsTokenProviders : public testing::GcsEnvironmentTest {
   GcsTokenProviders() : google_({.service_account_public_key = key().public_key}) {}
 
   ServiceAccountKey service_account(const std::string& private_key) const {
-    return {account, private_key, "key-1", google_.token_uri()};
+    return {client_email, private_key, "key-1", google_.token_uri()};
   }
 
   std::string key_file() const {
-    return service_account_key_file(account, key().private_key, google_.token_uri());
+    return service_account_key_file(client_email, key().private_key, google_.token_uri());
   }
 
   std::string authorized_user_file(const std::string& refresh_token) const {
@@ -77,7 +77,7 @@ TEST_F(GcsTokenProviders, ServiceAccountExchangesASignedJwtForAToken) {
 TEST_F(GcsTokenProviders, JwtSignedWithAnotherKeyIsRefusedWithGooglesMessage) {
   ServiceAccountProvider provider(service_account(RsaKeyPair::generate().private_key));
   const auto failure = this->failure(provider);
-  EXPECT_EQ(failure.message, "Google credentials from service account " + account + ": POST " +
+  EXPECT_EQ(failure.message, "Google credentials from service account " + client_email + ": POST " +
                                  google_.token_uri() +
                                  ": HTTP 400 Bad Request: invalid_grant: Invalid JWT Signature.");
   EXPECT_TRUE(failure.configured);
@@ -88,14 +88,14 @@ TEST_F(GcsTokenProviders, JwtForAnotherAudienceIsRefused) {
   key.token_uri = google_.endpoint() + "/token?other";
   ServiceAccountProvider provider(key);
   EXPECT_EQ(failure(provider).message,
-            "Google credentials from service account " + account + ": POST " + key.token_uri +
+            "Google credentials from service account " + client_email + ": POST " + key.token_uri +
                 ": HTTP 400 Bad Request: invalid_grant: Invalid JWT: Failed audience check.");
 }
 
 TEST_F(GcsTokenProviders, UnreadableKeyIsReportedBeforeAnyRequest) {
   ServiceAccountProvider provider(service_account("-----BEGIN PRIVATE KEY-----\nxx\n"));
   const auto failure = this->failure(provider);
-  EXPECT_EQ(failure.message, "Google credentials from service account " + account +
+  EXPECT_EQ(failure.message, "Google credentials from service account " + client_email +
                                  ": private_key is not an unencrypted PEM private key");
   EXPECT_TRUE(failure.configured);
   EXPECT_TRUE(google_.requests().empty());
@@ -105,14 +105,15 @@ TEST_F(GcsTokenProviders, UnreachableTokenEndpointIsReportedWithTheCause) {
   ServiceAccountKey key = service_account(this->key().private_key);
   key.token_uri = "http://" + closed_host() + "/token";
   ServiceAccountProvider provider(key);
-  EXPECT_EQ(failure(provider).message, "Google credentials from service account " + account +
+  EXPECT_EQ(failure(provider).message, "Google credentials from service account " + client_email +
                                            ": POST " + key.token_uri + ": Connection refused");
 }
 
 TEST_F(GcsTokenProviders, AnOverloadedTokenEndpointIsTriedAgain) {
   GcsFixtureServer overloaded({.service_account_public_key = key().public_key,
                                .fail_token_first = 2});
-  ServiceAccountProvider provider({account, key().private_key, "key-1", overloaded.token_uri()});
+  ServiceAccountProvider provider(
+      {client_email, key().private_key, "key-1", overloaded.token_uri()});
   EXPECT_EQ(run(provider.token()).value, "ya29.fixture-token-1");
   EXPECT_EQ(overloaded.requests().size(), 3u);
 }
@@ -120,9 +121,10 @@ TEST_F(GcsTokenProviders, AnOverloadedTokenEndpointIsTriedAgain) {
 TEST_F(GcsTokenProviders, ATokenEndpointThatStaysOverloadedIsReportedAfterThreeAttempts) {
   GcsFixtureServer overloaded({.service_account_public_key = key().public_key,
                                .fail_token_first = 100});
-  ServiceAccountProvider provider({account, key().private_key, "key-1", overloaded.token_uri()});
+  ServiceAccountProvider provider(
+      {client_email, key().private_key, "key-1", overloaded.token_uri()});
   EXPECT_EQ(failure(provider).message,
-            "Google credentials from service account " + account + ": POST " +
+            "Google credentials from service account " + client_email + ": POST " +
                 overloaded.token_uri() + ": HTTP 503 Service Unavailable: internal_failure");
   EXPECT_EQ(overloaded.requests().size(), 3u);
 }

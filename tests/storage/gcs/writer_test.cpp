@@ -20,6 +20,7 @@
 #include "support/gcs_fixture_server.hpp"
 #include "support/random_bytes.hpp"
 #include "support/run_task.hpp"
+#include "support/units.hpp"
 #include "support/write_all.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/gcs_store.hpp"
@@ -27,13 +28,12 @@
 namespace tensorstream {
 namespace {
 
+using testing::KiB;
+using testing::MiB;
 using gcs::testing::FixedToken;
 using testing::GcsFixtureServer;
 using testing::random_bytes;
 using testing::write_all;
-
-constexpr std::size_t KiB = 1024;
-constexpr std::size_t MiB = 1024 * KiB;
 
 // Objects over 1 MiB go up resumably, in chunks of 512 KiB (300 KB rounded up to 256 KiB).
 constexpr WriteOptions small_chunks{.single_put_limit = 1 * MiB, .part_size = 300'000};

@@ -28,6 +28,7 @@
 
 #include "storage/http/open_file_limit.hpp"
 #include "support/fault_server.hpp"
+#include "support/random_bytes.hpp"
 #include "support/run_task.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/http_store.hpp"
@@ -37,12 +38,7 @@ namespace {
 
 namespace asio = boost::asio;
 using testing::FaultServer;
-
-std::string pattern(std::size_t size) {
-  std::string bytes(size, '\0');
-  for (std::size_t i = 0; i < size; ++i) bytes[i] = static_cast<char>(i * 131 + i / 251);
-  return bytes;
-}
+using testing::random_bytes;
 
 HttpOptions quick_retries() {
   HttpOptions options;
@@ -60,7 +56,7 @@ void wait_until(Predicate done) {
 }
 
 TEST(HttpClientReliability, GarbageOnAReusedConnectionIsRetriedOnAFreshOne) {
-  const std::string object = pattern(20'000);
+  const std::string object = random_bytes(20'000, 1);
   // The 404 of a HEAD comes with its body, which then sits in front of the next response.
   FaultServer server("/object.bin", object, {.body_on_head_error = true});
   asio::io_context io;
@@ -75,7 +71,7 @@ TEST(HttpClientReliability, GarbageOnAReusedConnectionIsRetriedOnAFreshOne) {
 
 TEST(HttpClientReliability, CancellingManyReadsFromTheCallersStrandWithSeveralThreads) {
   constexpr int reads = 48;
-  const std::string object = pattern(100'000);
+  const std::string object = random_bytes(100'000, 2);
   for (int round = 0; round < 3; ++round) {
     FaultServer server("/object.bin", object, {.stall = true});
     asio::io_context io;
@@ -115,7 +111,7 @@ TEST(HttpClientReliability, CancellingManyReadsFromTheCallersStrandWithSeveralTh
 }
 
 TEST(HttpClientReliability, ConnectionsPerHostAreCapped) {
-  const std::string object = pattern(50'000);
+  const std::string object = random_bytes(50'000, 3);
   FaultServer server("/object.bin", object, {});
   asio::io_context io;
   HttpOptions options = quick_retries();
@@ -170,7 +166,7 @@ TEST(HttpClientReliability, RunningOutOfDescriptorsIsReportedAsSuchWithoutRetryi
   // TSan builds run this test.
   GTEST_SKIP() << "UBSan cannot check object types while no file descriptor is free";
 #endif
-  const std::string object = pattern(100'000);
+  const std::string object = random_bytes(100'000, 4);
   FaultServer server("/object.bin", object, {.stall = true});
   // In a child with a small hard limit, more concurrent reads than descriptors. The server runs
   // in the parent, which keeps serving.

@@ -6,13 +6,11 @@
 
 #include <gtest/gtest.h>
 
-#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/buffer.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/_experimental/test/fail_count.hpp>
@@ -39,6 +37,7 @@
 #include "storage/http/range_request.hpp"
 #include "storage/http/text_request.hpp"
 #include "support/byte_range.hpp"
+#include "support/use_tuple.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream {
@@ -48,8 +47,8 @@ namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using std::chrono::milliseconds;
+using testing::use_tuple;
 
-constexpr auto token = asio::as_tuple(asio::use_awaitable);
 constexpr std::size_t never = std::numeric_limits<std::size_t>::max();
 
 std::string pattern(std::size_t size) {
@@ -128,12 +127,12 @@ class Link {
     beast::flat_buffer buffer;
     for (;;) {
       http::request<http::empty_body> request;
-      auto [ec, read] = co_await http::async_read(link->server_, buffer, request, token);
+      auto [ec, read] = co_await http::async_read(link->server_, buffer, request, use_tuple);
       if (ec) co_return;
       link->ranges_.emplace_back(request[http::field::range]);
       const Reply reply = link->respond_(request);
       auto [write_error, written] =
-          co_await asio::async_write(link->server_, asio::buffer(reply.text), token);
+          co_await asio::async_write(link->server_, asio::buffer(reply.text), use_tuple);
       if (write_error || reply.close) {
         link->server_.close();
         co_return;

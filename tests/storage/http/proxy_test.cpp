@@ -33,7 +33,7 @@ using testing::NginxServer;
 using testing::ScopedEnvironment;
 using testing::TempDir;
 
-constexpr std::size_t object_size = 512 * 1024 + 3;
+constexpr std::size_t proxied_size = 512 * 1024 + 3;
 
 std::optional<Proxy> route(const ProxyOptions& options, const std::string& url) {
   return ProxyRoutes(options).route(Url::parse(url));
@@ -101,7 +101,7 @@ class HttpProxies : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!NginxServer::available() || !Certificates::available()) return;
-    object_ = testing::random_bytes(object_size, 33);
+    object_ = testing::random_bytes(proxied_size, 33);
     root_ = std::make_unique<TempDir>();
     std::ofstream(root_->path() / "object.bin", std::ios::binary) << object_;
     pki_ = std::make_unique<TempDir>();
@@ -139,10 +139,10 @@ class HttpProxies : public ::testing::Test {
 
   // The size of object.bin and the object in two ranges, checked byte for byte.
   void read_whole(HttpStore& store) {
-    ASSERT_EQ(testing::run_task(io_, store.size("/object.bin")), object_size);
+    ASSERT_EQ(testing::run_task(io_, store.size("/object.bin")), proxied_size);
     const std::string bytes =
         testing::read_string(io_, store, "/object.bin", 0, 1000) +
-        testing::read_string(io_, store, "/object.bin", 1000, object_size - 1000);
+        testing::read_string(io_, store, "/object.bin", 1000, proxied_size - 1000);
     EXPECT_TRUE(bytes == object_) << "the bytes differ";
   }
 

@@ -22,6 +22,7 @@
 #include "storage/http/redirect.hpp"
 #include "storage/object_version.hpp"
 #include "support/certificates.hpp"
+#include "support/files.hpp"
 #include "support/loopback_listener.hpp"
 #include "support/nginx_server.hpp"
 #include "support/random_bytes.hpp"
@@ -35,18 +36,13 @@ namespace tensorstream {
 namespace {
 
 namespace asio = boost::asio;
+using testing::write_file;
 using testing::Certificates;
 using testing::LoopbackListener;
 using testing::NginxServer;
 using testing::TempDir;
 
-constexpr std::size_t object_size = 1024 * 1024 + 17;
-
-void write_file(const std::filesystem::path& path, const std::string& bytes) {
-  std::filesystem::create_directories(path.parent_path());
-  std::ofstream(path, std::ios::binary)
-      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
+constexpr std::size_t redirected_size = 1024 * 1024 + 17;
 
 // Requests of `path` in nginx's access log at `log`. A request to /sentinel first makes sure
 // nginx logged every request answered before it: its one worker finishes a request, log line
@@ -91,7 +87,7 @@ class HttpRedirects : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     if (!NginxServer::available() || !Certificates::available()) return;
-    object_ = testing::random_bytes(object_size, 21);
+    object_ = testing::random_bytes(redirected_size, 21);
     root_ = std::make_unique<TempDir>();
     write_file(root_->path() / "object.bin", object_);
     write_file(root_->path() / "v1" / "object.bin", object_);
@@ -173,12 +169,12 @@ class HttpRedirects : public ::testing::Test {
 
   // Reads the size of `key`, then the object in three ranges, and checks the bytes.
   void read_whole(HttpStore& store, const std::string& key) {
-    ASSERT_EQ(testing::run_task(io_, store.size(key)), object_size);
-    const std::size_t third = object_size / 3;
+    ASSERT_EQ(testing::run_task(io_, store.size(key)), redirected_size);
+    const std::size_t third = redirected_size / 3;
     std::string bytes;
     bytes += testing::read_string(io_, store, key, 0, third);
     bytes += testing::read_string(io_, store, key, third, third);
-    bytes += testing::read_string(io_, store, key, 2 * third, object_size - 2 * third);
+    bytes += testing::read_string(io_, store, key, 2 * third, redirected_size - 2 * third);
     EXPECT_TRUE(bytes == object_) << key << ": the bytes differ";
   }
 
@@ -297,9 +293,10 @@ TEST_F(HttpRedirects, NoRedirectsAtAllWithALimitOfZero) {
 // the object's own URL once, and goes where its redirect leads now.
 TEST_F(HttpRedirects, AStaleLocationIsLeftForTheObjectsOwnUrl) {
   HttpStore store = make_store(*nginx_);
-  ASSERT_EQ(testing::run_task(io_, store.size("/moving/object.bin")), object_size);
+  ASSERT_EQ(testing::run_task(io_, store.size("/moving/object.bin")), redirected_size);
   std::filesystem::rename(root_->path() / "v1", root_->path() / "v2");
-  EXPECT_TRUE(testing::read_string(io_, store, "/moving/object.bin", 0, object_size) == object_);
+  EXPECT_TRUE(testing::read_string(io_, store, "/moving/object.bin", 0, redirected_size) ==
+              object_);
   EXPECT_EQ(hits("/moving/object.bin"), 2);
   EXPECT_EQ(hits("/v1/object.bin"), 2);
   EXPECT_EQ(hits("/v2/object.bin"), 1);

@@ -1,0 +1,22 @@
+#pragma once
+// Whole files read and written by the tests, and the files a directory holds.
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tensorstream::testing {
+
+/// The whole content of `path`. Throws std::runtime_error when it cannot be opened.
+std::string read_file(const std::filesystem::path& path);
+
+/// Writes `bytes` as the whole content of `path`, creating its parent directories. Throws
+/// std::runtime_error when it cannot be written.
+void write_file(const std::filesystem::path& path, std::string_view bytes);
+
+/// Every regular file under `root`, as paths relative to it, sorted; none when `root` does not
+/// exist.
+std::vector<std::string> files_under(const std::filesystem::path& root);
+
+}  // namespace tensorstream::testing
