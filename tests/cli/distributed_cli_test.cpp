@@ -76,7 +76,7 @@ class Ranks {
 };
 
 // The JSON tensor lines of a rank's output, sorted, without the summary.
-std::vector<std::string> tensor_lines(const std::string& output) {
+std::vector<std::string> rank_tensor_lines(const std::string& output) {
   std::vector<std::string> lines;
   for (const auto& line : lines_of(output)) {
     if (line.rfind("{\"name\":", 0) == 0) lines.push_back(line);
@@ -142,7 +142,7 @@ class DistributedCli : public ::testing::Test {
     for (int rank = 0; rank < world; ++rank) {
       ASSERT_EQ(codes[static_cast<std::size_t>(rank)], 0) << ranks.output(rank);
       const std::string output = ranks.output(rank);
-      EXPECT_EQ(tensor_lines(output), sorted_tensor_lines(alone.out)) << "rank " << rank;
+      EXPECT_EQ(rank_tensor_lines(output), sorted_tensor_lines(alone.out)) << "rank " << rank;
       EXPECT_EQ(summary_value(output, "group_size"), static_cast<std::uint64_t>(world));
       fetched += summary_value(output, "bytes") - summary_value(output, "broadcast_bytes");
     }
@@ -237,12 +237,15 @@ TEST_F(DistributedCli, RanksWithDifferentChunkSizesFailAtTheRendezvous) {
 }
 
 TEST_F(DistributedCli, AKilledRankFailsTheOthersWithinTheTimeout) {
-  // A slow server keeps the stream going long enough to kill a rank in the middle of it.
-  auto nginx = start_nginx("limit_rate 512k;");
+  // A slow server keeps the stream going long enough to kill a rank in the middle of it: with two
+  // connections at 128 KiB/s, each rank's third of the 3.9 MB takes some 5 s, and its first
+  // 64 KiB read half a second. (With the default 32 connections every read ends at once.)
+  auto nginx = start_nginx("limit_rate 128k;");
   if (!nginx) TENSORSTREAM_SKIP_UNLESS_CI("nginx is not installed");
   const std::string url = nginx->base_url() + "/small/model.safetensors";
   const auto start = std::chrono::steady_clock::now();
-  Ranks ranks(logs_, 3, {url, "--json", "--chunk-size", "64KiB", "--group-timeout", "10"});
+  Ranks ranks(logs_, 3,
+              {url, "--json", "--chunk-size", "64KiB", "--concurrency", "2", "--group-timeout", "10"});
   // Rank 1 dies once the first tensors have arrived.
   while (ranks.output(1).find("{\"name\":") == std::string::npos) {
     ASSERT_LT(std::chrono::steady_clock::now() - start, 60s) << ranks.output(1);
@@ -277,7 +280,7 @@ TEST_F(DistributedCli, TensorParallelRanksShareTheirFilesWithTheirReplicas) {
     const auto alone = run_cli({"stream", prefix, "--tp", "2", "--rank", std::to_string(rank % 2),
                                 "--json", "--checksum", "sha256"});
     ASSERT_EQ(alone.exit_code, 0) << alone.err;
-    EXPECT_EQ(tensor_lines(ranks.output(rank)), sorted_tensor_lines(alone.out)) << rank;
+    EXPECT_EQ(rank_tensor_lines(ranks.output(rank)), sorted_tensor_lines(alone.out)) << rank;
     EXPECT_EQ(summary_value(ranks.output(rank), "group_size"), 2u);
   }
 }
@@ -292,7 +295,7 @@ TEST_F(DistributedCli, ATensorParallelRankWithoutReplicasStreamsAlone) {
     ASSERT_EQ(codes[static_cast<std::size_t>(rank)], 0) << ranks.output(rank);
     const auto alone = run_cli({"stream", prefix, "--tp", "2", "--rank", std::to_string(rank),
                                 "--json", "--checksum", "sha256"});
-    EXPECT_EQ(tensor_lines(ranks.output(rank)), sorted_tensor_lines(alone.out)) << rank;
+    EXPECT_EQ(rank_tensor_lines(ranks.output(rank)), sorted_tensor_lines(alone.out)) << rank;
     EXPECT_EQ(ranks.output(rank).find("group_size"), std::string::npos) << ranks.output(rank);
   }
 }
@@ -316,7 +319,7 @@ TEST_F(DistributedS3Cli, TwoRanksOverS3rverPrintTheStreamAndReadItOnce) {
   std::uint64_t fetched = 0;
   for (int rank = 0; rank < 2; ++rank) {
     ASSERT_EQ(codes[static_cast<std::size_t>(rank)], 0) << ranks.output(rank);
-    EXPECT_EQ(tensor_lines(ranks.output(rank)), sorted_tensor_lines(alone.out));
+    EXPECT_EQ(rank_tensor_lines(ranks.output(rank)), sorted_tensor_lines(alone.out));
     fetched += summary_value(ranks.output(rank), "bytes") -
                summary_value(ranks.output(rank), "broadcast_bytes");
   }
