@@ -60,6 +60,8 @@ find_library(TENSORSTREAM_TORCH_PYTHON_LIBRARY torch_python HINTS ${TORCH_INSTAL
   REQUIRED)
 
 file(GLOB tensorstream_python_sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/python/*.cpp)
+tensorstream_unity_sources(tensorstream_python_sources tensorstream_python
+  ${tensorstream_python_sources})
 # NO_EXTRAS: no link-time optimisation, which would add a minute of serial linking on 2 cores.
 pybind11_add_module(tensorstream_python MODULE NO_EXTRAS ${tensorstream_python_sources})
 set_target_properties(tensorstream_python PROPERTIES
