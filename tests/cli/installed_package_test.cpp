@@ -1,6 +1,7 @@
 // `cmake --install` gives a working package: the tool runs from its prefix alone, the libraries
 // carry their soname and export only what the installed headers declare, pkg-config builds a
-// program against them, and a program that only batches builds with the Boost headers alone.
+// program against them, a program that only batches builds with the Boost headers alone, and
+// programs that set no C++ standard of their own build against each library.
 
 #include <gtest/gtest.h>
 
@@ -26,12 +27,40 @@ using testing::TempDir;
 class InstalledPackage : public ::testing::Test {
  protected:
   void SetUp() override {
+#if defined(TENSORSTREAM_SANITIZED_BUILD)
+    GTEST_SKIP() << "a sanitized build makes only what the suite runs, and its libraries would "
+                    "need the sanitizer's runtime; the release build checks the package";
+#endif
     const auto installed = run_process(
         {TENSORSTREAM_CMAKE_COMMAND, "--install", TENSORSTREAM_BINARY_DIR, "--prefix", prefix()});
     ASSERT_EQ(installed.exit_code, 0) << installed.out << installed.err;
   }
 
   std::string prefix() const { return (root_.path() / "prefix").string(); }
+
+  // Writes a CMake project `name` that finds the installed package and builds probe.cpp from
+  // `probe` as `cmake_lists` says, then configures it (with `configure_flags`) and builds it;
+  // returns its build directory. It sets no CMAKE_CXX_STANDARD: the package's targets must ask
+  // for the C++20 their headers need, so that a project on the compiler's default still builds.
+  std::filesystem::path build_consumer(const std::string& name, const std::string& cmake_lists,
+                                       const std::string& probe,
+                                       const std::vector<std::string>& configure_flags = {}) {
+    const auto project = root_.path() / name;
+    std::filesystem::create_directories(project);
+    std::ofstream(project / "CMakeLists.txt")
+        << "cmake_minimum_required(VERSION 3.25)\nproject(" << name << " LANGUAGES CXX)\n"
+        << cmake_lists;
+    std::ofstream(project / "probe.cpp") << probe;
+    const auto build = root_.path() / (name + "-build");
+    std::vector<std::string> configure = {TENSORSTREAM_CMAKE_COMMAND, "-S", project.string(),
+                                          "-B", build.string(), "-DCMAKE_PREFIX_PATH=" + prefix()};
+    configure.insert(configure.end(), configure_flags.begin(), configure_flags.end());
+    const auto configured = run_process(configure);
+    EXPECT_EQ(configured.exit_code, 0) << configured.out << configured.err;
+    const auto built = run_process({TENSORSTREAM_CMAKE_COMMAND, "--build", build.string()});
+    EXPECT_EQ(built.exit_code, 0) << built.out << built.err;
+    return build;
+  }
 
   // The installed files, wherever GNUInstallDirs put the libraries (lib or lib/<multiarch>).
   std::filesystem::path find(const std::string& name) const {
@@ -71,10 +100,6 @@ TEST_F(InstalledPackage, TheLibrariesCarryTheirSoname) {
 }
 
 TEST_F(InstalledPackage, PkgConfigBuildsAProgramAgainstTheCoreLibrary) {
-#if defined(TENSORSTREAM_SANITIZED_BUILD)
-  GTEST_SKIP() << "the sanitized libraries need the sanitizer's runtime, which pkg-config does not "
-                  "name; the unsanitized build runs this";
-#endif
   const auto pc = find("tensorstream-core.pc");
   ASSERT_FALSE(pc.empty());
   ASSERT_TRUE(std::filesystem::exists(pc.parent_path() / "tensorstream.pc"));
@@ -222,23 +247,14 @@ TEST_F(InstalledPackage, TheLibrariesExportOnlyWhatTheirHeadersDeclare) {
 }
 
 TEST_F(InstalledPackage, AProgramThatOnlyBatchesNeedsOnlyTheBoostHeaders) {
-#if defined(TENSORSTREAM_SANITIZED_BUILD)
-  GTEST_SKIP() << "the sanitized libraries need the sanitizer's runtime, which a plain consumer "
-                  "does not link; the unsanitized build runs this";
-#endif
-  const auto project = root_.path() / "batching-only";
-  std::filesystem::create_directories(project);
-  std::ofstream(project / "CMakeLists.txt") << R"(cmake_minimum_required(VERSION 3.25)
-project(batching_only LANGUAGES CXX)
-set(CMAKE_CXX_STANDARD 20)
-find_package(tensorstream REQUIRED COMPONENTS batching)
+  const std::string cmake_lists = R"(find_package(tensorstream REQUIRED COMPONENTS batching)
 if(TARGET tensorstream::core OR TARGET tensorstream::tensorstream)
   message(FATAL_ERROR "COMPONENTS batching loaded more than tensorstream::batching")
 endif()
 add_executable(probe probe.cpp)
 target_link_libraries(probe PRIVATE tensorstream::batching)
 )";
-  std::ofstream(project / "probe.cpp") << R"(#include <tensorstream/batching/dynamic_batcher.hpp>
+  const std::string probe = R"(#include <tensorstream/batching/dynamic_batcher.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -268,16 +284,12 @@ int main() {
 )";
   // Every other dependency of the package is made unfindable: the batching component must not
   // ask for it.
-  const auto build = root_.path() / "batching-build";
-  std::vector<std::string> configure = {TENSORSTREAM_CMAKE_COMMAND, "-S", project.string(), "-B",
-                                        build.string(), "-DCMAKE_PREFIX_PATH=" + prefix()};
+  std::vector<std::string> unfindable;
   for (const std::string package : {"Torch", "OpenSSL", "simdjson", "pugixml", "PkgConfig"}) {
-    configure.push_back("-DCMAKE_DISABLE_FIND_PACKAGE_" + package + "=ON");
+    unfindable.push_back("-DCMAKE_DISABLE_FIND_PACKAGE_" + package + "=ON");
   }
-  const auto configured = run_process(configure);
-  ASSERT_EQ(configured.exit_code, 0) << configured.out << configured.err;
-  const auto built = run_process({TENSORSTREAM_CMAKE_COMMAND, "--build", build.string()});
-  ASSERT_EQ(built.exit_code, 0) << built.out << built.err;
+  const auto build = build_consumer("batching_only", cmake_lists, probe, unfindable);
+  ASSERT_FALSE(HasFailure());
 
   const auto ran = run_process({(build / "probe").string()});
   EXPECT_EQ(ran.exit_code, 0) << ran.err;
@@ -291,6 +303,32 @@ int main() {
                                   "liburing", "libtorch", "libc10"}) {
     EXPECT_EQ(needed.out.find(other), std::string::npos) << other << " in\n" << needed.out;
   }
+}
+
+TEST_F(InstalledPackage, AProgramOfTheCoreLibraryStreamsWithoutAStandardOfItsOwn) {
+  const std::string cmake_lists = R"(find_package(tensorstream REQUIRED COMPONENTS core)
+add_executable(probe probe.cpp)
+target_link_libraries(probe PRIVATE tensorstream::core)
+)";
+  const std::string probe = R"(#include <tensorstream/streaming/raw_streamer.hpp>
+#include <cstdio>
+int main(int argc, char** argv) {
+  tensorstream::RawStreamer streamer(argv[argc - 1]);
+  unsigned long long tensors = 0, bytes = 0;
+  while (auto tensor = streamer.next_blocking()) {
+    ++tensors;
+    bytes += tensor->bytes().size();
+  }
+  std::printf("%llu tensors, %llu bytes\n", tensors, bytes);
+}
+)";
+  const auto build = build_consumer("core_only", cmake_lists, probe);
+  ASSERT_FALSE(HasFailure());
+  const std::string model = (root_.path() / "model").string();
+  ASSERT_EQ(testing::run_cli({"gen-model", model}).exit_code, 0);
+  const auto ran = run_process({(build / "probe").string(), model});
+  EXPECT_EQ(ran.exit_code, 0) << ran.err;
+  EXPECT_EQ(ran.out, "21 tensors, 3951104 bytes\n");
 }
 
 }  // namespace
