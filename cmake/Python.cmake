@@ -18,8 +18,9 @@ if(TENSORSTREAM_WITH_TORCH AND NOT TENSORSTREAM_SANITIZE_ADDRESS AND NOT TENSORS
   elseif(NOT pybind11_FOUND)
     set(tensorstream_python_missing "pybind11 (pybind11-dev)")
   else()
-    execute_process(COMMAND ${Python_EXECUTABLE} -c "import torch"
-      RESULT_VARIABLE tensorstream_python_torch OUTPUT_QUIET ERROR_QUIET)
+    execute_process(COMMAND ${Python_EXECUTABLE} -c "import torch; print(torch.__version__)"
+      RESULT_VARIABLE tensorstream_python_torch OUTPUT_VARIABLE tensorstream_python_torch_version
+      OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET)
     if(NOT tensorstream_python_torch EQUAL 0)
       set(tensorstream_python_missing "PyTorch for ${Python_EXECUTABLE} (python3-torch)")
     else()
@@ -50,6 +51,10 @@ file(GLOB tensorstream_python_files CONFIGURE_DEPENDS RELATIVE ${PROJECT_SOURCE_
   ${PROJECT_SOURCE_DIR}/src/python/tensorstream/*.py ${PROJECT_SOURCE_DIR}/src/python/tensorstream/*.pyi
   ${PROJECT_SOURCE_DIR}/src/python/tensorstream/py.typed)
 file(MAKE_DIRECTORY ${tensorstream_python_dir}/tensorstream)
+# What the extension is compiled against, so that another interpreter fails at import with one
+# line saying so instead of with whatever it trips over first.
+configure_file(src/python/_built_for.py.in ${tensorstream_python_dir}/tensorstream/_built_for.py
+  @ONLY)
 foreach(file ${tensorstream_python_files})
   file(CREATE_LINK ${PROJECT_SOURCE_DIR}/src/python/${file} ${tensorstream_python_dir}/${file}
     SYMBOLIC)
@@ -84,5 +89,7 @@ if(NOT DEFINED TENSORSTREAM_PYTHON_INSTALL_DIR)
     CACHE STRING "Where `cmake --install` puts the Python package, relative to the prefix")
 endif()
 install(TARGETS tensorstream_python LIBRARY DESTINATION ${TENSORSTREAM_PYTHON_INSTALL_DIR}/tensorstream)
+install(FILES ${tensorstream_python_dir}/tensorstream/_built_for.py
+  DESTINATION ${TENSORSTREAM_PYTHON_INSTALL_DIR}/tensorstream)
 install(DIRECTORY src/python/tensorstream DESTINATION ${TENSORSTREAM_PYTHON_INSTALL_DIR}
   FILES_MATCHING PATTERN "*.py" PATTERN "*.pyi" PATTERN "py.typed" PATTERN "__pycache__" EXCLUDE)

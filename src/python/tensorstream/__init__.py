@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import atexit
 
+from . import _built_for, _interpreter
+
 # torch first: the extension hands tensors to its Python classes, which importing torch sets up.
-import torch  # noqa: F401
+_interpreter.import_torch(_built_for.python, _built_for.python_version, _built_for.torch_version)
 
 from . import _tensorstream, errors, store
 from .errors import (AccessDeniedError, CancelledError, CredentialsError,
