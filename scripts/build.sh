@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Configures and builds tensorstream (library, CLI, tests, benchmarks, examples) into BUILD_DIR.
+# Configures and builds tensorstream into BUILD_DIR (default build): every target, or the ones
+# TARGETS names (e.g. TARGETS=tensorstream_cli). CMAKE_ARGS are passed to the configuration,
+# BUILD_TYPE (default Release) is its build type, JOBS (default: the number of cores) the
+# compile jobs at once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,4 +15,6 @@ generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 cmake -S . -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-Release}" \
   ${CMAKE_ARGS:-} >/dev/null
-cmake --build "$build_dir" -j "${JOBS:-$(nproc)}"
+targets=()
+for target in ${TARGETS:-}; do targets+=(--target "$target"); done
+cmake --build "$build_dir" -j "${JOBS:-$(nproc)}" "${targets[@]}"

@@ -1,21 +1,42 @@
 #!/usr/bin/env bash
-# Installs everything tensorstream needs to build and test on Debian 12 (clang-15 and libFuzzer
-# only for the fuzz targets of scripts/fuzz.sh; python3-dev, pybind11-dev, python3-torch and
-# python3-pytest for the Python package). Idempotent: packages already present are
-# skipped, so a second run is quick.
+# Installs what tensorstream needs on Debian 12. Idempotent: packages already present are skipped,
+# so a second run is quick.
+#
+#   bash scripts/setup.sh          everything: the libraries with libtorch, the Python package,
+#                                  and what the tests, benchmarks and fuzzers use (GoogleTest,
+#                                  nginx, s3rver on Node.js, botocore, clang-15 and libFuzzer)
+#   bash scripts/setup.sh --tool   only what the command-line tool and the libtorch-free libraries
+#                                  need to build (scripts/demo.sh)
 set -euo pipefail
 
+usage() {
+  echo "usage: scripts/setup.sh [--tool]" >&2
+  exit 2
+}
+tool_only=false
+case "${1:-}" in
+  "") ;;
+  --tool) tool_only=true ;;
+  *) usage ;;
+esac
+(($# <= 1)) || usage
+
 packages=(
-  build-essential cmake ninja-build ccache pkg-config git curl ca-certificates openssl
-  libboost1.81-dev liburing-dev libssl-dev libtorch-dev libsimdjson-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev libpugixml-dev
-  nginx-light python3-botocore librsvg2-bin
-  python3-dev pybind11-dev python3-torch python3-pytest
-  libgloo-dev
-  clang-15 libfuzzer-15-dev
+  build-essential cmake ninja-build ccache pkg-config git ca-certificates
+  libboost1.81-dev liburing-dev libssl-dev libsimdjson-dev libcli11-dev libpugixml-dev
 )
-# s3rver runs on Node.js; a machine that already has node and npm (say from NodeSource) keeps them.
-command -v npm >/dev/null || packages+=(nodejs npm)
+if ! $tool_only; then
+  packages+=(
+    curl openssl libtorch-dev libgloo-dev
+    python3-dev pybind11-dev python3-torch
+    libgtest-dev libgmock-dev libbenchmark-dev python3-pytest
+    nginx-light python3-botocore librsvg2-bin
+    clang-15 libfuzzer-15-dev
+  )
+  # s3rver runs on Node.js; a machine that already has node and npm (say from NodeSource) keeps
+  # them.
+  command -v npm >/dev/null || packages+=(nodejs npm)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -32,6 +53,7 @@ else
   echo "setup: all Debian packages present" >&2
 fi
 
+$tool_only && exit 0
 # The S3 server of the tests, pinned by third_party/s3rver/package-lock.json. The registry is
 # needed here, at setup, never while tests run.
 s3rver_dir="$(dirname "$0")/../third_party/s3rver"
