@@ -131,6 +131,7 @@ BatchStats Pipeline::stats() const {
   stats.total_submitted = submitted_.load(std::memory_order_relaxed);
   stats.total_cancelled = cancelled_.load(std::memory_order_relaxed);
   stats.total_expired = expired_.load(std::memory_order_relaxed);
+  stats.total_held = held_.load(std::memory_order_relaxed);
   return stats;
 }
 
@@ -239,6 +240,12 @@ asio::awaitable<void> Pipeline::aggregate(std::shared_ptr<Pipeline> self) {
         break;
       }
       p.cut_locked();
+    }
+    // Due but not cut: min_batch_size holds it for more records.
+    if (!p.batch_held_ && p.accepted_ > 0 && now >= p.batch_deadline_ &&
+        !p.should_cut_locked(now)) {
+      p.batch_held_ = true;
+      p.held_.fetch_add(1, std::memory_order_relaxed);
     }
     if (p.state_ == State::stopping && p.cut_.empty() && p.queue_.empty() && p.parked_.empty()) {
       done = true;
@@ -492,6 +499,7 @@ void Pipeline::cut_locked() {
   queue_.erase(queue_.begin(), end);
   accepted_ = 0;
   accepted_cost_ = 0;
+  batch_held_ = false;
 }
 
 void Pipeline::add_deadline_locked(const RequestPtr& request) {

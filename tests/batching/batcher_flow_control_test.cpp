@@ -51,6 +51,13 @@ Batcher::ProcessFn gated_identity(Latch& gate, Batches& batches) {
   };
 }
 
+// Returns once the batcher has held `count` batches at their timeout for min_batch_size: from
+// then on, that nothing was dispatched means something, where after a sleep it might only mean
+// that the batcher had not looked yet. (run() fails the test if it never comes.)
+asio::awaitable<void> until_held(const Batcher& batcher, std::uint64_t count) {
+  while (batcher.stats().total_held < count) co_await sleep_for(1ms);
+}
+
 template <typename Exception>
 asio::awaitable<void> expect_failure(ResultFuture<int>& future, const char* message) {
   try {
@@ -72,7 +79,7 @@ TEST(BatcherFlowControl, MinBatchSizeHoldsASmallBatchInPlaceUntilMoreRecordsArri
   run(context, [&]() -> asio::awaitable<void> {
     auto first = co_await batcher.submit(1);
     auto second = co_await batcher.submit(2);
-    co_await sleep_for(30ms);  // well past the timeout: the batch of two is held, not dispatched
+    co_await until_held(batcher, 1);  // the batch of two, past its timeout, is not dispatched
     EXPECT_TRUE(batches.empty());
     EXPECT_FALSE(first.ready());
     auto third = co_await batcher.submit(3);
@@ -82,6 +89,7 @@ TEST(BatcherFlowControl, MinBatchSizeHoldsASmallBatchInPlaceUntilMoreRecordsArri
     co_await batcher.stop();
   });
   EXPECT_EQ(batches, (Batches{{1, 2, 3}}));
+  EXPECT_EQ(batcher.stats().total_held, 1u);  // once, however often it was looked at
 }
 
 TEST(BatcherFlowControl, CancellingARecordOfAHeldBatchShrinksIt) {
@@ -94,10 +102,10 @@ TEST(BatcherFlowControl, CancellingARecordOfAHeldBatchShrinksIt) {
   run(context, [&]() -> asio::awaitable<void> {
     auto first = co_await batcher.submit(1);
     auto second = co_await batcher.submit(2);
-    co_await sleep_for(10ms);  // held with two records
+    co_await until_held(batcher, 1);  // with two records
     EXPECT_TRUE(first.cancel());
     auto third = co_await batcher.submit(3);
-    co_await sleep_for(10ms);  // two live records: still held
+    co_await settle();  // two live records: still held
     EXPECT_TRUE(batches.empty());
     auto fourth = co_await batcher.submit(4);
     EXPECT_EQ(co_await second.get(), 20);
@@ -117,7 +125,7 @@ TEST(BatcherFlowControl, StopFlushesAHeldBatch) {
   batcher.start();
   run(context, [&]() -> asio::awaitable<void> {
     auto future = co_await batcher.submit(4);
-    co_await sleep_for(10ms);
+    co_await until_held(batcher, 1);
     EXPECT_FALSE(future.ready());
     co_await batcher.stop();
     EXPECT_TRUE(future.ready());
@@ -140,7 +148,7 @@ TEST(BatcherFlowControl, HeldBatchDoesNotDeadlockAgainstASmallQueue) {
     std::vector<ResultFuture<int>> futures;
     for (int round = 0; round < 2; ++round) {
       futures.push_back(co_await batcher.submit(round * 4));
-      co_await sleep_for(10ms);  // past the timeout: the batch of one is now held
+      co_await until_held(batcher, round + 1);  // the batch of one, past its timeout
       EXPECT_FALSE(futures.back().ready());
       for (int record = round * 4 + 1; record < round * 4 + 4; ++record) {
         futures.push_back(co_await batcher.submit(record));
@@ -152,6 +160,7 @@ TEST(BatcherFlowControl, HeldBatchDoesNotDeadlockAgainstASmallQueue) {
     co_await batcher.stop();
   });
   EXPECT_EQ(batches, (Batches{{0, 1, 2, 3}, {4, 5, 6, 7}}));
+  EXPECT_EQ(batcher.stats().total_held, 2u);
 }
 
 TEST(BatcherFlowControl, FullBatchIsDispatchedBelowMinBatchSize) {

@@ -474,6 +474,7 @@ TEST(DynamicBatcher, StatsCountRecordsBatchesAndCosts) {
   EXPECT_EQ(stats.total_failed, 0u);
   EXPECT_EQ(stats.total_cancelled, 0u);
   EXPECT_EQ(stats.total_expired, 0u);
+  EXPECT_EQ(stats.total_held, 0u);  // min_batch_size 1 holds nothing
   EXPECT_GT(stats.busy_time_s + stats.idle_time_s, 0.0);
   EXPECT_GE(stats.utilization(), 0.0);
   EXPECT_LE(stats.utilization(), 1.0);

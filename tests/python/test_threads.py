@@ -101,7 +101,11 @@ def test_a_tensor_whose_event_loop_closed_is_kept_for_the_next_call(tmp_path, ng
     loop.create_task(streamer.__anext__())
     loop.run_until_complete(asyncio.sleep(0.05))  # the wait has started
     loop.close()
-    time.sleep(3)  # the tensors arrive with nobody to take them
+    # The tensors arrive with nobody to take them: every byte lands (about 2 s at 64 KiB/s).
+    deadline = time.monotonic() + 60
+    while (stats := streamer.stats())["bytes"] < stats["total_bytes"] or not stats["total_bytes"]:
+        assert time.monotonic() < deadline, stats
+        time.sleep(0.01)
     assert sorted(name for name, _ in streamer.get_tensors()) == ["large", "small"]
 
 

@@ -41,6 +41,18 @@ namespace asio = boost::asio;
 /// How long a test waits for something that should happen at once before it fails.
 inline constexpr std::chrono::seconds patience{30};
 
+/// Polls `condition` every 5 ms until it holds, and says whether it did before `patience` ran
+/// out: a test waits for what it cannot be told of, and fails instead of hanging.
+template <class Condition>
+bool eventually(Condition condition) {
+  const auto deadline = std::chrono::steady_clock::now() + patience;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
 /// A memfd holding `content`.
 inline UniqueFd memfd_with(const std::string& content) {
   UniqueFd fd(::memfd_create("store-test", MFD_CLOEXEC));

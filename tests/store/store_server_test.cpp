@@ -81,9 +81,8 @@ class StoreServerLoad : public ::testing::Test {
 TEST_F(StoreServerLoad, AnAttachBeforeLoadingWaitsAndGetsTheLoadedRank) {
   ServedModel served(raw().string(), options(2));
   auto attached = std::async(std::launch::async, [&] { return attach(socket(), 1); });
-  while (served.status().find("\"waiting\":1") == std::string::npos) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  const auto waiting = [&] { return served.status().find("\"waiting\":1") != std::string::npos; };
+  ASSERT_TRUE(eventually(waiting)) << served.status();
   served.load();
   const AttachedRank rank = attached.get();
   EXPECT_EQ(rank.manifest().rank, 1);
@@ -250,14 +249,13 @@ TEST_F(StoreServerLoad, EightWorkerProcessesAttachAtOnceAndAKilledOneDisturbsNon
     tensorstream::testing::ChildProcess doomed(
         {TENSORSTREAM_CLI_PATH, "attach", socket().string(), "--rank", "0"},
         dir_.path() / "doomed.log");
-    while (served.status().find("\"waiting\":1") == std::string::npos) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    const auto waiting = [&] {
+      return served.status().find("\"waiting\":1") != std::string::npos;
+    };
+    ASSERT_TRUE(eventually(waiting)) << served.status();
     ::kill(doomed.pid(), SIGKILL);
     doomed.wait();
-    while (served.status().find("\"waiting\":1") != std::string::npos) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
+    ASSERT_TRUE(eventually([&] { return !waiting(); })) << served.status();
   }
   served.load();
   std::vector<std::unique_ptr<tensorstream::testing::ChildProcess>> workers;

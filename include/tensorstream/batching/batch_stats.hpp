@@ -24,6 +24,9 @@ struct TENSORSTREAM_API BatchStats {
   std::uint64_t total_failed = 0;     ///< Completed records whose batch failed.
   std::uint64_t total_cancelled = 0;  ///< Records cancelled before dispatch.
   std::uint64_t total_expired = 0;    ///< Records whose deadline passed before dispatch.
+  /// Batches that reached batch_timeout below min_batch_size and were held for more records,
+  /// each counted once.
+  std::uint64_t total_held = 0;
   double queue_wait_p50_s = 0;  ///< Median seconds from submit() to dispatch, within ~3%.
   double queue_wait_p99_s = 0;  ///< 99th percentile of the same.
 

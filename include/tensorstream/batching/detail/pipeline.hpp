@@ -136,6 +136,7 @@ class TENSORSTREAM_API Pipeline : public std::enable_shared_from_this<Pipeline> 
   std::size_t accepted_ = 0;          // records in the batch being built
   std::size_t accepted_cost_ = 0;
   Clock::time_point batch_deadline_;  // when the batch being built stops taking records
+  bool batch_held_ = false;           // whether that batch was held at its deadline
   std::deque<std::shared_ptr<ParkedSubmit>> parked_;
   std::vector<RequestPtr> cut_;       // assembled, waiting for room in ready_
   std::deque<std::vector<RequestPtr>> ready_;
@@ -166,6 +167,7 @@ class TENSORSTREAM_API Pipeline : public std::enable_shared_from_this<Pipeline> 
   std::atomic<std::uint64_t> submitted_{0};
   std::atomic<std::uint64_t> cancelled_{0};
   std::atomic<std::uint64_t> expired_{0};
+  std::atomic<std::uint64_t> held_{0};
 };
 
 }  // namespace tensorstream::detail
