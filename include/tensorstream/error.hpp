@@ -13,27 +13,61 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "tensorstream/export.hpp"
 
 namespace tensorstream {
 
+/// What kind of failure an Error reports: what code that carries errors into another vocabulary
+/// (the store server's wire protocol, Python's exceptions) goes by, instead of matching classes
+/// or messages. Each exception class below has its kind; StorageError's may be not_found,
+/// access_denied or storage.
+enum class ErrorKind {
+  other,              ///< An Error of none of the kinds below.
+  invalid_argument,   ///< InvalidArgument.
+  format,             ///< FormatError.
+  storage,            ///< StorageError: a store failed, or refused for another reason.
+  not_found,          ///< NotFoundError: the object or prefix does not exist.
+  access_denied,      ///< StorageError: the store refused the caller (HTTP 401, 403, EACCES).
+  credentials,        ///< CredentialsError: no credentials could be obtained.
+  state,              ///< StateError.
+  cancelled,          ///< Cancelled.
+  deadline_exceeded,  ///< DeadlineExceeded.
+};
+
+/// The name of `kind` in the store server's protocol and in messages: "not_found",
+/// "access_denied", and "error" for ErrorKind::other.
+TENSORSTREAM_API
+std::string_view error_kind_name(ErrorKind kind);
+
+/// The kind error_kind_name() names `name`; ErrorKind::other for a name it does not give.
+TENSORSTREAM_API
+ErrorKind error_kind_from_name(std::string_view name);
+
 /// Base of every exception thrown by tensorstream.
 class TENSORSTREAM_API Error : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit Error(const std::string& what, ErrorKind kind = ErrorKind::other)
+      : std::runtime_error(what), kind_(kind) {}
+
+  /// What kind of failure this is.
+  ErrorKind kind() const noexcept { return kind_; }
+
+ private:
+  ErrorKind kind_;
 };
 
 /// An option, URL, environment variable or argument has an invalid value.
 class TENSORSTREAM_API InvalidArgument : public Error {
  public:
-  using Error::Error;
+  explicit InvalidArgument(const std::string& what) : Error(what, ErrorKind::invalid_argument) {}
 };
 
 /// An object is not a well-formed safetensors file (header, dtype, shape or offsets).
 class TENSORSTREAM_API FormatError : public Error {
  public:
-  using Error::Error;
+  explicit FormatError(const std::string& what) : Error(what, ErrorKind::format) {}
 };
 
 /// Reading an object failed: HTTP status, I/O error, timeout, truncated body, refused connection.
@@ -42,9 +76,11 @@ class TENSORSTREAM_API StorageError : public Error {
   /// @param object URL or path of the object the operation was about.
   /// @param cause what went wrong, e.g. "HTTP 503 Service Unavailable".
   /// @param transient whether trying again may succeed (timeouts, resets, 5xx).
-  StorageError(std::string object, std::string cause, bool transient = false)
-      : Error(object + ": " + cause), object_(std::move(object)), cause_(std::move(cause)),
-        transient_(transient) {}
+  /// @param kind ErrorKind::storage, or ErrorKind::access_denied for a refusal of the caller.
+  StorageError(std::string object, std::string cause, bool transient = false,
+               ErrorKind kind = ErrorKind::storage)
+      : Error(object + ": " + cause, kind), object_(std::move(object)),
+        cause_(std::move(cause)), transient_(transient) {}
 
   /// URL or path of the object.
   const std::string& object() const noexcept { return object_; }
@@ -63,13 +99,13 @@ class TENSORSTREAM_API StorageError : public Error {
 class TENSORSTREAM_API NotFoundError : public StorageError {
  public:
   NotFoundError(std::string object, std::string cause)
-      : StorageError(std::move(object), std::move(cause), false) {}
+      : StorageError(std::move(object), std::move(cause), false, ErrorKind::not_found) {}
 };
 
 /// An operation was used in the wrong state, e.g. submitting to a batcher that is not running.
 class TENSORSTREAM_API StateError : public Error {
  public:
-  using Error::Error;
+  explicit StateError(const std::string& what) : Error(what, ErrorKind::state) {}
 };
 
 /// Work withdrawn by its owner before it finished: a streamer destroyed under next(), a store
@@ -77,13 +113,13 @@ class TENSORSTREAM_API StateError : public Error {
 /// The caller's own Asio cancellation ends with system_error (operation_aborted); see above.
 class TENSORSTREAM_API Cancelled : public Error {
  public:
-  using Error::Error;
+  explicit Cancelled(const std::string& what) : Error(what, ErrorKind::cancelled) {}
 };
 
 /// A request's deadline passed before it was processed.
 class TENSORSTREAM_API DeadlineExceeded : public Error {
  public:
-  using Error::Error;
+  explicit DeadlineExceeded(const std::string& what) : Error(what, ErrorKind::deadline_exceeded) {}
 };
 
 }  // namespace tensorstream

@@ -1,10 +1,10 @@
 #include "python/errors.hpp"
 
 #include <boost/asio/error.hpp>
-#include <cerrno>
 #include <boost/system/system_error.hpp>
+#include <cerrno>
 #include <new>
-#include <string_view>
+#include <utility>
 
 #include "python/bindings.hpp"
 #include "tensorstream/error.hpp"
@@ -19,21 +19,49 @@ py::object error_class(const char* name) {
   return py::module_::import("tensorstream.errors").attr(name);
 }
 
-// A refusal by the server (401, 403) rather than a failure to reach or read it: Python code
-// expects PermissionError there, as for a file it may not open.
-bool is_access_denied(const StorageError& error) {
-  const std::string_view cause = error.cause();
-  return cause.starts_with("HTTP 401") || cause.starts_with("HTTP 403");
+// The class of tensorstream.errors for `kind`, and the errno its OSError carries (0: none).
+std::pair<const char*, int> python_class(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::not_found:
+      return {"NotFoundError", ENOENT};
+    case ErrorKind::access_denied:
+      return {"AccessDeniedError", EACCES};
+    case ErrorKind::storage:
+      return {"StorageError", 0};
+    case ErrorKind::credentials:
+      return {"CredentialsError", 0};
+    case ErrorKind::invalid_argument:
+      return {"InvalidArgumentError", 0};
+    case ErrorKind::format:
+      return {"FormatError", 0};
+    case ErrorKind::state:
+      return {"StateError", 0};
+    case ErrorKind::cancelled:
+      return {"CancelledError", 0};
+    case ErrorKind::deadline_exceeded:
+      return {"DeadlineExceededError", 0};
+    case ErrorKind::other:
+      break;
+  }
+  return {"Error", 0};
 }
 
-// `error_number` as the errno of the OSError, for code that tests it; the message stays the
-// exception's one argument (OSError would format "[Errno 2] ..." from more).
-py::object storage_error(const char* name, const StorageError& error, int error_number = 0) {
+// The Python exception of `error`, by its kind. A StorageError's attributes and errno (as the
+// OSError's, for code that tests it) are set on the exception; its message stays its one
+// argument, since OSError would format "[Errno 2] ..." from more.
+py::object library_exception(const Error& error) {
+  const auto [name, error_number] = python_class(error.kind());
   py::object exception = error_class(name)(error.what());
   if (error_number != 0) exception.attr("errno") = error_number;
-  exception.attr("object") = error.object();
-  exception.attr("cause") = error.cause();
-  exception.attr("transient") = error.transient();
+  if (const auto* storage = dynamic_cast<const StorageError*>(&error)) {
+    exception.attr("object") = storage->object();
+    exception.attr("cause") = storage->cause();
+    exception.attr("transient") = storage->transient();
+  } else if (const auto* credentials = dynamic_cast<const CredentialsError*>(&error)) {
+    exception.attr("service") = credentials->service();
+    exception.attr("provider") = credentials->provider();
+    exception.attr("cause") = credentials->cause();
+  }
   return exception;
 }
 
@@ -42,29 +70,8 @@ py::object storage_error(const char* name, const StorageError& error, int error_
 py::object python_exception(std::exception_ptr error) {
   try {
     std::rethrow_exception(error);
-  } catch (const NotFoundError& e) {
-    return storage_error("NotFoundError", e, ENOENT);
-  } catch (const StorageError& e) {
-    if (is_access_denied(e)) return storage_error("AccessDeniedError", e, EACCES);
-    return storage_error("StorageError", e);
-  } catch (const CredentialsError& e) {
-    py::object exception = error_class("CredentialsError")(e.what());
-    exception.attr("service") = e.service();
-    exception.attr("provider") = e.provider();
-    exception.attr("cause") = e.cause();
-    return exception;
-  } catch (const InvalidArgument& e) {
-    return error_class("InvalidArgumentError")(e.what());
-  } catch (const FormatError& e) {
-    return error_class("FormatError")(e.what());
-  } catch (const StateError& e) {
-    return error_class("StateError")(e.what());
-  } catch (const Cancelled& e) {
-    return error_class("CancelledError")(e.what());
-  } catch (const DeadlineExceeded& e) {
-    return error_class("DeadlineExceededError")(e.what());
   } catch (const Error& e) {
-    return error_class("Error")(e.what());
+    return library_exception(e);
   } catch (const boost::system::system_error& e) {
     if (e.code() == boost::asio::error::operation_aborted) {
       return py::module_::import("asyncio").attr("CancelledError")();

@@ -43,6 +43,10 @@ constexpr unsigned kMaxQueueDepth = 4096;
       error == boost::system::errc::not_a_directory) {
     throw NotFoundError(path, error.message());
   }
+  if (error == boost::system::errc::permission_denied ||
+      error == boost::system::errc::operation_not_permitted) {
+    throw StorageError(path, error.message(), false, ErrorKind::access_denied);
+  }
   const bool transient = error == boost::system::errc::too_many_files_open ||
                          error == boost::system::errc::too_many_files_open_in_system ||
                          error == boost::system::errc::not_enough_memory ||

@@ -80,7 +80,9 @@ ReceivedReply checked_reply(const std::string& path, Message message) {
     }
     std::string_view kind;
     if (reply["kind"].get_string().get(kind) != simdjson::SUCCESS) kind = {};
-    throw_error_reply(path, text, kind);
+    bool transient = false;
+    if (reply["transient"].get_bool().get(transient) != simdjson::SUCCESS) transient = false;
+    throw_error_reply(path, text, kind, transient);
   }
   return {std::move(message.json), std::move(message.fds)};
 }

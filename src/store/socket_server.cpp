@@ -42,7 +42,7 @@ using Socket = asio::local::stream_protocol::socket;
 
 std::string errno_message() { return std::error_code(errno, std::system_category()).message(); }
 
-Reply error_only(std::string_view message, std::string_view kind) {
+Reply error_only(std::string_view message, ErrorKind kind) {
   Reply reply;
   reply.json = error_reply(message, kind);
   return reply;
@@ -204,7 +204,7 @@ asio::awaitable<std::optional<Reply>> answer(State& state, Socket& socket,
              std::to_string(peer.uid) + ", gid " + std::to_string(peer.gid) + ")";
     });
     co_return error_only("uid " + std::to_string(peer.uid) + " is not allowed to attach",
-                         "permission_denied");
+                         ErrorKind::access_denied);
   }
 
   MessageReceiver receiver(max_request_bytes);
@@ -215,12 +215,12 @@ asio::awaitable<std::optional<Reply>> answer(State& state, Socket& socket,
     if (!co_await finishes_first(std::move(receiving), deadline.async_wait(asio::deferred))) {
       co_return error_only("no complete request within " +
                                std::to_string(state.options.request_timeout.count()) + " ms",
-                           "deadline_exceeded");
+                           ErrorKind::deadline_exceeded);
     }
   } catch (const FormatError& error) {
     invalid = error.what();
   }
-  if (!invalid.empty()) co_return error_only(invalid, "invalid_argument");
+  if (!invalid.empty()) co_return error_only(invalid, ErrorKind::invalid_argument);
 
   Request request;
   try {
@@ -228,7 +228,7 @@ asio::awaitable<std::optional<Reply>> answer(State& state, Socket& socket,
   } catch (const InvalidArgument& error) {
     invalid = error.what();
   }
-  if (!invalid.empty()) co_return error_only(invalid, "invalid_argument");
+  if (!invalid.empty()) co_return error_only(invalid, ErrorKind::invalid_argument);
   request.peer = peer;
 
   Reply reply;
@@ -258,7 +258,7 @@ asio::awaitable<void> serve(State& state, Socket& socket) {
   try {
     sender.emplace(reply->json, reply->fds);
   } catch (const InvalidArgument& error) {
-    sender.emplace(error_reply(error.what(), "error"), std::span<const int>());
+    sender.emplace(error_reply(error.what(), ErrorKind::other), std::span<const int>());
   }
   auto sending = async_send(socket, *sender);
   asio::steady_timer deadline(state.strand, state.options.reply_timeout);
@@ -301,7 +301,7 @@ void spawn_connection(const std::shared_ptr<State>& state, Socket socket) {
 void refuse_busy(State& state, Socket& socket) {
   const std::string reply = error_reply(
       "too many connections (at most " + std::to_string(state.options.max_connections) + ")",
-      "unavailable");
+      ErrorKind::storage, true);
   try {
     MessageSender sender(reply, {});
     sender.send_some(socket.native_handle());

@@ -66,51 +66,54 @@ Request parse_request(std::string_view json) {
   return parsed;
 }
 
-std::string error_reply(std::string_view message, std::string_view kind) {
+std::string error_reply(std::string_view message, ErrorKind kind, bool transient) {
   std::string reply = "{\"error\":";
   append_json_string(reply, message);
   reply += ",\"kind\":";
-  append_json_string(reply, kind);
-  reply += '}';
+  append_json_string(reply, error_kind_name(kind));
+  reply += transient ? ",\"transient\":true}" : ",\"transient\":false}";
   return reply;
 }
 
 std::string error_reply(const std::exception_ptr& error) {
   try {
     std::rethrow_exception(error);
-  } catch (const NotFoundError& e) {
-    return error_reply(e.what(), "not_found");
   } catch (const StorageError& e) {
-    return error_reply(e.what(), "storage");
-  } catch (const FormatError& e) {
-    return error_reply(e.what(), "format");
-  } catch (const InvalidArgument& e) {
-    return error_reply(e.what(), "invalid_argument");
-  } catch (const StateError& e) {
-    return error_reply(e.what(), "state");
-  } catch (const Cancelled& e) {
-    return error_reply(e.what(), "cancelled");
-  } catch (const DeadlineExceeded& e) {
-    return error_reply(e.what(), "deadline_exceeded");
+    return error_reply(e.what(), e.kind(), e.transient());
+  } catch (const Error& e) {
+    return error_reply(e.what(), e.kind());
   } catch (const std::exception& e) {
-    return error_reply(e.what(), "error");
+    return error_reply(e.what(), ErrorKind::other);
   } catch (...) {
-    return error_reply("the handler threw a non-standard exception", "error");
+    return error_reply("the handler threw a non-standard exception", ErrorKind::other);
   }
 }
 
 void throw_error_reply(const std::string& socket_path, std::string_view message,
-                       std::string_view kind) {
+                       std::string_view kind_name, bool transient) {
   const std::string text(message);
   const std::string full = socket_path + ": " + text;
-  if (kind == "invalid_argument") throw InvalidArgument(full);
-  if (kind == "not_found") throw NotFoundError(socket_path, text);
-  if (kind == "storage") throw StorageError(socket_path, text);
-  if (kind == "unavailable") throw StorageError(socket_path, text, true);
-  if (kind == "format") throw FormatError(full);
-  if (kind == "state") throw StateError(full);
-  if (kind == "cancelled") throw Cancelled(full);
-  if (kind == "deadline_exceeded") throw DeadlineExceeded(full);
+  switch (const ErrorKind kind = error_kind_from_name(kind_name)) {
+    case ErrorKind::invalid_argument:
+      throw InvalidArgument(full);
+    case ErrorKind::format:
+      throw FormatError(full);
+    case ErrorKind::not_found:
+      throw NotFoundError(socket_path, text);
+    case ErrorKind::storage:
+    case ErrorKind::access_denied:
+      throw StorageError(socket_path, text, transient, kind);
+    case ErrorKind::state:
+      throw StateError(full);
+    case ErrorKind::cancelled:
+      throw Cancelled(full);
+    case ErrorKind::deadline_exceeded:
+      throw DeadlineExceeded(full);
+    case ErrorKind::credentials:
+    case ErrorKind::other:
+      // A CredentialsError's service and provider are the server's: its message names them.
+      throw Error(full, kind);
+  }
   throw Error(full);
 }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "tensorstream/error.hpp"
 #include "tensorstream/store/protocol.hpp"
 
 namespace tensorstream::store {
@@ -13,15 +14,16 @@ namespace tensorstream::store {
 /// @throws InvalidArgument naming what is wrong, worded for the client.
 Request parse_request(std::string_view json);
 
-/// `{"error":message,"kind":kind}`.
-std::string error_reply(std::string_view message, std::string_view kind);
+/// `{"error":message,"kind":"<error_kind_name(kind)>","transient":transient}`.
+std::string error_reply(std::string_view message, ErrorKind kind, bool transient = false);
 
-/// The error reply for an exception a handler threw: its message, and its kind from its type.
+/// The error reply for an exception a handler threw: its message, its kind, and for a
+/// StorageError whether it is transient.
 std::string error_reply(const std::exception_ptr& error);
 
-/// Throws the tensorstream exception an error reply of `kind` stands for, its message
-/// `socket_path: message`.
+/// Throws the tensorstream exception an error reply of `kind_name` (error_kind_name()) stands
+/// for, its message `socket_path: message`; a StorageError keeps `transient`.
 [[noreturn]] void throw_error_reply(const std::string& socket_path, std::string_view message,
-                                    std::string_view kind);
+                                    std::string_view kind_name, bool transient);
 
 }  // namespace tensorstream::store

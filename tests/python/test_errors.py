@@ -151,3 +151,18 @@ def test_a_rank_outside_the_tensor_parallel_size_is_a_value_error(model_dir):
     directory, _ = model_dir
     with pytest.raises(ValueError):
         tensorstream.SafeTensorsStreamer(directory, rank=2, tensor_parallel_size=2)
+
+
+def test_a_key_s3_does_not_know_is_an_access_denied_error(tmp_path, s3rver, monkeypatch, cli):
+    # S3 refuses with 403 and a code of its own, InvalidAccessKeyId (s3rver knows its key
+    # S3RVER): a PermissionError all the same.
+    write_safetensors(tmp_path / "m" / "model.safetensors", {"a": torch.zeros(4)})
+    s3rver.put("m/model.safetensors", tmp_path / "m" / "model.safetensors")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", s3rver.endpoint)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDUNKNOWN")
+    url = "s3://models/m/model.safetensors"
+    error = first_error(url)
+    assert isinstance(error, tensorstream.AccessDeniedError)
+    assert isinstance(error, PermissionError) and error.errno == errno.EACCES
+    assert error.cause.startswith("InvalidAccessKeyId: ") and not error.transient
+    assert str(error) == cli_error(cli, url)

@@ -15,6 +15,7 @@
 #include "storage/gcs_test_environment.hpp"
 #include "storage/gcs/json_api.hpp"
 #include "support/gcs_fixture_server.hpp"
+#include "support/print_error_kind.hpp"
 #include "support/random_bytes.hpp"
 #include "support/run_task.hpp"
 #include "tensorstream/error.hpp"
@@ -189,6 +190,7 @@ TEST_F(GcsStoreTest, WrongTokenFailsAtOnceWithoutRetries) {
     EXPECT_EQ(std::string(error.what()),
               "gs://models/llama/model.safetensors: Invalid Credentials (HTTP 401)");
     EXPECT_FALSE(error.transient());
+    EXPECT_EQ(error.kind(), ErrorKind::access_denied);
   }
   EXPECT_EQ(storage_requests().size(), 1u);
   EXPECT_EQ(gcs->stats().retries, 0u);

@@ -39,6 +39,7 @@
 #include "support/logged_warnings.hpp"
 #include "support/loopback_listener.hpp"
 #include "support/nginx_server.hpp"
+#include "support/print_error_kind.hpp"
 #include "support/random_bytes.hpp"
 #include "support/run_task.hpp"
 #include "support/skip.hpp"
@@ -235,6 +236,7 @@ TEST_F(HttpStoreNginx, ForbiddenFailsWithoutRetrying) {
   EXPECT_EQ(std::string(error.what()),
             nginx_->base_url() + "/forbidden/object.bin: HTTP 403 Forbidden");
   EXPECT_FALSE(error.transient());
+  EXPECT_EQ(error.kind(), ErrorKind::access_denied);
   EXPECT_EQ(store.stats().requests, 1u);
   EXPECT_EQ(store.stats().retries, 0u);
 }

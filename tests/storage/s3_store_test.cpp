@@ -9,6 +9,7 @@
 
 #include "storage/s3_test_environment.hpp"
 #include "support/certificates.hpp"
+#include "support/print_error_kind.hpp"
 #include "support/run_task.hpp"
 #include "support/s3rver_server.hpp"
 #include "support/signature_verifier.hpp"
@@ -79,6 +80,16 @@ class S3StoreTest : public s3::testing::AwsEnvironmentTest {
     return "no error";
   }
 
+  // The kind of the tensorstream::Error that `action` throws.
+  ErrorKind kind_of(auto&& action) {
+    try {
+      action();
+    } catch (const Error& error) {
+      return error.kind();
+    }
+    return ErrorKind::other;
+  }
+
   boost::asio::io_context io_;
   TempDir scratch_;
   std::unique_ptr<S3rverServer> s3rver_;
@@ -135,7 +146,8 @@ TEST_F(S3StoreTest, WrongSecretFailsAtOnceWithSignatureDoesNotMatch) {
             "not match the signature you provided. Check your key and signing method. (HTTP 403)");
   EXPECT_EQ(s3.stats().retries, 0u);
   EXPECT_EQ(s3.stats().requests, 1u);
-  expected_rejections_ = 1;
+  EXPECT_EQ(kind_of([&] { read(s3, "/x.bin", 0, 1); }), ErrorKind::access_denied);
+  expected_rejections_ = 2;
 }
 
 TEST_F(S3StoreTest, UnknownAccessKeyIdFailsAtOnce) {
@@ -146,6 +158,7 @@ TEST_F(S3StoreTest, UnknownAccessKeyIdFailsAtOnce) {
             "s3://models/x.bin: InvalidAccessKeyId: The AWS Access Key Id you provided does not "
             "exist in our records. (HTTP 403)");
   EXPECT_EQ(s3.stats().retries, 0u);
+  EXPECT_EQ(kind_of([&] { read(s3, "/x.bin", 0, 1); }), ErrorKind::access_denied);
 }
 
 TEST_F(S3StoreTest, MissingKeyIsNotFoundWithNoSuchKey) {

@@ -10,19 +10,24 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "store/message.hpp"
 #include "store/server_fixture.hpp"
+#include "support/print_error_kind.hpp"
 #include "tensorstream/error.hpp"
+#include "tensorstream/storage/credentials_error.hpp"
 #include "tensorstream/store/client.hpp"
 
 namespace tensorstream::store::testing {
 namespace {
 
-std::string reply_json(const std::string& error, const std::string& kind) {
-  return "{\"error\":\"" + error + "\",\"kind\":\"" + kind + "\"}";
+std::string reply_json(const std::string& error, const std::string& kind,
+                       bool transient = false) {
+  return "{\"error\":\"" + error + "\",\"kind\":\"" + kind + "\",\"transient\":" +
+         (transient ? "true" : "false") + "}";
 }
 
 // Runs `body(0)` ... `body(7)` at once, each on a thread of its own.
@@ -235,7 +240,7 @@ TEST_F(StoreServerTest, OneConnectionOverTheLimitIsTurnedAway) {
   hold_.await_waiting(1);
   const UniqueFd extra = connect_raw(socket_path_);
   EXPECT_EQ(reply_then_close(extra.get()).json,
-            reply_json("too many connections (at most 1)", "unavailable"));
+            reply_json("too many connections (at most 1)", "storage", true));
   const auto error =
       thrown<StorageError>([&] { request(socket_path_, status_request(), patience); });
   EXPECT_STREQ(error.what(),
@@ -256,11 +261,12 @@ TEST_F(StoreServerTest, PeerOutsideThePolicyIsRefusedWithNothingElse) {
   // The refusal comes at once, before any request: writing one could meet a closed socket.
   const UniqueFd client = connect_raw(socket_path_);
   const Message reply = reply_then_close(client.get());
-  EXPECT_EQ(reply.json, reply_json(refusal, "permission_denied"));
+  EXPECT_EQ(reply.json, reply_json(refusal, "access_denied"));
   EXPECT_TRUE(reply.fds.empty());
   const auto error =
-      thrown<Error>([&] { request(socket_path_, attach_request(0, patience), patience); });
+      thrown<StorageError>([&] { request(socket_path_, attach_request(0, patience), patience); });
   EXPECT_STREQ(error.what(), (socket_path_.string() + ": " + refusal).c_str());
+  EXPECT_EQ(error.kind(), ErrorKind::access_denied);
   EXPECT_TRUE(requests().empty());
 }
 
@@ -361,43 +367,72 @@ TEST_F(StoreServerTest, HandlerErrorsReachTheClientAsTheirKind) {
       case 2: throw DeadlineExceeded("rank 2 is not loaded after 10 ms");
       case 3: throw FormatError("rank3.traw: bad magic");
       case 4: throw StateError("the server is stopping");
+      case 5:
+        throw StorageError("s3://bucket/rank5.traw", "InvalidAccessKeyId (HTTP 403)", false,
+                           ErrorKind::access_denied);
+      case 6: throw CredentialsError("AWS", "environment", "AWS_ACCESS_KEY_ID is not set", false);
+      case 7: throw InvalidArgument("rank 7 is not served");
+      case 8: throw Cancelled("the load was stopped");
       default: throw std::runtime_error("out of memory\nsecond line");
     }
     co_return Reply{};
   });
   const std::string path = socket_path_.string();
-  const auto failure = [&](std::uint32_t rank) -> std::pair<std::string, std::string> {
+  // The class caught, the message, the kind, and whether a StorageError is transient.
+  using Outcome = std::tuple<std::string, std::string, ErrorKind, bool>;
+  const auto outcome = [&](std::uint32_t rank) -> Outcome {
     try {
       request(socket_path_, attach_request(rank, patience), patience);
     } catch (const NotFoundError& error) {
-      return {"NotFoundError", error.what()};
+      return {"NotFoundError", error.what(), error.kind(), error.transient()};
     } catch (const StorageError& error) {
-      return {"StorageError", error.what()};
+      return {"StorageError", error.what(), error.kind(), error.transient()};
     } catch (const DeadlineExceeded& error) {
-      return {"DeadlineExceeded", error.what()};
+      return {"DeadlineExceeded", error.what(), error.kind(), false};
     } catch (const FormatError& error) {
-      return {"FormatError", error.what()};
+      return {"FormatError", error.what(), error.kind(), false};
     } catch (const StateError& error) {
-      return {"StateError", error.what()};
+      return {"StateError", error.what(), error.kind(), false};
+    } catch (const InvalidArgument& error) {
+      return {"InvalidArgument", error.what(), error.kind(), false};
+    } catch (const Cancelled& error) {
+      return {"Cancelled", error.what(), error.kind(), false};
     } catch (const Error& error) {
-      return {"Error", error.what()};
+      return {"Error", error.what(), error.kind(), false};
     }
-    return {"none", ""};
+    return {"none", "", ErrorKind::other, false};
   };
-  using Failure = std::pair<std::string, std::string>;
-  EXPECT_EQ(failure(0),
-            Failure("NotFoundError", path + ": s3://bucket/rank0.traw: HTTP 404 Not Found"));
-  EXPECT_EQ(failure(1),
-            Failure("StorageError", path + ": s3://bucket/rank1.traw: HTTP 503 Slow Down"));
-  EXPECT_EQ(failure(2), Failure("DeadlineExceeded", path + ": rank 2 is not loaded after 10 ms"));
-  EXPECT_EQ(failure(3), Failure("FormatError", path + ": rank3.traw: bad magic"));
-  EXPECT_EQ(failure(4), Failure("StateError", path + ": the server is stopping"));
-  EXPECT_EQ(failure(6), Failure("Error", path + ": out of memory\nsecond line"));
+  EXPECT_EQ(outcome(0),
+            Outcome("NotFoundError", path + ": s3://bucket/rank0.traw: HTTP 404 Not Found",
+                    ErrorKind::not_found, false));
+  // Transient on the server, transient for the client: its caller may retry.
+  EXPECT_EQ(outcome(1),
+            Outcome("StorageError", path + ": s3://bucket/rank1.traw: HTTP 503 Slow Down",
+                    ErrorKind::storage, true));
+  EXPECT_EQ(outcome(2), Outcome("DeadlineExceeded", path + ": rank 2 is not loaded after 10 ms",
+                                ErrorKind::deadline_exceeded, false));
+  EXPECT_EQ(outcome(3),
+            Outcome("FormatError", path + ": rank3.traw: bad magic", ErrorKind::format, false));
+  EXPECT_EQ(outcome(4),
+            Outcome("StateError", path + ": the server is stopping", ErrorKind::state, false));
+  EXPECT_EQ(outcome(5), Outcome("StorageError",
+                                path + ": s3://bucket/rank5.traw: InvalidAccessKeyId (HTTP 403)",
+                                ErrorKind::access_denied, false));
+  EXPECT_EQ(outcome(6), Outcome("Error",
+                                path + ": AWS credentials from environment: "
+                                       "AWS_ACCESS_KEY_ID is not set",
+                                ErrorKind::credentials, false));
+  EXPECT_EQ(outcome(7), Outcome("InvalidArgument", path + ": rank 7 is not served",
+                                ErrorKind::invalid_argument, false));
+  EXPECT_EQ(outcome(8),
+            Outcome("Cancelled", path + ": the load was stopped", ErrorKind::cancelled, false));
+  EXPECT_EQ(outcome(9),
+            Outcome("Error", path + ": out of memory\nsecond line", ErrorKind::other, false));
 
   const UniqueFd client = connect_raw(socket_path_);
-  write_raw(client.get(), framed("{\"op\":\"attach\",\"rank\":6}"));
+  write_raw(client.get(), framed("{\"op\":\"attach\",\"rank\":9}"));
   EXPECT_EQ(reply_then_close(client.get()).json,
-            "{\"error\":\"out of memory\\nsecond line\",\"kind\":\"error\"}");
+            reply_json("out of memory\\nsecond line", "error"));
 }
 
 TEST_F(StoreServerTest, ReplyWithTooManyDescriptorsBecomesAnError) {

@@ -26,7 +26,7 @@ class TENSORSTREAM_API CredentialsError : public Error {
   /// @param cause what went wrong, e.g. "GOOGLE_APPLICATION_CREDENTIALS is not set".
   CredentialsError(const std::string& service, std::string provider, std::string cause,
                    bool configured)
-      : Error(service + " credentials from " + provider + ": " + cause),
+      : Error(service + " credentials from " + provider + ": " + cause, ErrorKind::credentials),
         service_(service),
         provider_(std::move(provider)),
         cause_(std::move(cause)),

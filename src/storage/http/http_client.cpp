@@ -29,6 +29,11 @@ namespace asio = boost::asio;
 
 [[noreturn]] void throw_failure(const std::string& url, const Failure& failure, int attempts) {
   if (failure.not_found) throw NotFoundError(url, failure.cause);
+  // Refused, whatever the service's error document calls it (S3's InvalidAccessKeyId,
+  // SignatureDoesNotMatch, AccessDenied; GCS's 401 and 403 alike).
+  if (failure.status == 401 || failure.status == 403) {
+    throw StorageError(url, failure.cause, false, ErrorKind::access_denied);
+  }
   if (!failure.transient) throw StorageError(url, failure.cause, false);
   throw StorageError(url,
                      failure.cause + " (after " + std::to_string(attempts) +
