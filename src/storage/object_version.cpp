@@ -69,6 +69,12 @@ std::string version_precondition_failed(const ObjectVersion& pinned) {
          " is no longer current: HTTP 412 Precondition Failed); restart the stream";
 }
 
+std::string version_range_gone(const ObjectVersion& pinned, const std::string& asked) {
+  return "the object changed while it was being read (" + asked + " lay inside the " +
+         std::to_string(pinned.size.value_or(0)) + " bytes of " + pinned.describe() +
+         " and are now beyond its end: HTTP 416 Range Not Satisfiable); restart the stream";
+}
+
 void pin_version(ObjectPins<ObjectVersion>& pins, const std::string& key, const std::string& url,
                  const ObjectVersion& seen) {
   // Nothing to hold the object to; a later response that names a version pins that one.

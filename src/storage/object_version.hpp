@@ -3,6 +3,7 @@
 // access so that every later read can insist on the same version.
 
 #include <boost/beast/http/fields.hpp>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -16,6 +17,10 @@ struct ObjectVersion {
   std::string generation{};     ///< GCS's object generation, a decimal number.
   std::string etag{};           ///< The ETag header as sent, quotes and any W/ included.
   std::string last_modified{};  ///< The Last-Modified header as sent.
+  /// The object's size, where the response that named the version said it (a HEAD's
+  /// Content-Length, a 206's Content-Range): no part of the identity, but a range inside it that
+  /// the server now calls unsatisfiable means the object was replaced by a shorter one.
+  std::optional<std::uint64_t> size{};
 
   /// Whether nothing identifies the version.
   bool empty() const { return generation.empty() && etag.empty() && last_modified.empty(); }
@@ -45,6 +50,11 @@ std::optional<std::string> version_change(const ObjectVersion& pinned, const Obj
 
 /// Why a read made conditional on `pinned` was answered 412 Precondition Failed.
 std::string version_precondition_failed(const ObjectVersion& pinned);
+
+/// Why `asked` (`bytes 10-19`), a range inside the pinned object's size, was answered 416 Range
+/// Not Satisfiable: a server that checks the range before If-Match (s3rver while it rewrites an
+/// object) says so of a shorter object put in its place.
+std::string version_range_gone(const ObjectVersion& pinned, const std::string& asked);
 
 /// Pins `seen` as the version of `key` at its first access that names one; afterwards throws
 /// StorageError naming `url` when `seen` is another version than the one pinned.

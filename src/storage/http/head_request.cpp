@@ -29,6 +29,7 @@ boost::asio::awaitable<std::optional<Failure>> HeadRequest::attempt(Connection& 
   if (!length) co_return permanent_failure("HEAD response has no Content-Length");
   size_ = *length;
   version_ = version_of(parser.get());
+  version_.size = size_;
   co_return std::nullopt;
 }
 

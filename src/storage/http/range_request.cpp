@@ -99,6 +99,9 @@ asio::awaitable<std::optional<Failure>> RangeRequest::attempt(Connection& connec
     // Fully explained here; a service adapter's reading of the error body would only obscure it.
     co_return permanent_failure(version_precondition_failed(pinned_));
   }
+  if (status == 416 && !pinned_.empty() && pinned_.size && last() < *pinned_.size) {
+    co_return permanent_failure(version_range_gone(pinned_, asked()));
+  }
   if (status == 416) {
     failure.cause += " (requested " + asked();
     if (range && range->total) {
@@ -110,7 +113,13 @@ asio::awaitable<std::optional<Failure>> RangeRequest::attempt(Connection& connec
 }
 
 std::optional<Failure> RangeRequest::check_version(const HeaderParser& parser) {
-  const ObjectVersion seen = version_of(parser.get());
+  ObjectVersion seen = version_of(parser.get());
+  if (parser.get().result_int() == 206) {
+    const auto range = ContentRange::parse(parser.get()[field::content_range]);
+    if (range) seen.size = range->total;
+  } else if (const auto length = parser.content_length()) {
+    seen.size = *length;
+  }
   if (pinned_.empty()) {
     pinned_ = seen;
     return std::nullopt;

@@ -553,6 +553,36 @@ TEST(HttpClientRetries, PermanentFailuresAreNotRetried) {
   EXPECT_TRUE(memory.caps().empty());
 }
 
+// A server that checks the range before If-Match (s3rver while it rewrites an object) answers
+// a range inside the pinned object with 416 once a shorter object is in its place: that is the
+// object changing, not a bad request; a range beyond the pinned size stays the caller's error.
+TEST(HttpClientVersions, A416InsideThePinnedSizeIsTheObjectChanging) {
+  const Responder shorter = [](const auto&) -> Reply {
+    return {"HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */500\r\n"
+            "Content-Length: 0\r\n\r\n"};
+  };
+  const auto failure = [&](std::uint64_t offset) {
+    asio::io_context io;
+    MemoryClient memory(io, shorter);
+    std::string destination(10, '\0');
+    ObjectVersion version{.etag = "\"a\"", .size = 1000};
+    auto read = memory.client().read_range("/object", url, offset, bytes_of(destination), version);
+    try {
+      memory.run(std::move(read));
+    } catch (const StorageError& error) {
+      EXPECT_FALSE(error.transient());
+      return error.cause();
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(failure(100),
+            "the object changed while it was being read (bytes 100-109 lay inside the 1000 bytes "
+            "of ETag \"a\" and are now beyond its end: HTTP 416 Range Not Satisfiable); restart "
+            "the stream");
+  EXPECT_EQ(failure(995),
+            "HTTP 416 Range Not Satisfiable (requested bytes 995-1004 of an object of 500 bytes)");
+}
+
 TEST(HttpClientRetries, AStalledReadIsRetriedOnAFreshConnectionFromWhereItStopped) {
   const std::string object = pattern(object_size);
   asio::io_context io;
