@@ -78,7 +78,8 @@ void prepare(ServedRank& rank, std::span<const TensorSpec> rank_tensors,
                                        options.kv_cache);
   layout.manifest.model = model;
   const std::string name = "tensorstream-rank" + std::to_string(rank.rank);
-  rank.weights.emplace(name + "-weights", layout.manifest.regions.at(0).bytes);
+  rank.weights = std::make_shared<SharedRegion>(name + "-weights",
+                                                layout.manifest.regions.at(0).bytes);
   if (layout.manifest.regions.size() > 1) {
     rank.kv_cache.emplace(name + "-kv-cache", layout.manifest.regions.at(1).bytes);
   }
@@ -153,10 +154,11 @@ asio::awaitable<void> load_partitioned(const std::string& source, const Url& url
     start(rank, changed);
 
     std::byte* const base = rank.weights->writable().data();
-    stream.placement = [&rank, base](const TensorInfo& tensor, const std::string&) -> std::byte* {
+    stream.placement = [&rank, base](const TensorInfo& tensor,
+                                     const std::string&) -> std::shared_ptr<std::byte> {
       const Placement* placement = rank.layout->find(tensor.name);
-      return placement && placement->bytes == tensor.byte_size() ? base + placement->offset
-                                                                 : nullptr;
+      if (!placement || placement->bytes != tensor.byte_size()) return nullptr;
+      return {rank.weights, base + placement->offset};
     };
     RawStreamer streamer(source, stream);
     std::size_t landed = 0;

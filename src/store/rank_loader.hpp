@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,7 +27,9 @@ struct ServedRank {
   RankState state = RankState::queued;
   /// Set once the rank's tensors are known (loading, ready).
   std::optional<RankLayout> layout;
-  std::optional<SharedRegion> weights;
+  /// Shared with the stream that fills it (StreamerOptions::placement), which may still be
+  /// writing when a failed load drops it here.
+  std::shared_ptr<SharedRegion> weights;
   std::optional<SharedRegion> kv_cache;
   /// The attach reply's JSON, once ready.
   std::string manifest_json;

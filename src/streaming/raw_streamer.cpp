@@ -34,6 +34,7 @@
 #include "tensorstream/async/condition_variable.hpp"
 #include "tensorstream/async/gate.hpp"
 #include "tensorstream/error.hpp"
+#include "tensorstream/log.hpp"
 #include "tensorstream/storage/open_store.hpp"
 #include "tensorstream/streaming/chunk_plan.hpp"
 
@@ -118,7 +119,10 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     asio::post(strand_, [this, keep = keep_alive()] {
       cancellation_.emit(asio::cancellation_type::terminal);
     });
-    if (own_io_) asio::co_spawn(*own_io_, running_.close(), asio::use_future).get();
+    if (own_io_) {
+      asio::co_spawn(*own_io_, running_.close(), asio::use_future).get();
+      drain_broadcasts();
+    }
     // A next() still parked outlives us through its share of the outbox.
     outbox_->ready.broken(std::make_exception_ptr(
         Cancelled("the stream of " + remote_path_ + " was destroyed")));
@@ -126,6 +130,21 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     work_guard_.reset();
     own_io_->stop();
     for (auto& thread : threads_) thread.join();
+  }
+
+  // After the run ended, waits for the broadcasts the group's threads may still be landing in
+  // tensor memory, so that the caller's placed memory is no longer written once the streamer is
+  // gone. They end within the group's timeout, and at once where the group hears the failure
+  // this member reported. Past that the memory stays alive, owned by the broadcasts' jobs.
+  void drain_broadcasts() {
+    const std::size_t left = sink_->wait_idle(options_.distributed.timeout);
+    if (left == 0) return;
+    log(LogLevel::warning, [&] {
+      return "streaming " + remote_path_ + ": " + std::to_string(left) + " broadcast" +
+             (left == 1 ? " is" : "s are") + " still in flight after the group's timeout of " +
+             std::to_string(options_.distributed.timeout.count()) +
+             " ms; the memory they land in is kept until they end";
+    });
   }
 
   asio::awaitable<std::optional<StreamedTensor>> next() {
@@ -317,8 +336,9 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     bool ready = true;
   };
 
-  /// Where a broadcast's completion, on a thread of the group's, finds the engine: detached
-  /// by stop(), after which completions are dropped (with the memory they kept alive).
+  /// Where a broadcast's completion, on a thread of the group's, finds the engine, and how many
+  /// broadcasts may still write into tensor memory. Detached by stop(), after which completions
+  /// are dropped (with the memory their jobs kept alive), though still counted.
   class BroadcastSink {
    public:
     explicit BroadcastSink(Engine* engine) : engine_(engine) {}
@@ -326,18 +346,33 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
       std::lock_guard lock(mutex_);
       engine_ = nullptr;
     }
+    /// Counts a broadcast about to start; its completion must come through complete().
+    void started() {
+      std::lock_guard lock(mutex_);
+      ++in_flight_;
+    }
     void complete(std::shared_ptr<Job> job, BroadcastGroup::Outcome outcome) {
       std::lock_guard lock(mutex_);
+      --in_flight_;
+      idle_.notify_all();
       if (engine_ == nullptr) return;
       asio::post(engine_->strand_, [engine = engine_, keep = engine_->keep_alive(),
                                     job = std::move(job), outcome = std::move(outcome)] {
         engine->broadcast_done(*job, outcome);
       });
     }
+    /// Waits up to `timeout` for every started broadcast to complete; returns how many have not.
+    std::size_t wait_idle(std::chrono::milliseconds timeout) {
+      std::unique_lock lock(mutex_);
+      idle_.wait_for(lock, timeout, [this] { return in_flight_ == 0; });
+      return in_flight_;
+    }
 
    private:
     std::mutex mutex_;
+    std::condition_variable idle_;
     Engine* engine_;
+    std::size_t in_flight_ = 0;
   };
 
   struct ChunkTask {
@@ -433,10 +468,14 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
       ++broadcasts_in_flight_;
       const std::span<std::byte> bytes(job->data.get(), job->read.length);
       const int owner = job->owner;
-      group_->broadcast(bytes, owner, [sink = sink_, job = std::move(job)](
-                                          BroadcastGroup::Outcome outcome) mutable {
-        sink->complete(std::move(job), std::move(outcome));
-      });
+      sink_->started();
+      // The completion keeps its share of the job, and so of its memory, for as long as the
+      // group keeps it: until the group's work on the bytes has ended, which can be after a
+      // failure completed it.
+      group_->broadcast(bytes, owner,
+                        [sink = sink_, job = std::move(job)](BroadcastGroup::Outcome outcome) {
+                          sink->complete(job, std::move(outcome));
+                        });
     }
     co_await broadcast_changed_.wait(
         [this] { return broadcast_failure_ || broadcasts_in_flight_ == 0; });
@@ -490,7 +529,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     for (std::size_t index = 0; index < reads_.size(); ++index) {
       detail::PlannedRead& read = reads_[index];
       // Placed tensors take none of the budget; a coalesced run's scratch always does.
-      std::vector<std::byte*> places(read.tensors.size(), nullptr);
+      std::vector<std::shared_ptr<std::byte>> places(read.tensors.size());
       std::uint64_t bytes = read.memory();
       for (std::size_t i = 0; options_.placement && i < read.tensors.size(); ++i) {
         places[i] = options_.placement(*read.tensors[i], read.file->url);
@@ -515,10 +554,11 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
       job->read = std::move(read);
       const std::uint64_t length = job->read.length;
       // Each allocation gives its own bytes back to the budget: together what was acquired.
-      // Placed memory is the caller's, never freed here.
+      // Placed memory is the caller's, kept alive by its owner's share for as long as it may be
+      // written (by a broadcast still landing, too).
       const auto place = [&](std::size_t i) -> std::shared_ptr<std::byte> {
         if (places[i] == nullptr) return memory_->allocate(job->read.tensors[i]->byte_size());
-        return {places[i], [](std::byte*) {}};
+        return std::move(places[i]);
       };
       if (job->read.coalesced()) {
         job->data = memory_->allocate(length);

@@ -288,5 +288,60 @@ TEST_F(DistributedStream, AMemberWhoseReadFailsFailsEveryMemberWithItsCause) {
   }
 }
 
+// c10d ends the broadcasts pending on a member with the failure another member reported, while
+// Gloo may still land their bytes later. A member whose tensors land in the caller's memory
+// keeps that memory alive until then, though its streamer is gone and the caller let go of it.
+TEST_F(DistributedStream, PlacedMemoryOutlivesTheBroadcastsStillLandingInIt) {
+  const std::string file = (models_.path() / "tiny" / "model.safetensors").string();
+  LocalGroup group(2, LocalGroup::Failures::complete_early);
+  // Member 1 fails its first data read, once member 0 has started a broadcast it has not.
+  class FailingOnceMemberZeroWaits : public testing::ForwardingStore {
+   public:
+    FailingOnceMemberZeroWaits(boost::asio::any_io_executor executor, LocalGroup& group)
+        : ForwardingStore(std::move(executor)), group_(group) {}
+    boost::asio::awaitable<void> read_range(std::string key, std::uint64_t offset,
+                                            std::span<std::byte> destination) override {
+      if (offset < 4096) co_return co_await inner_.read_range(std::move(key), offset, destination);
+      group_.wait_pending(0);
+      throw StorageError(inner_.url(key), "injected read failure");
+    }
+
+   private:
+    LocalGroup& group_;
+  };
+  struct Region {
+    std::vector<std::byte> bytes = std::vector<std::byte>(8 << 20);
+    std::size_t used = 0;
+  };
+  auto region = std::make_shared<Region>();
+  const std::weak_ptr<Region> watched = region;
+  const auto results = stream_together(
+      group, 2, file,
+      [&](int rank) {
+        StreamerOptions options = small_reads(rank);
+        if (rank == 0) {
+          options.placement = [region](const TensorInfo& tensor,
+                                       const std::string&) -> std::shared_ptr<std::byte> {
+            std::byte* const at = region->bytes.data() + region->used;
+            region->used += (tensor.byte_size() + 63) / 64 * 64;
+            return {region, at};
+          };
+        }
+        return options;
+      },
+      [&group](int rank) -> StoreFactory {
+        if (rank != 1) return {};
+        return [&group](const Url&, boost::asio::any_io_executor executor) {
+          return std::make_unique<FailingOnceMemberZeroWaits>(std::move(executor), group);
+        };
+      });
+  EXPECT_NE(results[0].error.find("rank 1 failed: "), std::string::npos) << results[0].error;
+  region.reset();
+  // Both streamers are gone: what holds the region now is member 0's broadcasts still landing.
+  ASSERT_FALSE(watched.expired());
+  group.land_late();
+  EXPECT_TRUE(watched.expired());
+}
+
 }  // namespace
 }  // namespace tensorstream

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <map>
+#include <memory>
 
 #include "support/temp_dir.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
@@ -39,11 +40,17 @@ struct Arena {
   }
 };
 
+// A place in `arena` that shares its ownership, as StreamerOptions::placement asks.
+std::shared_ptr<std::byte> shared_place(const std::shared_ptr<Arena>& arena,
+                                        const std::string& name) {
+  return {arena, arena->place(name)};
+}
+
 TEST(Placement, TensorsLandInTheCallersMemoryOutsideTheMemoryLimit) {
   TempDir dir;
   generate_synthetic_model(dir.path(), {.preset = "tiny", .shards = 2});
   const auto files = inspect(dir.path().string() + "/");
-  Arena arena(files);
+  const auto arena = std::make_shared<Arena>(files);
   StreamerOptions options;
   options.chunk_size = 64 * 1024;
   // Far below the 3.8 MiB model, and every tensor is kept until the end: only placed memory
@@ -52,40 +59,51 @@ TEST(Placement, TensorsLandInTheCallersMemoryOutsideTheMemoryLimit) {
   std::size_t placed = 0;
   options.placement = [&](const TensorInfo& tensor, const std::string&) {
     ++placed;
-    return arena.place(tensor.name);
+    return shared_place(arena, tensor.name);
   };
-  RawStreamer streamer(dir.path().string() + "/", options);
   std::vector<StreamedTensor> kept;
-  while (auto tensor = streamer.next_blocking()) kept.push_back(std::move(*tensor));
+  {
+    RawStreamer streamer(dir.path().string() + "/", options);
+    while (auto tensor = streamer.next_blocking()) kept.push_back(std::move(*tensor));
+    // Only the shared reads of small tensors (norms) took memory of the stream's own.
+    EXPECT_LT(streamer.stats().peak_memory, 64u * 1024);
+  }
   const auto expected_count = llama_tensors(synthetic_preset("tiny")).size();
   EXPECT_EQ(kept.size(), expected_count);
   EXPECT_EQ(placed, expected_count);
+  std::size_t sharing = 0;
   for (const auto& tensor : kept) {
     SCOPED_TRACE(tensor.info.name);
-    EXPECT_EQ(tensor.data.get(), arena.place(tensor.info.name));
+    EXPECT_EQ(tensor.data.get(), arena->place(tensor.info.name));
     const auto bytes = synthetic_bytes(tensor.info.name, 0, tensor.info.byte_size());
-    EXPECT_EQ(std::memcmp(arena.place(tensor.info.name), bytes.data(), bytes.size()), 0);
+    EXPECT_EQ(std::memcmp(arena->place(tensor.info.name), bytes.data(), bytes.size()), 0);
+    // A placed tensor shares the arena's ownership; a coalesced one was copied into it.
+    sharing += tensor.data.get() == arena->place(tensor.info.name);
   }
-  // Only the shared reads of small tensors (norms) took memory of the stream's own.
-  EXPECT_LT(streamer.stats().peak_memory, 64u * 1024);
+  // The stream let go of the arena when it ended; the kept tensors still hold it.
+  EXPECT_EQ(arena.use_count(), static_cast<long>(1 + sharing));
+  kept.clear();
+  EXPECT_EQ(arena.use_count(), 1);
 }
 
 TEST(Placement, TensorsNotPlacedGetTheStreamsOwnMemory) {
   TempDir dir;
   generate_synthetic_model(dir.path());
   const auto files = inspect(dir.path().string() + "/");
-  Arena arena(files);
+  const auto arena = std::make_shared<Arena>(files);
   StreamerOptions options;
-  options.placement = [&](const TensorInfo& tensor, const std::string& object) -> std::byte* {
+  options.placement = [&](const TensorInfo& tensor,
+                          const std::string& object) -> std::shared_ptr<std::byte> {
     EXPECT_EQ(object, (dir.path() / "model.safetensors").string());
-    return tensor.name.find("mlp") != std::string::npos ? arena.place(tensor.name) : nullptr;
+    if (tensor.name.find("mlp") == std::string::npos) return nullptr;
+    return shared_place(arena, tensor.name);
   };
   RawStreamer streamer(dir.path().string() + "/", options);
   std::size_t in_arena = 0;
   while (auto tensor = streamer.next_blocking()) {
     SCOPED_TRACE(tensor->info.name);
     const bool mlp = tensor->info.name.find("mlp") != std::string::npos;
-    EXPECT_EQ(tensor->data.get() == arena.place(tensor->info.name), mlp);
+    EXPECT_EQ(tensor->data.get() == arena->place(tensor->info.name), mlp);
     in_arena += mlp;
     const auto bytes = synthetic_bytes(tensor->info.name, 0, tensor->info.byte_size());
     EXPECT_EQ(std::memcmp(tensor->data.get(), bytes.data(), bytes.size()), 0);

@@ -26,8 +26,8 @@ class LocalGroup::Member final : public BroadcastGroup {
   const int rank_;
 };
 
-LocalGroup::LocalGroup(int size)
-    : size_(size), next_broadcast_(static_cast<std::size_t>(size), 0),
+LocalGroup::LocalGroup(int size, Failures failures)
+    : size_(size), failures_(failures), next_broadcast_(static_cast<std::size_t>(size), 0),
       next_gather_(static_cast<std::size_t>(size), 0) {}
 
 std::shared_ptr<BroadcastGroup> LocalGroup::member(int rank) {
@@ -57,6 +57,7 @@ void LocalGroup::broadcast(int rank, std::span<std::byte> bytes, int root,
   }
   op.buffers[static_cast<std::size_t>(rank)] = bytes;
   op.done[static_cast<std::size_t>(rank)] = std::move(done);
+  changed_.notify_all();
   if (++op.started < size_) return;
   Broadcast complete = std::move(op);
   broadcasts_.erase(id);
@@ -100,16 +101,53 @@ void LocalGroup::lose(int rank) {
 void LocalGroup::fail_locked(std::unique_lock<std::mutex>& lock, Outcome outcome) {
   failure_ = outcome;
   std::vector<BroadcastGroup::Completion> pending;
+  std::vector<BroadcastGroup::Completion*> early;
+  const std::size_t landed_before = landing_.size();
   for (auto& [id, op] : broadcasts_) {
-    for (auto& done : op.done) {
-      if (done) pending.push_back(std::move(done));
+    if (failures_ == Failures::complete_early) {
+      landing_.push_back(std::move(op));
+    } else {
+      for (auto& done : op.done) {
+        if (done) pending.push_back(std::move(done));
+      }
+    }
+  }
+  for (std::size_t i = landed_before; i < landing_.size(); ++i) {
+    for (auto& done : landing_[i].done) {
+      if (done) early.push_back(&done);
     }
   }
   broadcasts_.clear();
   changed_.notify_all();
   lock.unlock();
   for (auto& done : pending) done(outcome);
+  // landing_ only grows under the lock, and land_late() is the test's, after the streams.
+  for (auto* done : early) (*done)(outcome);
   lock.lock();
+}
+
+void LocalGroup::land_late() {
+  std::vector<Broadcast> landing;
+  {
+    std::lock_guard lock(mutex_);
+    landing.swap(landing_);
+  }
+  for (const Broadcast& op : landing) {
+    for (int r = 0; r < size_; ++r) {
+      const auto target = op.buffers[static_cast<std::size_t>(r)];
+      if (r != op.root && !target.empty()) std::memset(target.data(), 0xee, target.size());
+    }
+  }
+}
+
+void LocalGroup::wait_pending(int rank) {
+  std::unique_lock lock(mutex_);
+  changed_.wait(lock, [&] {
+    for (const auto& [id, op] : broadcasts_) {
+      if (op.done[static_cast<std::size_t>(rank)]) return true;
+    }
+    return false;
+  });
 }
 
 std::uint64_t LocalGroup::broadcasts() const {

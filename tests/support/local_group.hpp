@@ -20,7 +20,21 @@ namespace tensorstream::testing {
 /// collective with the message; lose() plays a member that is gone.
 class LocalGroup {
  public:
-  explicit LocalGroup(int size);
+  /// What a failure does to the broadcasts pending at the time.
+  enum class Failures {
+    /// Their work ends with their completions.
+    end_the_work,
+    /// Their completions run at once with the failure, as c10d's reports end them, while their
+    /// work goes on, as Gloo's does: it lands in the members' memory at land_late(), and each
+    /// completion (with whatever it keeps alive) is kept until then.
+    complete_early,
+  };
+
+  explicit LocalGroup(int size, Failures failures = Failures::end_the_work);
+
+  /// With Failures::complete_early: the work of the broadcasts a failure completed lands now,
+  /// bytes of 0xee in every receiver's memory; then their completions go.
+  void land_late();
 
   /// Member `rank`'s side of the group.
   std::shared_ptr<BroadcastGroup> member(int rank);
@@ -31,6 +45,9 @@ class LocalGroup {
 
   /// Broadcasts completed so far (counted once per collective, not per member).
   std::uint64_t broadcasts() const;
+
+  /// Blocks until member `rank` has started a broadcast that some other member has not.
+  void wait_pending(int rank);
 
  private:
   class Member;
@@ -55,12 +72,14 @@ class LocalGroup {
   void fail_locked(std::unique_lock<std::mutex>& lock, Outcome outcome);
 
   const int size_;
+  const Failures failures_;
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::vector<std::uint64_t> next_broadcast_;
   std::vector<std::uint64_t> next_gather_;
   std::map<std::uint64_t, Broadcast> broadcasts_;
   std::map<std::uint64_t, Gather> gathers_;
+  std::vector<Broadcast> landing_;  // Failures::complete_early: completed, work still to land.
   std::uint64_t completed_ = 0;
   std::optional<Outcome> failure_;
 };

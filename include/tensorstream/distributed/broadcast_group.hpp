@@ -46,8 +46,10 @@ class BroadcastGroup {
   /// Starts sending `bytes` from rank `root` to every other rank, landing in place in the
   /// `bytes` each of them passes (of the same length). Returns at once; `done` runs once, on a
   /// thread of the group's, when this rank's part is over, or failed: by a lost peer, the
-  /// group's timeout, or a failure another rank reported (see report_failure()). `bytes` must stay
-  /// valid until then.
+  /// group's timeout, or a failure another rank reported (see report_failure()). A reported
+  /// failure may end a broadcast whose transfer is still under way, so the group keeps `done`
+  /// until its work on `bytes` has ended, which can be after `done` ran: `bytes` must stay valid
+  /// as long as `done` exists, for which `done` may hold what owns them.
   virtual void broadcast(std::span<std::byte> bytes, int root, Completion done) = 0;
 
   /// Every member's `mine`, in rank order. Blocks until all have given theirs, or throws when the

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -37,12 +38,19 @@ enum class MemoryAccounting {
   until_released,
 };
 
-/// Where a stream lands a tensor instead of memory of its own: a pointer to `tensor.byte_size()`
-/// writable bytes, aligned for the tensor's dtype, that stay valid until the stream is destroyed
-/// (a shared-memory region, pinned memory), or nullptr for the stream's own memory. Called on the
-/// stream's planning thread, once per tensor, with the URL of the file it comes from.
+/// Where a stream lands a tensor instead of memory of its own: `tensor.byte_size()` writable
+/// bytes, aligned for the tensor's dtype (in a shared-memory region, pinned memory), or nullptr
+/// for the stream's own memory. Called on the stream's planning thread, once per tensor, with the
+/// URL of the file it comes from.
+///
+/// The stream holds the pointer it gets for as long as bytes may still be written there, and
+/// with it whatever the pointer shares ownership of: give one that owns the memory, or shares
+/// its owner through the aliasing constructor, `std::shared_ptr<std::byte>(region, address)`.
+/// That time can outlast the streamer: a distributed stream that fails or is destroyed waits for
+/// its broadcasts in flight only up to the group's timeout, and a broadcast still landing after
+/// that keeps the memory alive until it ends.
 using TensorPlacement =
-    std::function<std::byte*(const TensorInfo& tensor, const std::string& object)>;
+    std::function<std::shared_ptr<std::byte>(const TensorInfo& tensor, const std::string& object)>;
 
 /// Which tensors a stream loads: true to load `tensor` of the object at URL `object`. Called on
 /// the stream's planning thread once per tensor, after the headers are read and an index's
@@ -87,8 +95,8 @@ struct StreamerOptions {
   ReadOrder read_order = ReadOrder::smallest_first;
   /// Where tensors land; unset, each gets memory of the stream's own. A placed tensor's bytes are
   /// read straight into the given memory, which does not count towards memory_limit; the yielded
-  /// StreamedTensor points into it and is valid only as long as the caller keeps it. Small
-  /// tensors read together with their neighbours are still copied out of a shared read.
+  /// StreamedTensor points into it and shares its ownership. Small tensors read together with
+  /// their neighbours are still copied out of a shared read.
   TensorPlacement placement{};
   /// Which tensors to load; unset, every one. Only selected tensors' bytes are requested, a file
   /// left with none is not read beyond its header, and the stream's totals count only these.
