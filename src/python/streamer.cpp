@@ -147,6 +147,7 @@ class Streamer {
 
   // The next (name, tensor), or None after the last; blocks with the GIL released.
   py::object next() {
+    await_delivery();
     if (*stash_) return take_stash();
     const auto wait = start(py::object());
     wait_interruptibly(wait);
@@ -161,6 +162,7 @@ class Streamer {
   // (its event loop closed), which keeps the tensor for the next call.
   void next_async(py::object on_done) {
     if (on_done.is_none()) throw py::type_error("on_done must be callable");
+    await_delivery();
     if (*stash_) {
       NamedTensor kept = **stash_;
       if (!on_done(take_stash(), py::none()).cast<bool>()) *stash_ = std::move(kept);
@@ -198,6 +200,15 @@ class Streamer {
   const std::string& local_path() const { return local_path_; }
 
  private:
+  // Waits until the last next_async()'s result, if it is in, has been handed to its callback: a
+  // callback that cannot take its tensor stashes it, and the next call must find it there rather
+  // than take the tensor after it. Not on the Python thread, which is the one that hands it on.
+  void await_delivery() {
+    const std::shared_ptr<Wait> pending = pending_;
+    if (!pending || on_python_thread()) return;
+    without_gil([&] { wait_for(*pending, [](const Wait& w) { return !w.done || w.delivered; }); });
+  }
+
   py::object take_stash() {
     py::object item = to_python(std::move(*stash_));
     stash_->reset();
