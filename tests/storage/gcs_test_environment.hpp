@@ -20,7 +20,7 @@ class FixedToken : public TokenProvider {
  public:
   explicit FixedToken(std::string token) : token_(std::move(token)) {}
   std::string name() const override { return "fixed token"; }
-  boost::asio::awaitable<AccessToken> token() override { co_return AccessToken{token_, {}}; }
+  boost::asio::awaitable<AccessToken> get() override { co_return AccessToken{token_, {}}; }
 
  private:
   std::string token_;
@@ -44,7 +44,7 @@ class GcsEnvironmentTest : public tensorstream::testing::IsolatedEnvironmentTest
     return pair;
   }
 
-  /// What a failing token() threw.
+  /// What a failing get() threw.
   struct Failure {
     std::string message;
     bool configured = false;
@@ -53,7 +53,7 @@ class GcsEnvironmentTest : public tensorstream::testing::IsolatedEnvironmentTest
   /// The error `provider` fails with (and a test failure if it gets a token instead).
   static Failure failure(TokenProvider& provider) {
     try {
-      run(provider.token());
+      run(provider.get());
       ADD_FAILURE() << "got a token from " << provider.name();
     } catch (const CredentialsError& error) {
       return {error.what(), error.configured()};

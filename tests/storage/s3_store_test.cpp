@@ -239,7 +239,7 @@ TEST_F(S3StoreTest, ListingFollowsContinuationTokensPastAThousandKeys) {
 class ExpiringProvider : public s3::CredentialsProvider {
  public:
   std::string name() const override { return "expiring test credentials"; }
-  boost::asio::awaitable<s3::Credentials> credentials() override {
+  boost::asio::awaitable<s3::Credentials> get() override {
     const int generation = ++loads_;
     co_return s3::Credentials{S3rverServer::access_key_id, S3rverServer::secret_access_key,
                               "session-" + std::to_string(generation),

@@ -8,7 +8,7 @@ Adapter::Adapter(std::shared_ptr<TokenProvider> tokens) : tokens_(std::move(toke
 
 boost::asio::awaitable<std::string> Adapter::authorize(const RequestHead&) {
   if (!tokens_) co_return std::string();
-  const AccessToken token = co_await tokens_->token();
+  const AccessToken token = co_await tokens_->get();
   co_return "Authorization: Bearer " + token.value + "\r\n";
 }
 

@@ -30,7 +30,7 @@ class AuthorizedUserProvider : public TokenProvider {
 
   /// Every failure is reported (configured), with the endpoint's OAuth error, e.g.
   /// "invalid_grant: Token has been expired or revoked.".
-  boost::asio::awaitable<AccessToken> token() override;
+  boost::asio::awaitable<AccessToken> get() override;
 
  private:
   AuthorizedUser user_;

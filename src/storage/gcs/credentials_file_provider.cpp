@@ -31,7 +31,7 @@ CredentialsFileProvider::CredentialsFileProvider(std::filesystem::path path, std
 
 std::string CredentialsFileProvider::name() const { return name_; }
 
-boost::asio::awaitable<AccessToken> CredentialsFileProvider::token() {
+boost::asio::awaitable<AccessToken> CredentialsFileProvider::get() {
   const std::string path = path_.string();
   std::ifstream file(path_, std::ios::binary);
   if (!file) throw CredentialsError("Google", name_, path + ": " + std::strerror(errno), true);
@@ -44,7 +44,7 @@ boost::asio::awaitable<AccessToken> CredentialsFileProvider::token() {
     throw CredentialsError("Google", name_, path + ": " + error.what(), true);
   }
   try {
-    co_return co_await provider->token();
+    co_return co_await provider->get();
   } catch (const CredentialsError& error) {
     throw CredentialsError("Google", name_,
                            path + " (" + error.provider() + "): " + error.cause(), true);

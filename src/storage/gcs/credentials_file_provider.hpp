@@ -10,7 +10,7 @@
 
 namespace tensorstream::gcs {
 
-/// Reads a credentials file on every token() and gets a token as its "type" says: a service
+/// Reads a credentials file on every get() and gets a token as its "type" says: a service
 /// account key ("service_account", see ServiceAccountProvider) or gcloud's user credentials
 /// ("authorized_user", see AuthorizedUserProvider). Other types (external accounts, impersonation)
 /// are reported as unsupported.
@@ -27,7 +27,7 @@ class CredentialsFileProvider : public TokenProvider {
 
   /// Every failure is reported (configured), naming the file: unreadable, not JSON, a missing
   /// field, an unsupported type, and the token request's failure.
-  boost::asio::awaitable<AccessToken> token() override;
+  boost::asio::awaitable<AccessToken> get() override;
 
  private:
   std::filesystem::path path_;

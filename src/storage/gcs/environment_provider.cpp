@@ -10,11 +10,11 @@ EnvironmentProvider::EnvironmentProvider(std::chrono::milliseconds timeout) : ti
 
 std::string EnvironmentProvider::name() const { return "GOOGLE_APPLICATION_CREDENTIALS"; }
 
-boost::asio::awaitable<AccessToken> EnvironmentProvider::token() {
+boost::asio::awaitable<AccessToken> EnvironmentProvider::get() {
   const std::string path = environment("GOOGLE_APPLICATION_CREDENTIALS");
   if (path.empty()) throw CredentialsError("Google", name(), "the variable is not set", false);
   CredentialsFileProvider file(path, name(), timeout_);
-  co_return co_await file.token();
+  co_return co_await file.get();
 }
 
 }  // namespace tensorstream::gcs

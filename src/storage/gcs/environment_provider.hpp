@@ -10,7 +10,7 @@
 namespace tensorstream::gcs {
 
 /// A CredentialsFileProvider for the file in GOOGLE_APPLICATION_CREDENTIALS, read anew on every
-/// token().
+/// get().
 class EnvironmentProvider : public TokenProvider {
  public:
   /// `timeout` bounds the token request.
@@ -21,7 +21,7 @@ class EnvironmentProvider : public TokenProvider {
 
   /// Not configured when the variable is unset or empty; once it is set, every failure is
   /// reported, as the Google SDKs do.
-  boost::asio::awaitable<AccessToken> token() override;
+  boost::asio::awaitable<AccessToken> get() override;
 
  private:
   std::chrono::milliseconds timeout_;

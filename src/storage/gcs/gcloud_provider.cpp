@@ -20,7 +20,7 @@ std::filesystem::path GcloudProvider::path() {
   return directory / "application_default_credentials.json";
 }
 
-boost::asio::awaitable<AccessToken> GcloudProvider::token() {
+boost::asio::awaitable<AccessToken> GcloudProvider::get() {
   const std::filesystem::path file = path();
   if (file.empty()) throw CredentialsError("Google", name(),
                                            "neither CLOUDSDK_CONFIG nor HOME is set", false);
@@ -29,7 +29,7 @@ boost::asio::awaitable<AccessToken> GcloudProvider::token() {
     throw CredentialsError("Google", name(), file.string() + " does not exist", false);
   }
   CredentialsFileProvider provider(file, name(), timeout_);
-  co_return co_await provider.token();
+  co_return co_await provider.get();
 }
 
 }  // namespace tensorstream::gcs

@@ -22,7 +22,7 @@ class GcloudProvider : public TokenProvider {
   std::string name() const override;
 
   /// Not configured when the file does not exist; once it does, every failure is reported.
-  boost::asio::awaitable<AccessToken> token() override;
+  boost::asio::awaitable<AccessToken> get() override;
 
   /// Where the file is looked for now; empty when neither CLOUDSDK_CONFIG nor HOME is set.
   static std::filesystem::path path();

@@ -27,7 +27,7 @@ MetadataServerProvider::MetadataServerProvider(std::chrono::milliseconds timeout
 
 std::string MetadataServerProvider::name() const { return "GCE metadata server"; }
 
-boost::asio::awaitable<AccessToken> MetadataServerProvider::token() {
+boost::asio::awaitable<AccessToken> MetadataServerProvider::get() {
   if (turned_off()) throw CredentialsError("Google", name(), "turned off by NO_GCE_CHECK", false);
   std::string host = environment("GCE_METADATA_HOST");
   const bool configured = !host.empty();

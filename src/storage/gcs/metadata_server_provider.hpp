@@ -24,7 +24,7 @@ class MetadataServerProvider : public TokenProvider {
 
   /// Not configured when turned off, unreachable or answering with an error, unless
   /// GCE_METADATA_HOST was set; then every failure is reported.
-  boost::asio::awaitable<AccessToken> token() override;
+  boost::asio::awaitable<AccessToken> get() override;
 
  private:
   std::chrono::milliseconds timeout_;

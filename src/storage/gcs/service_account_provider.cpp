@@ -13,7 +13,7 @@ ServiceAccountProvider::ServiceAccountProvider(ServiceAccountKey key,
 
 std::string ServiceAccountProvider::name() const { return "service account " + key_.client_email; }
 
-boost::asio::awaitable<AccessToken> ServiceAccountProvider::token() {
+boost::asio::awaitable<AccessToken> ServiceAccountProvider::get() {
   std::string assertion;
   try {
     assertion = service_account_assertion(key_, read_write_scope, std::chrono::system_clock::now());

@@ -33,7 +33,7 @@ class ServiceAccountProvider : public TokenProvider {
   /// Every failure is reported (configured): a key OpenSSL cannot read or that is not RSA, an
   /// unreachable token URI, and the endpoint's OAuth error, e.g. "invalid_grant: Invalid JWT
   /// Signature.".
-  boost::asio::awaitable<AccessToken> token() override;
+  boost::asio::awaitable<AccessToken> get() override;
 
  private:
   ServiceAccountKey key_;

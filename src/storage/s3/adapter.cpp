@@ -77,7 +77,7 @@ Adapter::Adapter(std::string region, std::shared_ptr<CredentialsProvider> creden
 
 boost::asio::awaitable<std::string> Adapter::authorize(const RequestHead& head) {
   if (!credentials_) co_return std::string();
-  const Credentials credentials = co_await credentials_->credentials();
+  const Credentials credentials = co_await credentials_->get();
   const SignedRequest signed_request = sign(signing_request(head, region_), credentials);
   std::string lines;
   for (const auto& [name, value] : signed_request.headers) {

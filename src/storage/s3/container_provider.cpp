@@ -24,7 +24,7 @@ ContainerProvider::ContainerProvider(std::string agent, std::chrono::millisecond
 
 std::string ContainerProvider::name() const { return "container endpoint"; }
 
-boost::asio::awaitable<Credentials> ContainerProvider::credentials() {
+boost::asio::awaitable<Credentials> ContainerProvider::get() {
   const std::string relative = environment("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI");
   const std::string full = environment("AWS_CONTAINER_CREDENTIALS_FULL_URI");
   if (relative.empty() && full.empty()) {

@@ -27,7 +27,7 @@ class ContainerProvider : public CredentialsProvider {
   std::string name() const override;
 
   /// Not configured when neither URI variable is set; every other failure is reported.
-  boost::asio::awaitable<Credentials> credentials() override;
+  boost::asio::awaitable<Credentials> get() override;
 
  private:
   std::string agent_;

@@ -7,7 +7,7 @@ namespace tensorstream::s3 {
 
 std::string EnvironmentProvider::name() const { return "environment"; }
 
-boost::asio::awaitable<Credentials> EnvironmentProvider::credentials() {
+boost::asio::awaitable<Credentials> EnvironmentProvider::get() {
   Credentials credentials;
   credentials.access_key_id = environment("AWS_ACCESS_KEY_ID");
   credentials.secret_access_key = environment("AWS_SECRET_ACCESS_KEY");

@@ -13,7 +13,7 @@ class EnvironmentProvider : public CredentialsProvider {
   std::string name() const override;
   /// Not configured without AWS_ACCESS_KEY_ID; configured but failing when only one of the
   /// pair is set.
-  boost::asio::awaitable<Credentials> credentials() override;
+  boost::asio::awaitable<Credentials> get() override;
 };
 
 }  // namespace tensorstream::s3

@@ -35,7 +35,7 @@ ImdsProvider::ImdsProvider(std::chrono::milliseconds timeout) : timeout_(timeout
 
 std::string ImdsProvider::name() const { return "EC2 instance metadata"; }
 
-boost::asio::awaitable<Credentials> ImdsProvider::credentials() {
+boost::asio::awaitable<Credentials> ImdsProvider::get() {
   if (ascii_lowercase(environment("AWS_EC2_METADATA_DISABLED")) == "true") {
     throw CredentialsError("AWS", name(), "disabled by AWS_EC2_METADATA_DISABLED=true", false);
   }

@@ -22,7 +22,7 @@ class ImdsProvider : public CredentialsProvider {
 
   /// Not configured when disabled, unreachable or without a role, unless the endpoint was set
   /// explicitly by AWS_EC2_METADATA_SERVICE_ENDPOINT; then every failure is reported as is.
-  boost::asio::awaitable<Credentials> credentials() override;
+  boost::asio::awaitable<Credentials> get() override;
 
  private:
   std::chrono::milliseconds timeout_;

@@ -7,7 +7,7 @@ namespace tensorstream::s3 {
 
 std::string ProfileProvider::name() const { return "shared files"; }
 
-boost::asio::awaitable<Credentials> ProfileProvider::credentials() {
+boost::asio::awaitable<Credentials> ProfileProvider::get() {
   SharedProfile profile;
   try {
     profile = load_shared_profile();

@@ -16,7 +16,7 @@ class ProfileProvider : public CredentialsProvider {
   /// Not configured when the default profile is absent or has no keys; configured but failing
   /// for a malformed file, a profile AWS_PROFILE names that does not exist, half a key pair, or
   /// a profile that needs an unsupported mechanism (role_arn, credential_process, SSO).
-  boost::asio::awaitable<Credentials> credentials() override;
+  boost::asio::awaitable<Credentials> get() override;
 };
 
 }  // namespace tensorstream::s3

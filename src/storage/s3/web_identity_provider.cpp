@@ -16,7 +16,7 @@ WebIdentityProvider::WebIdentityProvider(std::string endpoint, std::chrono::mill
 
 std::string WebIdentityProvider::name() const { return "web identity"; }
 
-boost::asio::awaitable<Credentials> WebIdentityProvider::credentials() {
+boost::asio::awaitable<Credentials> WebIdentityProvider::get() {
   namespace http = boost::beast::http;
   const std::string token_file = environment("AWS_WEB_IDENTITY_TOKEN_FILE");
   const std::string role = environment("AWS_ROLE_ARN");

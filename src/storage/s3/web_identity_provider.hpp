@@ -24,7 +24,7 @@ class WebIdentityProvider : public CredentialsProvider {
 
   /// Not configured without AWS_WEB_IDENTITY_TOKEN_FILE; every other failure (no
   /// AWS_ROLE_ARN, unreadable token file, STS refusing) is reported with STS's error code.
-  boost::asio::awaitable<Credentials> credentials() override;
+  boost::asio::awaitable<Credentials> get() override;
 
  private:
   std::string endpoint_;

@@ -47,7 +47,7 @@ class ScriptedProvider : public TokenProvider {
 
   std::string name() const override { return "scripted"; }
 
-  asio::awaitable<AccessToken> token() override {
+  asio::awaitable<AccessToken> get() override {
     const int call = ++calls_;
     while (held_) {
       (void)co_await gate_.async_wait(asio::as_tuple(asio::use_awaitable));
@@ -101,9 +101,9 @@ class GcsCachedProvider : public ::testing::Test {
       }
     };
     if (cancel) {
-      asio::co_spawn(io_, cached_.token(), asio::bind_cancellation_slot(cancel->slot(), done));
+      asio::co_spawn(io_, cached_.get(), asio::bind_cancellation_slot(cancel->slot(), done));
     } else {
-      asio::co_spawn(io_, cached_.token(), done);
+      asio::co_spawn(io_, cached_.get(), done);
     }
   }
 
@@ -255,7 +255,7 @@ class SlowProvider : public TokenProvider {
  public:
   std::string name() const override { return "slow"; }
 
-  asio::awaitable<AccessToken> token() override {
+  asio::awaitable<AccessToken> get() override {
     const int call = ++calls_;
     for (int turn = 0; turn < 5; ++turn) {
       co_await asio::post(co_await asio::this_coro::executor, asio::use_awaitable);
@@ -276,7 +276,7 @@ TEST(GcsCachedProviderThreads, CallersOnSeveralThreadsShareOneRefresh) {
   std::mutex mutex;
   std::vector<Outcome> outcomes;
   for (int i = 0; i < 200; ++i) {
-    asio::co_spawn(asio::make_strand(io), cached.token(),
+    asio::co_spawn(asio::make_strand(io), cached.get(),
                    [&](std::exception_ptr error, AccessToken token) {
                      std::lock_guard lock(mutex);
                      outcomes.push_back(error ? "error" : token.value);

@@ -59,7 +59,7 @@ class GcsTokenProviders : public testing::GcsEnvironmentTest {
 TEST_F(GcsTokenProviders, ServiceAccountExchangesASignedJwtForAToken) {
   ServiceAccountProvider provider(service_account(key().private_key));
   const auto before = std::chrono::system_clock::now();
-  const AccessToken token = run(provider.token());
+  const AccessToken token = run(provider.get());
   const auto after = std::chrono::system_clock::now();
   EXPECT_EQ(token.value, "ya29.fixture-token-1");
   ASSERT_TRUE(token.expiration);
@@ -114,7 +114,7 @@ TEST_F(GcsTokenProviders, AnOverloadedTokenEndpointIsTriedAgain) {
                                .fail_token_first = 2});
   ServiceAccountProvider provider(
       {client_email, key().private_key, "key-1", overloaded.token_uri()});
-  EXPECT_EQ(run(provider.token()).value, "ya29.fixture-token-1");
+  EXPECT_EQ(run(provider.get()).value, "ya29.fixture-token-1");
   EXPECT_EQ(overloaded.requests().size(), 3u);
 }
 
@@ -133,7 +133,7 @@ TEST_F(GcsTokenProviders, AuthorizedUserExchangesItsRefreshToken) {
   AuthorizedUserProvider provider({"tensorstream-client.apps.googleusercontent.com",
                                    "tensorstream-client-secret", "tensorstream-refresh-token",
                                    google_.token_uri()});
-  EXPECT_EQ(run(provider.token()).value, "ya29.fixture-token-1");
+  EXPECT_EQ(run(provider.get()).value, "ya29.fixture-token-1");
   const auto received = google_.requests();
   ASSERT_EQ(received.size(), 1u);
   EXPECT_EQ(received[0].body,
@@ -151,9 +151,9 @@ TEST_F(GcsTokenProviders, RevokedRefreshTokenIsReportedWithGooglesMessage) {
 
 TEST_F(GcsTokenProviders, CredentialsFileOfEitherTypeGetsAToken) {
   CredentialsFileProvider service_account(write("sa.json", key_file()));
-  EXPECT_EQ(run(service_account.token()).value, "ya29.fixture-token-1");
+  EXPECT_EQ(run(service_account.get()).value, "ya29.fixture-token-1");
   CredentialsFileProvider user(write("user.json", authorized_user_file("tensorstream-refresh-token")));
-  EXPECT_EQ(run(user.token()).value, "ya29.fixture-token-2");
+  EXPECT_EQ(run(user.get()).value, "ya29.fixture-token-2");
 }
 
 TEST_F(GcsTokenProviders, CredentialsFileErrorsNameTheFile) {
@@ -184,7 +184,7 @@ TEST_F(GcsTokenProviders, CredentialsFileErrorsNameTheFile) {
 
 TEST_F(GcsTokenProviders, TheFactoryForAKeyFileGetsATokenAndNamesAMissingFile) {
   const auto provider = gcs::credentials_file_token_provider(write("sa.json", key_file()));
-  EXPECT_EQ(run(provider->token()).value, "ya29.fixture-token-1");
+  EXPECT_EQ(run(provider->get()).value, "ya29.fixture-token-1");
 
   const auto path = home() / "absent.json";
   const auto absent = gcs::credentials_file_token_provider(path);
@@ -209,7 +209,7 @@ TEST_F(GcsTokenProviders, EnvironmentVariableNamesTheFileToUse) {
   EXPECT_FALSE(unset.configured);
 
   set("GOOGLE_APPLICATION_CREDENTIALS", write("key.json", key_file()).string());
-  EXPECT_EQ(run(provider.token()).value, "ya29.fixture-token-1");
+  EXPECT_EQ(run(provider.get()).value, "ya29.fixture-token-1");
 }
 
 TEST_F(GcsTokenProviders, GcloudFileIsFoundUnderHomeOrCloudsdkConfig) {
@@ -223,7 +223,7 @@ TEST_F(GcsTokenProviders, GcloudFileIsFoundUnderHomeOrCloudsdkConfig) {
 
   write(".config/gcloud/application_default_credentials.json",
         authorized_user_file("tensorstream-refresh-token"));
-  EXPECT_EQ(run(provider.token()).value, "ya29.fixture-token-1");
+  EXPECT_EQ(run(provider.get()).value, "ya29.fixture-token-1");
 
   set("CLOUDSDK_CONFIG", (home() / "elsewhere").string());
   EXPECT_EQ(GcloudProvider::path(), home() / "elsewhere/application_default_credentials.json");
@@ -234,7 +234,7 @@ TEST_F(GcsTokenProviders, MetadataServerIsAskedWithTheMetadataFlavorHeader) {
   unset("NO_GCE_CHECK");
   set("GCE_METADATA_HOST", google_.host());
   MetadataServerProvider provider;
-  EXPECT_EQ(run(provider.token()).value, "ya29.fixture-token-1");
+  EXPECT_EQ(run(provider.get()).value, "ya29.fixture-token-1");
   const auto received = google_.requests();
   ASSERT_EQ(received.size(), 1u);
   EXPECT_EQ(received[0].target, "/computeMetadata/v1/instance/service-accounts/default/token");
@@ -298,7 +298,7 @@ TEST_F(GcsTokenProviders, MetadataServerAnswersThatAreNotTokensAreReported) {
                 ": HTTP 400 Bad Request: invalid_request");
   status = 200;
   reply = R"({"access_token":"no lifetime"})";
-  const AccessToken token = run(provider.token());
+  const AccessToken token = run(provider.get());
   EXPECT_EQ(token.value, "no lifetime");
   EXPECT_EQ(token.expiration, std::nullopt);
 }
@@ -315,13 +315,13 @@ TEST_F(GcsTokenProviders, DefaultChainPrefersTheEnvironmentThenGcloudThenMetadat
                           std::make_shared<MetadataServerProvider>()});
   };
   auto first = chain();
-  run(first.token());
+  run(first.get());
   unset("GOOGLE_APPLICATION_CREDENTIALS");
   auto second = chain();
-  run(second.token());
+  run(second.get());
   std::filesystem::remove(home() / ".config/gcloud/application_default_credentials.json");
   auto third = chain();
-  run(third.token());
+  run(third.get());
 
   const auto received = google_.requests();
   ASSERT_EQ(received.size(), 3u);

@@ -263,7 +263,7 @@ class ScriptedProvider : public CredentialsProvider {
  public:
   std::string name() const override { return "scripted"; }
 
-  boost::asio::awaitable<Credentials> credentials() override {
+  boost::asio::awaitable<Credentials> get() override {
     ++loads;
     if (script.empty()) throw CredentialsError("AWS", "scripted", "endpoint down", true);
     auto credentials = script.front();
@@ -348,7 +348,7 @@ class GatedProvider : public CredentialsProvider {
 
   std::string name() const override { return "gated"; }
 
-  boost::asio::awaitable<Credentials> credentials() override {
+  boost::asio::awaitable<Credentials> get() override {
     const int load = ++loads;
     const int round = opened_;
     while (opened_ == round) {
@@ -398,10 +398,10 @@ class S3CachedProviderConcurrency : public S3CachedProvider {
       }
     };
     if (cancel != nullptr) {
-      boost::asio::co_spawn(io, gated_cache.credentials(),
+      boost::asio::co_spawn(io, gated_cache.get(),
                             boost::asio::bind_cancellation_slot(cancel->slot(), done));
     } else {
-      boost::asio::co_spawn(io, gated_cache.credentials(), done);
+      boost::asio::co_spawn(io, gated_cache.get(), done);
     }
   }
 
