@@ -9,6 +9,10 @@ std::unique_ptr<ObjectWriter> ObjectStore::create_writer(std::string key, WriteO
                                    "file://, s3:// and gs:// only");
 }
 
+boost::asio::awaitable<ObjectStat> ObjectStore::stat(std::string key) {
+  co_return ObjectStat{.size = co_await size(std::move(key)), .version = {}};
+}
+
 boost::asio::awaitable<Listing> ObjectStore::list_level(std::string prefix) {
   Listing listing;
   for (auto& object : co_await list(prefix, ListDepth::recursive)) {

@@ -2,12 +2,14 @@
 // The identity of one version of a remote object, which a store pins at the object's first
 // access so that every later read can insist on the same version.
 
+#include <boost/asio/awaitable.hpp>
 #include <boost/beast/http/fields.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
 
 #include "storage/object_pins.hpp"
+#include "tensorstream/storage/object_store.hpp"
 
 namespace tensorstream {
 
@@ -60,5 +62,11 @@ std::string version_range_gone(const ObjectVersion& pinned, const std::string& a
 /// StorageError naming `url` when `seen` is another version than the one pinned.
 void pin_version(ObjectPins<ObjectVersion>& pins, const std::string& key, const std::string& url,
                  const ObjectVersion& seen);
+
+/// ObjectStore::stat() of a store that pins ObjectVersions in `pins`: from the pin where it
+/// holds the size, else from `store.size()`, which pins the object.
+boost::asio::awaitable<ObjectStat> pinned_stat(ObjectStore& store,
+                                               const ObjectPins<ObjectVersion>& pins,
+                                               std::string key);
 
 }  // namespace tensorstream

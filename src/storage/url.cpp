@@ -5,19 +5,25 @@
 
 #include "ascii.hpp"
 #include "tensorstream/error.hpp"
+#include "tensorstream/storage/scheme.hpp"
 
 namespace tensorstream {
 namespace {
 
-std::uint16_t default_port(std::string_view scheme) {
-  if (scheme == "http") return 80;
-  if (scheme == "https") return 443;
-  return 0;
+std::uint16_t default_port(std::string_view name) {
+  const auto scheme = find_scheme(name);
+  return scheme ? scheme->default_port : 0;
 }
 
-bool is_supported(std::string_view scheme) {
-  return scheme == "file" || scheme == "http" || scheme == "https" || scheme == "s3" ||
-         scheme == "gs";
+// "file, http, https, s3 or gs"
+std::string known_schemes() {
+  const std::vector<std::string> names = scheme_names();
+  std::string text;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) text += i + 1 == names.size() ? " or " : ", ";
+    text += names[i];
+  }
+  return text;
 }
 
 }  // namespace
@@ -33,7 +39,7 @@ Url Url::parse(std::string_view text) {
     // "s3:/bucket/x" is a mistyped URL far more often than a local folder named "s3:", and
     // taking it as a path would write the user's model somewhere they did not mean.
     const auto colon = text.find(':');
-    if (colon != std::string_view::npos && is_supported(ascii_lowercase(text.substr(0, colon)))) {
+    if (colon != std::string_view::npos && find_scheme(ascii_lowercase(text.substr(0, colon)))) {
       throw fail("a URL needs '" + ascii_lowercase(text.substr(0, colon)) +
                  "://'; write ./" + std::string(text) + " for a local path");
     }
@@ -43,24 +49,28 @@ Url Url::parse(std::string_view text) {
   }
   url.scheme = ascii_lowercase(text.substr(0, scheme_end));
   std::string_view rest = text.substr(scheme_end + 3);
-  if (url.scheme == "file") {
-    if (rest.empty() || rest.front() != '/') throw fail("file URLs need an absolute path");
+  const auto scheme = find_scheme(url.scheme);
+  if (!scheme) {
+    throw fail("unsupported scheme '" + url.scheme + "' (use " + known_schemes() + ")");
+  }
+  if (scheme->form == UrlForm::path) {
+    if (rest.empty() || rest.front() != '/') {
+      throw fail(url.scheme + " URLs need an absolute path");
+    }
     url.path = std::string(rest);
     return url;
-  }
-  if (!is_supported(url.scheme)) {
-    throw fail("unsupported scheme '" + url.scheme + "' (use file, http, https, s3 or gs)");
   }
   const auto authority_end = rest.find_first_of("/?");
   std::string_view authority = rest.substr(0, authority_end);
   rest = authority_end == std::string_view::npos ? std::string_view{} : rest.substr(authority_end);
   if (authority.empty()) throw fail("missing host");
 
-  url.port = default_port(url.scheme);
+  const bool bucket = scheme->form == UrlForm::bucket;
+  url.port = scheme->default_port;
   const auto colon = authority.rfind(':');
   const bool bracketed = authority.front() == '[';
   if (colon != std::string_view::npos && (!bracketed || authority[colon - 1] == ']')) {
-    if (url.scheme == "s3" || url.scheme == "gs") throw fail("buckets take no port");
+    if (bucket) throw fail("buckets take no port");
     const auto digits = authority.substr(colon + 1);
     unsigned value = 0;
     const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
@@ -80,7 +90,6 @@ Url Url::parse(std::string_view text) {
   url.host = std::string(authority);
 
   // Object keys are taken as they are written, '?' included, as the AWS and gcloud CLIs do.
-  const bool bucket = url.scheme == "s3" || url.scheme == "gs";
   const auto question = bucket ? std::string_view::npos : rest.find('?');
   url.path = std::string(rest.substr(0, question));
   if (question != std::string_view::npos) url.query = std::string(rest.substr(question + 1));
@@ -89,7 +98,7 @@ Url Url::parse(std::string_view text) {
 }
 
 std::string Url::origin() const {
-  if (scheme == "file") return "file://";
+  if (host.empty()) return scheme + "://";
   std::string text = scheme;
   text += "://";
   const bool ipv6 = host.find(':') != std::string::npos;

@@ -17,6 +17,7 @@
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
 #include "tensorstream/storage/open_store.hpp"
+#include "tensorstream/storage/scheme.hpp"
 #include "tensorstream/traw/format.hpp"
 
 namespace tensorstream::detail {
@@ -397,7 +398,8 @@ Url resolve_url(const std::string& remote_path) {
     std::error_code ec;
     url.path = std::filesystem::absolute(url.path, ec).string();
     if (!url.is_prefix() && std::filesystem::is_directory(url.path, ec)) url.path.push_back('/');
-  } else if ((url.scheme == "s3" || url.scheme == "gs") && !url.is_prefix() &&
+  } else if (const auto scheme = find_scheme(url.scheme);
+             scheme && scheme->form == UrlForm::bucket && !url.is_prefix() &&
              !detail::ends_with(url.path, detail::safetensors_suffix) &&
              !detail::ends_with(url.path, detail::index_suffix) &&
              !detail::ends_with(url.path, detail::traw_suffix)) {

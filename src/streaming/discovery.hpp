@@ -20,6 +20,9 @@ struct SourceFile {
   std::string key;
   std::string url;
   std::uint64_t size = 0;
+  /// The version the store pinned when it read the header (ObjectStat::version), which the
+  /// members of a distributed stream compare; discovery leaves it empty.
+  std::string version;
   Header header;
 };
 

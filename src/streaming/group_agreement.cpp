@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <set>
 
 #include "byte_size.hpp"
 #include "tensorstream/error.hpp"
@@ -25,6 +26,22 @@ std::string read_name(const PlannedRead& read) {
   return name;
 }
 
+// A summary's lines: the description, the plan, then "URL\tVERSION" of each file read.
+std::vector<std::string> lines_of(const std::string& summary) {
+  std::vector<std::string> lines;
+  std::size_t begin = 0;
+  while (true) {
+    const std::size_t end = summary.find('\n', begin);
+    lines.push_back(summary.substr(begin, end - begin));
+    if (end == std::string::npos) return lines;
+    begin = end + 1;
+  }
+}
+
+std::string version_text(const std::string& version) {
+  return version.empty() ? "a version its store could not name" : version;
+}
+
 }  // namespace
 
 std::string group_key(const StreamerOptions& options) {
@@ -43,18 +60,23 @@ std::string plan_summary(const std::vector<PlannedRead>& reads) {
   std::uint64_t tensors = 0;
   std::uint64_t bytes = 0;
   std::uint64_t digest = 0xcbf29ce484222325ull;
+  std::string versions;
+  std::set<const SourceFile*> listed;
   for (const PlannedRead& read : reads) {
     tensors += read.tensors.size();
     bytes += read.length;
     mix(digest, read.file->url.data(), read.file->url.size());
     mix(digest, &read.begin, sizeof read.begin);
     mix(digest, &read.length, sizeof read.length);
+    if (listed.insert(read.file).second) {
+      versions += "\n" + read.file->url + "\t" + read.file->version;
+    }
   }
   char text[160];
   std::snprintf(text, sizeof text, "%llu tensors in %zu reads of %llu bytes (plan %016llx)",
                 static_cast<unsigned long long>(tensors), reads.size(),
                 static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(digest));
-  return text;
+  return text + versions;
 }
 
 void check_agreement(const std::vector<std::string>& summaries, const BroadcastGroup& group,
@@ -69,15 +91,26 @@ void check_agreement(const std::vector<std::string>& summaries, const BroadcastG
                   " could not read the checkpoint: " + rest.substr(6));
     }
   }
-  const std::string& first = summaries.front();
+  const std::vector<std::string> first = lines_of(summaries.front());
   for (std::size_t r = 1; r < summaries.size(); ++r) {
-    if (summaries[r] == first) continue;
-    const auto line = [&](std::size_t i) {
-      std::string text = summaries[i];
-      text.replace(text.find('\n'), 1, ": ");
-      return group.member_name(static_cast<int>(i)) + " streams " + text;
-    };
-    throw Error(prefix + "the members disagree: " + line(0) + "; " + line(r));
+    if (summaries[r] == summaries.front()) continue;
+    const std::vector<std::string> other = lines_of(summaries[r]);
+    const auto name = [&](std::size_t i) { return group.member_name(static_cast<int>(i)); };
+    const bool same_plan = other.size() == first.size() && other[0] == first[0] &&
+                           other[1] == first[1];
+    if (!same_plan) {
+      throw Error(prefix + "the members disagree: " + name(0) + " streams " + first[0] + ": " +
+                  first[1] + "; " + name(r) + " streams " + other[0] + ": " + other[1]);
+    }
+    for (std::size_t line = 2; line < first.size(); ++line) {
+      if (other[line] == first[line]) continue;
+      const std::size_t tab = first[line].find('\t');
+      const std::string object = first[line].substr(0, tab);
+      throw Error(prefix + "the members read different versions of " + object + ": " +
+                  name(0) + " read " + version_text(first[line].substr(tab + 1)) + ", " +
+                  name(r) + " read " + version_text(other[line].substr(tab + 1)) +
+                  "; it changed while they read the headers, restart the stream");
+    }
   }
 }
 

@@ -19,13 +19,16 @@ std::string group_key(const StreamerOptions& options);
 /// 512 MiB, read_order smallest_first").
 std::string member_description(const std::string& remote_path, const StreamerOptions& options);
 
-/// One line that differs between two plans that differ: tensors, bytes, reads and a 64-bit
-/// digest of every read's file, offset and length.
+/// A line that differs between two plans that differ (tensors, bytes, reads and a 64-bit digest
+/// of every read's file, offset and length), then a line "URL\tVERSION" for each file read, in
+/// plan order: members that plan alike but pinned different versions of an object would
+/// broadcast bytes of both.
 std::string plan_summary(const std::vector<PlannedRead>& reads);
 
 /// Checks the members' "DESCRIPTION\nPLAN" (or "DESCRIPTION\nerror\nMESSAGE", from a member
 /// that could not read the headers) gathered in rank order: throws Error, the same on every
-/// member, naming the first member that failed and why, or two members that disagree.
+/// member, naming the first member that failed and why, or two members that disagree: on the
+/// plan, or on the version of an object (naming it).
 void check_agreement(const std::vector<std::string>& summaries, const BroadcastGroup& group,
                      const std::string& remote_path);
 

@@ -414,6 +414,15 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     }
   }
 
+  // The version each file was pinned at by its header read, which the members compare: a
+  // stat after a read asks the server nothing.
+  asio::awaitable<void> note_versions() {
+    for (detail::SourceFile& file : files_) {
+      const ObjectStat pinned = co_await store_->stat(file.key);
+      file.version = pinned.version;
+    }
+  }
+
   // Read once, broadcast to all: reads the headers, checks that every member planned the same
   // reads, and then reads its own share while broadcasting every read from its owner, in plan
   // order.
@@ -423,6 +432,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     std::exception_ptr discovery_error;
     try {
       files_ = co_await detail::discover(*store_, url_, options_);
+      co_await note_versions();
       select_tensors();
     } catch (const boost::system::system_error& error) {
       if (error.code() == asio::error::operation_aborted) throw;

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <functional>
+#include <future>
 #include <map>
 #include <thread>
 #include <vector>
@@ -215,6 +216,78 @@ TEST_F(DistributedStream, MembersWithDifferentChunkSizesFailAlikeNamingBoth) {
     EXPECT_NE(result.error.find("rank 1 streams '" + url_ + "' with chunk_size 32.0 KiB"),
               std::string::npos)
         << result.error;
+  }
+  EXPECT_EQ(group.broadcasts(), 0u);
+}
+
+// Members that plan the same reads of different versions of an object would broadcast bytes of
+// both: here the file is replaced (same layout, another inode) after member 0 read its header
+// and before member 1 reads its own.
+TEST_F(DistributedStream, MembersThatReadDifferentVersionsOfAnObjectFailAlikeNamingIt) {
+  const std::filesystem::path file = models_.path() / "tiny" / "model.safetensors";
+  generate_synthetic_model(models_.path() / "copy", {.preset = "tiny"});
+  std::promise<void> header_read;
+  std::shared_future<void> member_zero_read_its_header = header_read.get_future().share();
+
+  // Member 0's store tells when it has pinned the file; member 1's waits for that and then
+  // replaces the file before its first look at it.
+  class TellingStore : public testing::ForwardingStore {
+   public:
+    TellingStore(boost::asio::any_io_executor executor, std::promise<void>& told)
+        : ForwardingStore(std::move(executor)), told_(told) {}
+    boost::asio::awaitable<ObjectStat> stat(std::string key) override {
+      ObjectStat stat = co_await inner_.stat(std::move(key));
+      told_.set_value();
+      co_return stat;
+    }
+
+   private:
+    std::promise<void>& told_;
+  };
+  class ReplacingStore : public testing::ForwardingStore {
+   public:
+    ReplacingStore(boost::asio::any_io_executor executor, std::shared_future<void> after,
+                   std::filesystem::path replacement)
+        : ForwardingStore(std::move(executor)),
+          after_(std::move(after)),
+          replacement_(std::move(replacement)) {}
+    boost::asio::awaitable<std::uint64_t> size(std::string key) override {
+      after_.wait();
+      std::filesystem::rename(replacement_, key);
+      co_return co_await inner_.size(std::move(key));
+    }
+
+   private:
+    std::shared_future<void> after_;
+    std::filesystem::path replacement_;
+  };
+
+  LocalGroup group(2);
+  const auto results =
+      stream_together(group, 2, file.string(), small_reads, [&](int rank) -> StoreFactory {
+        if (rank == 0) {
+          return [&](const Url&, boost::asio::any_io_executor executor) {
+            return std::make_unique<TellingStore>(std::move(executor), header_read);
+          };
+        }
+        return [&](const Url&, boost::asio::any_io_executor executor) {
+          return std::make_unique<ReplacingStore>(std::move(executor),
+                                                  member_zero_read_its_header,
+                                                  models_.path() / "copy" / "model.safetensors");
+        };
+      });
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string& error = results[static_cast<std::size_t>(rank)].error;
+    EXPECT_EQ(error.rfind("streaming " + file.string() + " on rank " + std::to_string(rank) +
+                              ": the members read different versions of " + file.string() +
+                              ": rank 0 read inode ",
+                          0),
+              0u)
+        << error;
+    EXPECT_NE(error.find(", rank 1 read inode "), std::string::npos) << error;
+    EXPECT_NE(error.find("; it changed while they read the headers, restart the stream"),
+              std::string::npos)
+        << error;
   }
   EXPECT_EQ(group.broadcasts(), 0u);
 }

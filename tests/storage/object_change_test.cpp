@@ -235,6 +235,26 @@ TEST_F(ObjectChange, AFileTruncatedOrReplacedAfterSizeFailsNamingTheChange) {
       << error->what();
 }
 
+// stat() names the version a store pinned, so that callers (the members of a distributed stream)
+// can tell whether they read the same one; after a read it asks nothing more.
+TEST_F(ObjectChange, StatNamesTheFilesPinnedVersion) {
+  const fs::path path = model_.path() / "a.bin";
+  write_file(path, random_bytes(100'000, 1));
+  make_old(path);
+  auto store = open_files();
+  const ObjectStat first = testing::run_task(io_, store->stat(path.string()));
+  EXPECT_EQ(first.size, 100'000u);
+  struct stat status {};
+  ASSERT_EQ(::stat(path.c_str(), &status), 0);
+  EXPECT_EQ(first.version, "inode " + std::to_string(status.st_ino) + " of device " +
+                               std::to_string(status.st_dev) +
+                               ", 100000 bytes, modified 2020-01-01 00:00:00.000000000 UTC");
+  overwrite_in_place(path, random_bytes(100'000, 2));
+  EXPECT_EQ(testing::run_task(io_, store->stat(path.string())).version, first.version)
+      << "the store keeps the version it pinned";
+  EXPECT_NE(testing::run_task(io_, open_files()->stat(path.string())).version, first.version);
+}
+
 TEST_F(ObjectChange, ALocalStreamStopsAtTheChangeWithoutMixingVersions) {
   const std::string replacement = with_other_tensor_bytes(read_file(checkpoint_));
   expect_stream_stops_at_the_change(
@@ -271,6 +291,20 @@ TEST_F(ObjectChangeOverHttp, NginxAnswersTheIfMatchOfTheNextReadWith412) {
 
 // The first read of the object breaks off and the file changes before the retry: the resumed
 // body must come from the version the broken one did, so the retry carries If-Match too.
+TEST_F(ObjectChangeOverHttp, StatNamesTheETagOfTheFirstReadWithoutAnotherRequest) {
+  HttpStore store(io_.get_executor(), Url::parse(nginx_->base_url()));
+  read(store, "/model.safetensors", 0, 10);
+  const std::uint64_t requests = store.stats().requests;
+  const ObjectStat stat = testing::run_task(io_, store.stat("/model.safetensors"));
+  EXPECT_EQ(store.stats().requests, requests);
+  EXPECT_EQ(stat.size, fs::file_size(checkpoint_));
+  EXPECT_TRUE(stat.version.starts_with("ETag \"")) << stat.version;
+
+  HttpStore fresh(io_.get_executor(), Url::parse(nginx_->base_url()));
+  EXPECT_EQ(testing::run_task(io_, fresh.stat("/model.safetensors")).version, stat.version);
+  EXPECT_EQ(fresh.stats().requests, 1u) << "one HEAD";
+}
+
 TEST_F(ObjectChangeOverHttp, ARetryAfterABrokenBodyResumesOnlyTheSameVersion) {
   const std::string old_bytes = read_file(checkpoint_);
   FaultProxy proxy(nginx_->port(), {.truncate_first = 1,
@@ -345,6 +379,14 @@ TEST_F(ObjectChangeOverS3, AnObjectUploadedAgainBetweenReadsFailsNamingBothETags
   EXPECT_FALSE(error->transient());
 }
 
+TEST_F(ObjectChangeOverS3, StatNamesTheETag) {
+  boost::asio::io_context io;
+  auto store = open_store(Url::parse("s3://models/"), io.get_executor(), {});
+  const ObjectStat stat = testing::run_task(io, store->stat("/tiny/model.safetensors"));
+  EXPECT_EQ(stat.size, fs::file_size(checkpoint_));
+  EXPECT_EQ(stat.version, "ETag " + md5_etag(read_file(checkpoint_)));
+}
+
 TEST_F(ObjectChangeOverS3, AStreamStopsAtTheChangeWithoutMixingVersions) {
   expect_stream_stops_at_the_change("s3://models/tiny/model.safetensors", {}, [&] { replace(); },
                                     "s3://models/tiny/model.safetensors");
@@ -398,6 +440,18 @@ TEST_F(ObjectChangeOverGcs, ReadsAfterANewGenerationAreRefusedWith412) {
                   " is no longer current: HTTP 412 Precondition Failed); restart the stream");
     EXPECT_FALSE(error->transient());
   }
+}
+
+TEST_F(ObjectChangeOverGcs, StatNamesTheGenerationWithoutAnotherRequest) {
+  boost::asio::io_context io;
+  auto store = open_store(Url::parse("gs://models/"), io.get_executor(), options());
+  const std::string key = "/tiny/model.safetensors";
+  EXPECT_EQ(testing::run_task(io, store->stat(key)).version, "generation 1");
+  const std::size_t requests = google_.requests().size();
+  const ObjectStat stat = testing::run_task(io, store->stat(key));
+  EXPECT_EQ(stat.size, bytes_.size());
+  EXPECT_EQ(stat.version, "generation 1");
+  EXPECT_EQ(google_.requests().size(), requests);
 }
 
 TEST_F(ObjectChangeOverGcs, AStreamStopsAtTheChangeWithoutMixingVersions) {

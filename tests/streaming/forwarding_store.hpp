@@ -14,6 +14,9 @@ class ForwardingStore : public ObjectStore {
   boost::asio::awaitable<std::uint64_t> size(std::string key) override {
     return inner_.size(std::move(key));
   }
+  boost::asio::awaitable<ObjectStat> stat(std::string key) override {
+    return inner_.stat(std::move(key));
+  }
   bool can_list() const override { return true; }
   boost::asio::awaitable<std::vector<ObjectInfo>> list(std::string prefix,
                                                        ListDepth depth) override {

@@ -47,6 +47,8 @@ class TENSORSTREAM_API FileStore final : public ObjectStore {
   /// Size of the file. NotFoundError if it does not exist, StorageError if it cannot be opened or
   /// is not a regular file.
   boost::asio::awaitable<std::uint64_t> size(std::string key) override;
+  /// The size and the inode, size and modification time the store pinned.
+  boost::asio::awaitable<ObjectStat> stat(std::string key) override;
 
   /// Always true.
   bool can_list() const override;

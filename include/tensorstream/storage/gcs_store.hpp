@@ -51,6 +51,9 @@ class TENSORSTREAM_API GcsStore final : public ObjectStore {
 
   /// The object's size, from its metadata, which also pins its generation.
   boost::asio::awaitable<std::uint64_t> size(std::string key) override;
+  /// The size and the generation the store pinned, asking for the metadata only when no read
+  /// has told them.
+  boost::asio::awaitable<ObjectStat> stat(std::string key) override;
 
   /// Always true.
   bool can_list() const override { return true; }

@@ -50,6 +50,9 @@ class TENSORSTREAM_API HttpStore final : public ObjectStore {
 
   /// The object's Content-Length, from a HEAD request, whose ETag or Last-Modified pins it.
   boost::asio::awaitable<std::uint64_t> size(std::string key) override;
+  /// The size and the ETag (else Last-Modified) the store pinned, with a HEAD request only
+  /// when no read has told them.
+  boost::asio::awaitable<ObjectStat> stat(std::string key) override;
 
   /// Always false: HTTP has no listing.
   bool can_list() const override { return false; }

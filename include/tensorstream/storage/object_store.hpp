@@ -23,6 +23,17 @@ struct ObjectInfo {
   std::uint64_t size = 0;   ///< Size in bytes.
 };
 
+/// What ObjectStore::stat tells of one object.
+struct ObjectStat {
+  std::uint64_t size = 0;  ///< Size in bytes.
+  /// What identifies the version the store pinned, as its messages name it: `ETag "a1"`,
+  /// `generation 7`, `Last-Modified Tue, 01 Dec 2026 05:00:00 GMT`, or a file's
+  /// `inode 12 of device 2049, 4096 bytes, modified 2026-12-01 05:00:00.123456789`. Two stats
+  /// of one object agree on it exactly when they saw the same version. Empty when the store
+  /// knows none (a server that sends neither ETag nor Last-Modified).
+  std::string version;
+};
+
 /// How deep ObjectStore::list looks under its prefix.
 enum class ListDepth {
   one_level,  ///< Objects directly under the prefix, as a directory listing shows them.
@@ -91,6 +102,11 @@ class TENSORSTREAM_API ObjectStore {
 
   /// Size of the object in bytes.
   virtual boost::asio::awaitable<std::uint64_t> size(std::string key) = 0;
+
+  /// Size and version of the object, pinning it as size() does. Asks the server only when the
+  /// store has not read the object yet (or read it without learning its size), so a stat after a
+  /// read costs nothing. The default calls size() and knows no version.
+  virtual boost::asio::awaitable<ObjectStat> stat(std::string key);
 
   /// Whether list() is supported (plain HTTP has no listing).
   virtual bool can_list() const = 0;

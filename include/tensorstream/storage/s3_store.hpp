@@ -56,6 +56,8 @@ class TENSORSTREAM_API S3Store final : public ObjectStore {
 
   /// The object's size, from a HEAD request, whose ETag pins the object.
   boost::asio::awaitable<std::uint64_t> size(std::string key) override;
+  /// The size and the ETag the store pinned, with a HEAD request only when no read has told them.
+  boost::asio::awaitable<ObjectStat> stat(std::string key) override;
 
   /// Always true.
   bool can_list() const override { return true; }

@@ -1,6 +1,7 @@
 #pragma once
 /// @file
-/// Parsing of the object URLs tensorstream accepts: file://, plain paths, http(s)://, s3://, gs://.
+/// Parsing of the object URLs tensorstream accepts: file://, plain paths, http(s)://, s3://, gs://
+/// and the schemes a program registers (scheme.hpp).
 
 #include <cstdint>
 #include <string>
@@ -15,22 +16,23 @@ namespace tensorstream {
 /// `file:///data/m.safetensors` and `/data/m.safetensors` both give scheme "file" and path
 /// "/data/m.safetensors". `https://host:8443/a/b` gives host "host", port 8443, path "/a/b".
 /// `s3://bucket/prefix/` gives host "bucket", path "/prefix/"; s3 and gs paths are object keys
-/// taken literally, so they keep any `?` or `%` and have no query.
+/// taken literally, so they keep any `?` or `%` and have no query. A registered scheme's URLs are
+/// read as its UrlForm says.
 struct TENSORSTREAM_API Url {
-  std::string scheme;       ///< "file", "http", "https", "s3" or "gs".
+  std::string scheme;       ///< A registered scheme's name: "file", "http", "https", "s3", "gs"...
   std::string host;         ///< Host name or bucket; empty for file.
-  std::uint16_t port = 0;   ///< Explicit or default port (80, 443); 0 for file, s3 and gs.
+  std::uint16_t port = 0;   ///< Explicit or default port (80, 443); 0 for paths and buckets.
   std::string path;         ///< Starts with '/'; percent-encoding kept as written.
   std::string query;        ///< After '?', without it; empty if none.
 
-  /// Parses `text`. Throws InvalidArgument naming the URL for an unsupported scheme, a missing
-  /// host, or a bad port.
+  /// Parses `text`. Throws InvalidArgument naming the URL for a scheme nobody registered, a
+  /// missing host, or a bad port.
   static Url parse(std::string_view text);
 
   /// Whether the path names a directory-like prefix (ends with '/').
   bool is_prefix() const { return !path.empty() && path.back() == '/'; }
 
-  /// "scheme://host[:port]" for network URLs, "file://" for files.
+  /// "scheme://host[:port]" for network URLs, "scheme://" for paths ("file://").
   std::string origin() const;
 
   /// The full URL, with the default port omitted.

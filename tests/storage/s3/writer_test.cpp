@@ -22,6 +22,7 @@
 #include "support/skip.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
+#include "support/units.hpp"
 #include "tensorstream/storage/gcs_store.hpp"
 #include "tensorstream/storage/http_store.hpp"
 #include "tensorstream/storage/s3_store.hpp"
@@ -30,12 +31,11 @@ namespace tensorstream {
 namespace {
 
 using testing::FaultProxy;
+using testing::MiB;
 using testing::S3rverServer;
 using testing::SignatureVerifier;
 using testing::random_bytes;
 using testing::write_all;
-
-constexpr std::size_t MiB = std::size_t{1} << 20;
 
 // Small parts, so that multipart uploads of a few tens of MiB have several parts.
 WriteOptions small_parts(std::size_t in_flight = 4) {

@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "storage/file_reader.hpp"
+#include "storage/file/file_reader.hpp"
 
 namespace tensorstream {
 

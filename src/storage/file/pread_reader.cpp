@@ -1,4 +1,4 @@
-#include "storage/pread_reader.hpp"
+#include "storage/file/pread_reader.hpp"
 
 #include <unistd.h>
 

@@ -3,6 +3,7 @@
 #include <optional>
 #include <utility>
 
+#include "storage/builtin_schemes.hpp"
 #include "storage/bucket_listing.hpp"
 #include "storage/environment.hpp"
 #include "storage/gcs/adapter.hpp"
@@ -125,6 +126,10 @@ const std::string& GcsStore::describe() const { return impl_->description; }
 
 std::string GcsStore::url(const std::string& key) const { return "gs://" + impl_->bucket + key; }
 
+boost::asio::awaitable<ObjectStat> GcsStore::stat(std::string key) {
+  return pinned_stat(*this, impl_->pins, std::move(key));
+}
+
 boost::asio::awaitable<std::uint64_t> GcsStore::size(std::string key) {
   const std::string object = url(key);
   check_bucket_key(object, key, "GCS");
@@ -132,7 +137,8 @@ boost::asio::awaitable<std::uint64_t> GcsStore::size(std::string key) {
       impl_->path_prefix + gcs::metadata_target(impl_->bucket, key.substr(1)), object,
       max_metadata);
   const gcs::ObjectMetadata metadata = gcs::parse_object_metadata(body, object);
-  pin_version(impl_->pins, key, object, ObjectVersion{.generation = metadata.generation});
+  pin_version(impl_->pins, key, object,
+              ObjectVersion{.generation = metadata.generation, .size = metadata.size});
   co_return metadata.size;
 }
 
@@ -176,6 +182,15 @@ std::unique_ptr<ObjectWriter> GcsStore::create_writer(std::string key, WriteOpti
                            key.substr(1), impl_->origin};
   return std::make_unique<gcs::Writer>(impl_->client, impl_->executor, std::move(target), object,
                                        options);
+}
+
+Scheme gcs_scheme() {
+  return {.name = "gs",
+          .form = UrlForm::bucket,
+          .open = [](const Url& url, boost::asio::any_io_executor executor,
+                     const StoreOptions& options) -> std::unique_ptr<ObjectStore> {
+            return std::make_unique<GcsStore>(std::move(executor), url, options.http, options.gcs);
+          }};
 }
 
 }  // namespace tensorstream

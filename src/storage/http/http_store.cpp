@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "storage/builtin_schemes.hpp"
 #include "storage/http/http_client.hpp"
 #include "storage/object_version.hpp"
 #include "storage/request_checks.hpp"
@@ -48,6 +49,10 @@ HttpStore::~HttpStore() = default;
 
 std::string HttpStore::url(const std::string& key) const { return impl_->origin + key; }
 
+boost::asio::awaitable<ObjectStat> HttpStore::stat(std::string key) {
+  return pinned_stat(*this, impl_->pins, std::move(key));
+}
+
 boost::asio::awaitable<std::uint64_t> HttpStore::size(std::string key) {
   const std::string object = url(key);
   check_key(object, key);
@@ -75,5 +80,14 @@ boost::asio::awaitable<void> HttpStore::read_range(std::string key, std::uint64_
 }
 
 StoreStats HttpStore::stats() const { return impl_->client.stats(); }
+
+std::vector<Scheme> http_schemes() {
+  const StoreOpener open = [](const Url& url, boost::asio::any_io_executor executor,
+                              const StoreOptions& options) -> std::unique_ptr<ObjectStore> {
+    return std::make_unique<HttpStore>(std::move(executor), url, options.http);
+  };
+  return {{.name = "http", .form = UrlForm::server, .default_port = 80, .open = open},
+          {.name = "https", .form = UrlForm::server, .default_port = 443, .open = open}};
+}
 
 }  // namespace tensorstream

@@ -1,4 +1,4 @@
-#include "storage/io_uring_reader.hpp"
+#include "storage/file/io_uring_reader.hpp"
 
 #include <liburing.h>
 #include <sys/eventfd.h>

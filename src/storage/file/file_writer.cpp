@@ -1,4 +1,4 @@
-#include "storage/file_writer.hpp"
+#include "storage/file/file_writer.hpp"
 
 #include <system_error>
 #include <utility>

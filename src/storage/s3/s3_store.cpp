@@ -7,6 +7,7 @@
 #include <tuple>
 #include <utility>
 
+#include "storage/builtin_schemes.hpp"
 #include "storage/bucket_listing.hpp"
 #include "storage/environment.hpp"
 #include "storage/http/http_client.hpp"
@@ -98,6 +99,10 @@ S3Store::~S3Store() = default;
 const std::string& S3Store::describe() const { return impl_->description; }
 
 std::string S3Store::url(const std::string& key) const { return "s3://" + impl_->bucket + key; }
+
+boost::asio::awaitable<ObjectStat> S3Store::stat(std::string key) {
+  return pinned_stat(*this, impl_->pins, std::move(key));
+}
 
 boost::asio::awaitable<std::uint64_t> S3Store::size(std::string key) {
   const std::string object = url(key);
@@ -203,5 +208,14 @@ boost::asio::awaitable<StaleUploads> S3Store::abort_stale_uploads(
 }
 
 StoreStats S3Store::stats() const { return impl_->client->stats(); }
+
+Scheme s3_scheme() {
+  return {.name = "s3",
+          .form = UrlForm::bucket,
+          .open = [](const Url& url, boost::asio::any_io_executor executor,
+                     const StoreOptions& options) -> std::unique_ptr<ObjectStore> {
+            return std::make_unique<S3Store>(std::move(executor), url, options.http, options.s3);
+          }};
+}
 
 }  // namespace tensorstream

@@ -1,4 +1,4 @@
-#include "storage/open_file_cache.hpp"
+#include "storage/file/open_file_cache.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

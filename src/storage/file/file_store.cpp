@@ -20,13 +20,14 @@
 #include <string_view>
 #include <tuple>
 
+#include "storage/builtin_schemes.hpp"
 #include "storage/errno_code.hpp"
-#include "storage/file_writer.hpp"
-#include "storage/io_uring_reader.hpp"
+#include "storage/file/file_writer.hpp"
+#include "storage/file/io_uring_reader.hpp"
 #include "storage/object_pins.hpp"
-#include "storage/open_file_cache.hpp"
+#include "storage/file/open_file_cache.hpp"
 #include "storage/output_file.hpp"
-#include "storage/pread_reader.hpp"
+#include "storage/file/pread_reader.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
 
@@ -118,6 +119,13 @@ std::string file_change(const FileVersion& pinned, const FileVersion& seen) {
         " became " + format_time(seen.modified_seconds, seen.modified_nanoseconds));
   }
   return "the file changed while it was being read (" + details + "); restart the stream";
+}
+
+// "inode 12 of device 2049, 4096 bytes, modified 2026-12-01 05:40:01.123456789 UTC"
+std::string describe(const FileVersion& version) {
+  return "inode " + std::to_string(version.inode) + " of device " +
+         std::to_string(version.device) + ", " + std::to_string(version.size) +
+         " bytes, modified " + format_time(version.modified_seconds, version.modified_nanoseconds);
 }
 
 using FilePins = ObjectPins<FileVersion>;
@@ -272,6 +280,16 @@ std::unique_ptr<ObjectWriter> FileStore::create_writer(std::string key, WriteOpt
   return std::make_unique<FileWriter>(std::move(key));
 }
 
+boost::asio::awaitable<ObjectStat> FileStore::stat(std::string key) {
+  std::optional<FileVersion> pinned = impl_->pins->find(key);
+  if (!pinned) {
+    const std::uint64_t size = co_await this->size(key);
+    pinned = impl_->pins->find(key);
+    if (!pinned) co_return ObjectStat{size, {}};
+  }
+  co_return ObjectStat{pinned->size, describe(*pinned)};
+}
+
 boost::asio::awaitable<std::uint64_t> FileStore::size(std::string key) {
   impl_->counters->requests.fetch_add(1, std::memory_order_relaxed);
   const auto file = impl_->open(key);
@@ -385,6 +403,15 @@ StoreStats FileStore::stats() const {
 std::string FileStore::io_uring_unavailable_reason() {
   const auto error = IoUringReader::probe();
   return error ? error.message() : std::string();
+}
+
+Scheme file_scheme() {
+  return {.name = "file",
+          .form = UrlForm::path,
+          .open = [](const Url&, boost::asio::any_io_executor executor,
+                     const StoreOptions& options) -> std::unique_ptr<ObjectStore> {
+            return std::make_unique<FileStore>(std::move(executor), options.file);
+          }};
 }
 
 }  // namespace tensorstream

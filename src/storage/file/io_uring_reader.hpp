@@ -4,7 +4,7 @@
 #include <boost/system/error_code.hpp>
 #include <memory>
 
-#include "storage/file_reader.hpp"
+#include "storage/file/file_reader.hpp"
 
 namespace tensorstream {
 

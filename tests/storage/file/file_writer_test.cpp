@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "storage/file_writer.hpp"
+#include "storage/file/file_writer.hpp"
 #include "storage/killed_writer.hpp"
 #include "storage/output_file.hpp"
 #include "support/random_bytes.hpp"

@@ -1,0 +1,92 @@
+#include "cli/run.hpp"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdlib>
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "cli/suggestion.hpp"
+#include "tensorstream/error.hpp"
+#include "tensorstream/log.hpp"
+
+namespace tensorstream::cli {
+namespace {
+
+// -v and -q beat TENSORSTREAM_LOG, which beats the default. A variable that names no level is a
+// usage error here, not the library's warning: the user asked for output they would not get.
+LogLevel chosen_log_level(int verbose, bool quiet) {
+  if (quiet) return LogLevel::error;
+  if (verbose >= 2) return LogLevel::trace;
+  if (verbose == 1) return LogLevel::debug;
+  const char* variable = std::getenv("TENSORSTREAM_LOG");
+  if (variable == nullptr || *variable == '\0') return LogLevel::warning;
+  if (auto level = parse_log_level(variable)) return *level;
+  throw InvalidArgument("TENSORSTREAM_LOG=" + std::string(variable) + " is not a log level (" +
+                        std::string(log_level_names) + ")");
+}
+
+}  // namespace
+
+int run(int argc, char** argv) {
+  CLI::App app{"Streams safetensors checkpoints from object storage (file://, http(s)://, s3://, "
+               "gs://) into memory, tensor by tensor as they complete."};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "tensorstream " TENSORSTREAM_VERSION_TEXT,
+                       "Print the version and exit");
+  // Global flags are accepted after the command too: `tensorstream stream URL -v`.
+  app.fallthrough();
+  int verbose = 0;
+  bool quiet = false;
+  app.add_flag("-v,--verbose", verbose,
+               "Say more on stderr: -v what was chosen (credentials, endpoint, connections), "
+               "-vv every HTTP request");
+  app.add_flag("-q,--quiet", quiet, "Say only errors on stderr: no warnings")
+      ->excludes("--verbose");
+  // Before any command's callback, so that the command logs at the level asked for.
+  app.parse_complete_callback(
+      [&] { set_log_level(chosen_log_level(verbose, quiet)); });
+  register_stream_command(app);
+  register_inspect_command(app);
+  register_ls_command(app);
+  register_bench_command(app);
+  register_gen_model_command(app);
+  register_prefetch_command(app);
+  register_shard_command(app);
+  register_partition_command(app);
+  register_cleanup_command(app);
+  register_serve_command(app);
+  register_attach_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    // --help and --version print their text and succeed; every other parse error is a usage error, one line.
+    if (error.get_exit_code() == 0) return app.exit(error);
+    std::string message = error.what();
+    std::replace(message.begin(), message.end(), '\n', ' ');
+    // CLI11 reports a word that names no command as a missing one.
+    if (argc > 1 && argv[1][0] != '-') {
+      const auto commands = app.get_subcommands([](const CLI::App*) { return true; });
+      const bool known = std::any_of(commands.begin(), commands.end(),
+                                     [&](const CLI::App* c) { return c->get_name() == argv[1]; });
+      if (!known) message = "unknown command '" + std::string(argv[1]) + "'";
+    }
+    const std::string hint =
+        suggestion(app, std::vector<std::string>(argv + 1, argv + argc));
+    std::fprintf(stderr, "tensorstream: error: %s (%s)\n", message.c_str(),
+                 hint.empty() ? "see tensorstream --help" : hint.c_str());
+    return 2;
+  } catch (const InvalidArgument& error) {
+    std::fprintf(stderr, "tensorstream: error: %s\n", error.what());
+    return 2;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "tensorstream: error: %s\n", error.what());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace tensorstream::cli

@@ -1,0 +1,82 @@
+#include <algorithm>
+#include <mutex>
+
+#include "storage/builtin_schemes.hpp"
+#include "tensorstream/error.hpp"
+#include "tensorstream/storage/scheme.hpp"
+
+namespace tensorstream {
+namespace {
+
+class Registry {
+ public:
+  Registry() {
+    add(file_scheme());
+    for (Scheme& scheme : http_schemes()) add(std::move(scheme));
+    add(s3_scheme());
+    add(gcs_scheme());
+  }
+
+  void add(Scheme scheme) {
+    check_name(scheme.name);
+    if (!scheme.open) throw InvalidArgument(scheme.name + "://: a scheme needs an opener");
+    std::lock_guard lock(mutex_);
+    if (find_locked(scheme.name)) {
+      throw InvalidArgument(scheme.name + ":// is registered already");
+    }
+    schemes_.push_back(std::make_shared<const Scheme>(std::move(scheme)));
+  }
+
+  std::shared_ptr<const Scheme> find(std::string_view name) const {
+    std::lock_guard lock(mutex_);
+    return find_locked(name);
+  }
+
+  std::vector<std::string> names() const {
+    std::lock_guard lock(mutex_);
+    std::vector<std::string> names;
+    for (const auto& scheme : schemes_) names.push_back(scheme->name);
+    return names;
+  }
+
+ private:
+  // RFC 3986's scheme characters, lowercase only, since Url::parse lowercases what it reads.
+  static void check_name(const std::string& name) {
+    const bool valid =
+        !name.empty() && name.front() >= 'a' && name.front() <= 'z' &&
+        std::all_of(name.begin(), name.end(), [](char c) {
+          return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '-' ||
+                 c == '.';
+        });
+    if (!valid) {
+      throw InvalidArgument("'" + name + "' is no scheme name: lowercase letters, digits, '+', "
+                            "'-' and '.', starting with a letter");
+    }
+  }
+
+  std::shared_ptr<const Scheme> find_locked(std::string_view name) const {
+    for (const auto& scheme : schemes_) {
+      if (scheme->name == name) return scheme;
+    }
+    return nullptr;
+  }
+
+  mutable std::mutex mutex_;
+  std::vector<std::shared_ptr<const Scheme>> schemes_;
+};
+
+// Never destroyed: streams on other threads may parse URLs while the program exits.
+Registry& registry() {
+  static Registry* const instance = new Registry;
+  return *instance;
+}
+
+}  // namespace
+
+void register_scheme(Scheme scheme) { registry().add(std::move(scheme)); }
+
+std::shared_ptr<const Scheme> find_scheme(std::string_view name) { return registry().find(name); }
+
+std::vector<std::string> scheme_names() { return registry().names(); }
+
+}  // namespace tensorstream
