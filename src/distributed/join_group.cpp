@@ -41,9 +41,6 @@ JoinFunction load_plugin() {
       candidates.push_back(directory + "../" TENSORSTREAM_C10D_LIBDIR "/" + plugin_name);
     }
     candidates.emplace_back(TENSORSTREAM_C10D_INSTALLED);
-    // libtorch logs c10d's failures through glog on stderr, besides the exception that reports
-    // them; the exception says it once. Read when glog loads with the plugin, unless set.
-    setenv("GLOG_minloglevel", "3", 0);
     for (const auto& candidate : candidates) {
       void* handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
       if (handle == nullptr) {

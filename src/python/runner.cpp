@@ -1,5 +1,8 @@
 #include "python/runner.hpp"
 
+#include <pthread.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -21,12 +24,6 @@ struct Runner {
     std::thread([this] { context.run(); }).detach();
   }
 };
-
-// Leaked on purpose: destroying the context at exit would race the detached thread.
-Runner& runner() {
-  static Runner* const instance = new Runner;
-  return *instance;
-}
 
 std::atomic<bool> shutdown_begun{false};
 
@@ -63,10 +60,40 @@ struct PythonThread {
   }
 };
 
-PythonThread& python_thread() {
-  static PythonThread* const instance = new PythonThread;  // leaked, as the runner
-  return *instance;
-}
+// The extension's two threads, made at first use in each process: a child of fork() has none
+// of its parent's threads, so it makes its own. The old ones are leaked, as the first ones are
+// on purpose: destroying a context or queue at exit would race the detached thread using it.
+struct Threads {
+  std::mutex mutex;  // held across fork(), so that the child's copy is never locked
+  pid_t pid = 0;
+  Runner* runner = nullptr;
+  PythonThread* python = nullptr;
+
+  Threads() {
+    ::pthread_atfork([] { instance().mutex.lock(); }, [] { instance().mutex.unlock(); },
+                     [] { instance().mutex.unlock(); });
+  }
+
+  static Threads& instance() {
+    static Threads* const threads = new Threads;
+    return *threads;
+  }
+
+  // Both threads of this process, started now if it has none.
+  std::pair<Runner*, PythonThread*> current() {
+    std::lock_guard lock(mutex);
+    if (pid != ::getpid()) {
+      pid = ::getpid();
+      runner = new Runner;
+      python = new PythonThread;
+    }
+    return {runner, python};
+  }
+};
+
+Runner& runner() { return *Threads::instance().current().first; }
+
+PythonThread& python_thread() { return *Threads::instance().current().second; }
 
 }  // namespace
 

@@ -4,6 +4,8 @@
 // callback that wakes an asyncio event loop (next_async()); either way the wait can be
 // cancelled, and close() can end the stream under it.
 
+#include <unistd.h>
+
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
@@ -130,6 +132,11 @@ class Streamer {
   // whichever ends the pending wait (withdrawn here), as the stream must outlive its coroutine.
   ~Streamer() {
     if (!streamer_) return;
+    if (made_in_another_process()) {
+      // A child of fork(): the stream's threads stayed in the parent, and so does its end.
+      static_cast<void>(streamer_.release());
+      return;
+    }
     std::shared_ptr<SafeTensorsStreamer> stream(std::move(streamer_));
     if (pending_) {
       std::lock_guard lock(pending_->mutex);
@@ -147,6 +154,7 @@ class Streamer {
 
   // The next (name, tensor), or None after the last; blocks with the GIL released.
   py::object next() {
+    check_process();
     await_delivery();
     if (*stash_) return take_stash();
     const auto wait = start(py::object());
@@ -162,6 +170,7 @@ class Streamer {
   // (its event loop closed), which keeps the tensor for the next call.
   void next_async(py::object on_done) {
     if (on_done.is_none()) throw py::type_error("on_done must be callable");
+    check_process();
     await_delivery();
     if (*stash_) {
       NamedTensor kept = **stash_;
@@ -177,6 +186,10 @@ class Streamer {
   void close() {
     if (closing_ || !streamer_) return;
     closing_ = true;
+    if (made_in_another_process()) {
+      static_cast<void>(streamer_.release());  // as the destructor does
+      return;
+    }
     if (const auto pending = pending_) {
       {
         std::lock_guard lock(pending->mutex);
@@ -195,11 +208,26 @@ class Streamer {
   }
 
   bool closed() const { return closing_ || !streamer_; }
-  py::dict stats() const { return stats_dict(streamer_ ? streamer_->stats() : last_stats_); }
+  py::dict stats() const {
+    check_process();
+    return stats_dict(streamer_ ? streamer_->stats() : last_stats_);
+  }
   const std::string& remote_path() const { return remote_path_; }
   const std::string& local_path() const { return local_path_; }
 
  private:
+  // Whether this is a child of fork() and the streamer its parent's: its threads and its
+  // pending wait stayed there.
+  bool made_in_another_process() const { return ::getpid() != pid_; }
+
+  // Fails at once where a wait would never end.
+  void check_process() const {
+    if (!made_in_another_process() || closing_) return;
+    throw StateError(remote_path_ + ": this streamer was made in process " +
+                     std::to_string(pid_) + " before os.fork(); its threads stayed there: make "
+                     "a new streamer in this process (" + std::to_string(::getpid()) + ")");
+  }
+
   // Waits until the last next_async()'s result, if it is in, has been handed to its callback: a
   // callback that cannot take its tensor stashes it, and the next call must find it there rather
   // than take the tensor after it. Not on the Python thread, which is the one that hands it on.
@@ -323,6 +351,7 @@ class Streamer {
   StreamStats last_stats_;
   std::shared_ptr<Wait> pending_;
   std::shared_ptr<Stash> stash_ = std::make_shared<Stash>();
+  const pid_t pid_ = ::getpid();
 };
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "tensorstream/streaming/raw_streamer.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -72,6 +74,18 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
         memory_(std::make_shared<detail::TensorMemoryPool>(budget_)) {}
 
   ~Engine() { memory_->close(); }
+
+  // Whether this is a child forked after the stream was made. fork() copies none of the
+  // stream's threads, and a lock one of them held stays held in the child for good.
+  bool in_another_process() const { return ::getpid() != pid_; }
+
+  // Fails at once, rather than waiting on threads that are not there.
+  void check_process() const {
+    if (!in_another_process()) return;
+    throw StateError(remote_path_ + ": this stream was made in process " + std::to_string(pid_) +
+                     ", which forked this one (" + std::to_string(::getpid()) +
+                     "); its threads stayed there: make a new stream in this process");
+  }
 
   // Starts the run; once, right after construction, when the engine is shared.
   void start() {
@@ -148,6 +162,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
   }
 
   asio::awaitable<std::optional<StreamedTensor>> next() {
+    check_process();
     // The frame's own references: the streamer may be destroyed while this is parked.
     const std::shared_ptr<Outbox> outbox = outbox_;
     const std::shared_ptr<detail::TensorMemoryPool> memory = memory_;
@@ -180,6 +195,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
   }
 
   std::optional<StreamedTensor> next_blocking() {
+    check_process();
     Outbox& outbox = *outbox_;
     Outbox::Consumer consumer(outbox);
     std::unique_lock lock(outbox.mutex);
@@ -195,6 +211,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
   }
 
   StreamStats stats() const {
+    check_process();
     StreamStats stats;
     std::uint64_t reads_counted = 0;
     std::optional<std::uint64_t> store_bytes_before_reads;
@@ -744,6 +761,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
   const std::shared_ptr<Outbox> outbox_ = std::make_shared<Outbox>();
 
   std::vector<std::thread> threads_;
+  const pid_t pid_ = ::getpid();
 };
 
 namespace {
@@ -777,7 +795,15 @@ RawStreamer::RawStreamer(boost::asio::any_io_executor executor, std::string remo
   engine_->start();
 }
 
-RawStreamer::~RawStreamer() { engine_->stop(); }
+RawStreamer::~RawStreamer() {
+  if (engine_->in_another_process()) {
+    // In a forked child: stopping would wait for threads that stayed in the parent. The engine
+    // is left as it is, with the memory it held, which is the parent's copy anyway.
+    new std::shared_ptr<Engine>(std::move(engine_));
+    return;
+  }
+  engine_->stop();
+}
 
 asio::awaitable<std::optional<StreamedTensor>> RawStreamer::next() { return engine_->next(); }
 

@@ -16,6 +16,7 @@
 #include <random>
 #include <thread>
 
+#include "streaming/synthetic_stream.hpp"
 #include "streaming/gated_store.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
@@ -29,6 +30,7 @@ namespace {
 namespace asio = boost::asio;
 using namespace asio::experimental::awaitable_operators;
 using testing::TempDir;
+using testing::expect_synthetic;
 
 // A file of `count` U8 tensors "t<i>" of 1 + i % 97 bytes each, bytes from synthetic_bytes(name).
 std::filesystem::path write_model(const TempDir& dir, int count) {
@@ -39,13 +41,6 @@ std::filesystem::path write_model(const TempDir& dir, int count) {
     fill_synthetic_bytes(spec.name, offset, out);
   });
   return path;
-}
-
-void expect_synthetic(const StreamedTensor& tensor) {
-  const auto expected = synthetic_bytes(tensor.info.name, 0, tensor.info.byte_size());
-  ASSERT_EQ(tensor.bytes().size(), expected.size()) << tensor.info.name;
-  EXPECT_EQ(std::memcmp(tensor.bytes().data(), expected.data(), expected.size()), 0)
-      << tensor.info.name;
 }
 
 // Awaits the next tensor or a timer of `wait`, whichever comes first; nullopt when the timer won.

@@ -12,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "streaming/synthetic_stream.hpp"
 #include "streaming/gated_store.hpp"
 #include "streaming/recording_store.hpp"
 #include "support/temp_dir.hpp"
@@ -25,20 +26,12 @@ namespace tensorstream {
 namespace {
 
 using testing::TempDir;
+using testing::expect_synthetic;
 
 std::vector<StreamedTensor> stream_all(RawStreamer& streamer) {
   std::vector<StreamedTensor> tensors;
   while (auto tensor = streamer.next_blocking()) tensors.push_back(std::move(*tensor));
   return tensors;
-}
-
-void expect_synthetic(const StreamedTensor& tensor) {
-  const auto expected = synthetic_bytes(tensor.info.name, 0, tensor.info.byte_size());
-  ASSERT_EQ(tensor.bytes().size(), expected.size()) << tensor.info.name;
-  // A zero-byte tensor has no memory: memcmp must not be handed its null pointer.
-  if (expected.empty()) return;
-  EXPECT_EQ(std::memcmp(tensor.bytes().data(), expected.data(), expected.size()), 0)
-      << "bytes differ in " << tensor.info.name;
 }
 
 std::set<std::string> names_of(const std::vector<TensorSpec>& specs) {

@@ -12,6 +12,16 @@
 
 namespace tensorstream::testing {
 
+/// Checks that `tensor` holds exactly the bytes generate_synthetic_model() wrote for it.
+inline void expect_synthetic(const StreamedTensor& tensor) {
+  const auto expected = synthetic_bytes(tensor.info.name, 0, tensor.info.byte_size());
+  ASSERT_EQ(tensor.bytes().size(), expected.size()) << tensor.info.name;
+  // A zero-byte tensor has no memory: memcmp must not be handed its null pointer.
+  if (expected.empty()) return;
+  EXPECT_EQ(std::memcmp(tensor.bytes().data(), expected.data(), expected.size()), 0)
+      << "bytes differ in " << tensor.info.name;
+}
+
 /// Streams everything `streamer` yields and checks that it is exactly the synthetic `preset`
 /// model: every tensor once, each byte as generate_synthetic_model() wrote it.
 inline void expect_whole_model(RawStreamer& streamer, const std::string& preset = "tiny") {

@@ -60,6 +60,11 @@ using StoreFactory =
 ///
 /// Destroying the streamer cancels every outstanding request and waits for them to finish.
 /// Yielded tensors stay valid after the streamer is gone.
+///
+/// A stream belongs to the process that made it: fork() copies none of its threads. In a child,
+/// its next(), next_blocking() and stats() throw StateError at once, naming both processes, and
+/// destroying it lets it go without waiting (its memory is the parent's copy). Streams made in
+/// the child work as anywhere.
 class TENSORSTREAM_API RawStreamer {
  public:
   /// Starts streaming. Options left unset are read from the environment (see StreamerOptions).
