@@ -387,13 +387,13 @@ void release_store(c10d::Store& store, int rank) {
 }
 
 void wait_for_release(c10d::Store& store, int rank, int world_size,
-                      std::chrono::milliseconds timeout) {
+                      std::chrono::milliseconds timeout, int gone = -1) {
   if (rank != 0) return;
   const auto deadline = Clock::now() + std::min<std::chrono::milliseconds>(timeout, 10s);
   try {
     int present = 0;
     for (int r = 1; r < world_size; ++r) {
-      if (store.check({"tensorstream/member/" + std::to_string(r)})) ++present;
+      if (r != gone && store.check({"tensorstream/member/" + std::to_string(r)})) ++present;
     }
     while (store.add(released_key, 0) < present && Clock::now() < deadline) {
       std::this_thread::sleep_for(rendezvous_poll_interval);
@@ -402,10 +402,135 @@ void wait_for_release(c10d::Store& store, int rank, int world_size,
   }
 }
 
+// How a member that joined the rendezvous and then died (killed, crashed) is told from one that
+// is still on its way: from the moment it claims its rank until its group is connected, each
+// member adds to a counter of its own every pulse_interval, and watches the others'. A member
+// whose counter moved once and then stood still for silence_limit is gone. (One that never
+// arrives can only be waited for, until the timeout.)
+constexpr auto pulse_interval = 200ms;
+constexpr auto silence_limit = 3s;
+
+class Liveness {
+ public:
+  Liveness(c10::intrusive_ptr<c10d::Store> store, int rank, int world_size)
+      : store_(std::move(store)), rank_(rank), world_size_(world_size),
+        thread_([this] { run(); }) {}
+
+  ~Liveness() { stop(); }
+
+  // Stops pulsing: the group is connected, and its own failure reports take over.
+  void stop() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    changed_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  // The first member found gone, if any.
+  std::optional<int> gone() const {
+    std::lock_guard lock(mutex_);
+    return gone_;
+  }
+
+ private:
+  static std::string key(int rank) { return "tensorstream/alive/" + std::to_string(rank); }
+
+  void run() {
+    std::vector<std::int64_t> seen(static_cast<std::size_t>(world_size_), 0);
+    std::vector<Clock::time_point> moved(static_cast<std::size_t>(world_size_), Clock::now());
+    std::unique_lock lock(mutex_);
+    while (!stopping_) {
+      lock.unlock();
+      try {
+        store_->add(key(rank_), 1);
+        for (int r = 0; r < world_size_; ++r) {
+          const auto i = static_cast<std::size_t>(r);
+          const std::int64_t count = store_->add(key(r), 0);
+          if (count != seen[i]) {
+            seen[i] = count;
+            moved[i] = Clock::now();
+          } else if (r != rank_ && count > 0 && Clock::now() - moved[i] > silence_limit) {
+            std::lock_guard found(mutex_);
+            if (!gone_) gone_ = r;
+          }
+        }
+      } catch (const std::exception&) {
+        // The store went with rank 0: every other call on it fails and says so.
+      }
+      lock.lock();
+      changed_.wait_for(lock, pulse_interval, [this] { return stopping_; });
+    }
+  }
+
+  const c10::intrusive_ptr<c10d::Store> store_;
+  const int rank_;
+  const int world_size_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  bool stopping_ = false;
+  std::optional<int> gone_;
+  std::thread thread_;
+};
+
+// What a member's silence is reported as.
+std::string gone_message(const std::string& where, int rank) {
+  return where + ": rank " + std::to_string(rank) + " joined and then stopped answering for " +
+         std::to_string(std::chrono::duration_cast<std::chrono::seconds>(silence_limit).count()) +
+         " s (it was killed, crashed or hangs)";
+}
+
+// The store Gloo connects its group through: it waits for the other members' addresses, and
+// would wait the whole timeout for one that died. This one waits in short steps and fails as
+// soon as a member is gone.
+class WatchedStore final : public c10d::Store {
+ public:
+  WatchedStore(c10::intrusive_ptr<c10d::Store> inner, std::shared_ptr<const Liveness> liveness,
+               std::string where)
+      : c10d::Store(inner->getTimeout()), inner_(std::move(inner)),
+        liveness_(std::move(liveness)), where_(std::move(where)) {}
+
+  void set(const std::string& key, const std::vector<std::uint8_t>& value) override {
+    inner_->set(key, value);
+  }
+  std::vector<std::uint8_t> get(const std::string& key) override {
+    wait({key});
+    return inner_->get(key);
+  }
+  std::int64_t add(const std::string& key, std::int64_t value) override {
+    return inner_->add(key, value);
+  }
+  bool deleteKey(const std::string& key) override { return inner_->deleteKey(key); }
+  bool check(const std::vector<std::string>& keys) override { return inner_->check(keys); }
+  std::int64_t getNumKeys() override { return inner_->getNumKeys(); }
+  void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
+  void wait(const std::vector<std::string>& keys,
+            const std::chrono::milliseconds& timeout) override {
+    const auto deadline = Clock::now() + timeout;
+    while (!inner_->check(keys)) {
+      if (const auto gone = liveness_->gone()) throw std::runtime_error(gone_message(where_, *gone));
+      if (Clock::now() >= deadline) {
+        throw std::runtime_error("the other members did not connect within " +
+                                 seconds_text(timeout));
+      }
+      std::this_thread::sleep_for(rendezvous_poll_interval);
+    }
+  }
+
+ private:
+  const c10::intrusive_ptr<c10d::Store> inner_;
+  const std::shared_ptr<const Liveness> liveness_;
+  const std::string where_;
+};
+
+// Joins the rendezvous and connects the group. `progress`, where given, is told when this member
+// has joined (for the tool's -v).
 std::unique_ptr<BroadcastGroup> join(const std::string& host, std::uint16_t port, int world_size,
                                      int rank, const std::string& group_key,
                                      const std::string& member,
-                                     std::chrono::milliseconds timeout) {
+                                     std::chrono::milliseconds timeout,
+                                     void (*progress)(const char* message)) {
   const bool ipv6 = host.find(':') != std::string::npos;
   const std::string where = "rendezvous at tcp://" + (ipv6 ? "[" + host + "]" : host) + ":" +
                             std::to_string(port);
@@ -416,9 +541,19 @@ std::unique_ptr<BroadcastGroup> join(const std::string& host, std::uint16_t port
   store_options.waitWorkers = false;
   store_options.timeout = timeout;
   c10::intrusive_ptr<c10d::Store> store;
+  // One deadline for the whole rendezvous, however its steps share it.
+  const auto deadline = Clock::now() + timeout;
+  const auto remaining = [&] {
+    return std::max(1ms, std::chrono::duration_cast<std::chrono::milliseconds>(
+                             deadline - Clock::now()));
+  };
   try {
-    if (rank != 0) wait_for_listener(host, port, Clock::now() + timeout);
+    if (rank != 0) {
+      wait_for_listener(host, port, deadline);
+      store_options.timeout = remaining();
+    }
     store = c10::make_intrusive<c10d::TCPStore>(host, store_options);
+    store->setTimeout(timeout);
   } catch (const std::exception& error) {
     throw std::runtime_error(where +
                              (rank == 0 ? ": cannot serve it: "
@@ -431,6 +566,7 @@ std::unique_ptr<BroadcastGroup> join(const std::string& host, std::uint16_t port
   // went with rank 0, which ended the rendezvous.
   const auto key = [](int r) { return "tensorstream/member/" + std::to_string(r); };
   std::vector<int> missing;
+  std::shared_ptr<Liveness> liveness;
   try {
     if (store->add("tensorstream/claim/" + std::to_string(rank), 1) != 1) {
       const std::string duplicate = where + ": another process joined as rank " +
@@ -439,9 +575,10 @@ std::unique_ptr<BroadcastGroup> join(const std::string& host, std::uint16_t port
       wait_for_release(*store, rank, world_size, timeout);
       throw RendezvousFailure(duplicate);
     }
+    liveness = std::make_shared<Liveness>(store, rank, world_size);
     const std::string mine = std::to_string(world_size) + "\n" + group_key + "\n" + member;
     store->set(key(rank), std::vector<std::uint8_t>(mine.begin(), mine.end()));
-    const auto deadline = Clock::now() + timeout;
+    if (progress) progress((where + ": rank " + std::to_string(rank) + " joined").c_str());
     for (;;) {
       if (store->check({failure_key})) {
         const auto value = store->get(failure_key);
@@ -454,6 +591,12 @@ std::unique_ptr<BroadcastGroup> join(const std::string& host, std::uint16_t port
         if (!store->check({key(r)})) missing.push_back(r);
       }
       if (missing.empty()) break;
+      if (const auto gone = liveness->gone()) {
+        const std::string silent = gone_message(where, *gone);
+        publish_failure(*store, rank, silent);
+        wait_for_release(*store, rank, world_size, timeout, *gone);
+        throw RendezvousFailure(silent);
+      }
       if (Clock::now() >= deadline) {
         const std::string late = where + ": rank" + (missing.size() > 1 ? "s " : " ") +
                                  rank_list(missing) + " of " + std::to_string(world_size) +
@@ -511,7 +654,9 @@ std::unique_ptr<BroadcastGroup> join(const std::string& host, std::uint16_t port
   options->threads = 2;
   try {
     auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(
-        group_store, group_rank, static_cast<int>(group_ranks.size()), options);
+        c10::make_intrusive<WatchedStore>(group_store, liveness, where), group_rank,
+        static_cast<int>(group_ranks.size()), options);
+    liveness->stop();
     return std::make_unique<C10dGroup>(std::move(group), timeout, group_store,
                                        std::move(group_ranks));
   } catch (const std::exception& error) {
@@ -531,14 +676,16 @@ std::shared_ptr<BroadcastGroup> c10d_group(c10::intrusive_ptr<c10d::ProcessGroup
 
 /// The plugin's entry point, found by join_group() with dlsym(): a C function, so that nothing
 /// but the BroadcastGroup it returns depends on the two sides agreeing on C++ details. Returns
-/// a new group, to be owned by a shared_ptr, or null with the reason in `error`.
+/// a new group, to be owned by a shared_ptr, or null with the reason in `error`; `progress`, if
+/// not null, hears of the steps (logged at debug level).
 extern "C" __attribute__((visibility("default"))) tensorstream::BroadcastGroup*
 tensorstream_c10d_join(const char* host, unsigned short port, int world_size, int rank,
                        const char* group_key, const char* member, long long timeout_ms,
-                       char* error, std::size_t error_size) {
+                       void (*progress)(const char* message), char* error,
+                       std::size_t error_size) {
   try {
     return tensorstream::join(host, port, world_size, rank, group_key, member,
-                              std::chrono::milliseconds(timeout_ms))
+                              std::chrono::milliseconds(timeout_ms), progress)
         .release();
   } catch (const std::exception& failure) {
     std::snprintf(error, error_size, "%s", tensorstream::message_of(failure).c_str());

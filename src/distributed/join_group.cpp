@@ -8,6 +8,7 @@
 #include "distributed/rendezvous_address.hpp"
 #include "tensorstream/distributed/distributed_options.hpp"
 #include "tensorstream/error.hpp"
+#include "tensorstream/log.hpp"
 
 namespace tensorstream {
 namespace {
@@ -16,8 +17,11 @@ constexpr const char* plugin_name = "libtensorstream_c10d.so";
 
 using JoinFunction = BroadcastGroup* (*)(const char* host, unsigned short port, int world_size,
                                          int rank, const char* group_key, const char* member,
-                                         long long timeout_ms, char* error,
+                                         long long timeout_ms,
+                                         void (*progress)(const char* message), char* error,
                                          std::size_t error_size);
+
+void log_progress(const char* message) { log(LogLevel::debug, message); }
 
 // The plugin at TENSORSTREAM_C10D_LIBRARY, else next to the library (or program) holding this
 // code, or in the lib/ beside the bin/ of such a program, where the build and an installation
@@ -70,7 +74,8 @@ std::shared_ptr<BroadcastGroup> join_group(const DistributedOptions& options,
   char error[2048] = "";
   BroadcastGroup* group =
       join(address.host.c_str(), address.port, options.world_size, options.rank,
-           group_key.c_str(), member.c_str(), options.timeout.count(), error, sizeof error);
+           group_key.c_str(), member.c_str(), options.timeout.count(), &log_progress, error,
+           sizeof error);
   if (group == nullptr) throw Error(error);
   return std::shared_ptr<BroadcastGroup>(group);
 }

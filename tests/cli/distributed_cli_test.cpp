@@ -33,10 +33,11 @@ using testing::TempDir;
 // One `stream` process per rank, started together; stdout and stderr of each in a log.
 class Ranks {
  public:
+  // Starts ranks 0 to `started` - 1 of the world (all of them by default).
   Ranks(const TempDir& logs, int world, const std::vector<std::string>& arguments,
-        const std::vector<std::vector<std::string>>& per_rank = {})
+        const std::vector<std::vector<std::string>>& per_rank = {}, int started = -1)
       : logs_(logs.path()), port_(testing::pick_free_port()) {
-    for (int rank = 0; rank < world; ++rank) {
+    for (int rank = 0; rank < (started < 0 ? world : started); ++rank) {
       std::vector<std::string> argv = {TENSORSTREAM_CLI_PATH, "stream"};
       argv.insert(argv.end(), arguments.begin(), arguments.end());
       if (!per_rank.empty()) {
@@ -267,6 +268,29 @@ TEST_F(DistributedCli, AKilledRankFailsTheOthersWithinTheTimeout) {
         << output;
     EXPECT_EQ(output.find("{\"summary\""), std::string::npos) << output;
   }
+}
+
+// A rank that joined the rendezvous and died there, while the world waits for a third, is
+// noticed by its silence within seconds, not at the end of the group timeout.
+TEST_F(DistributedCli, ARankThatDiesAtTheRendezvousIsNoticedBeforeTheTimeout) {
+  Ranks ranks(logs_, 3, {model_file(), "--group-timeout", "300", "-v"}, {}, 2);
+  const auto start = std::chrono::steady_clock::now();
+  while (ranks.output(1).find(": rank 1 joined") == std::string::npos) {
+    ASSERT_LT(std::chrono::steady_clock::now() - start, 120s) << ranks.output(1);
+    std::this_thread::sleep_for(20ms);
+  }
+  const std::string where = ranks.output(1).substr(
+      ranks.output(1).find("rendezvous at tcp://"),
+      ranks.output(1).find(": rank 1 joined") - ranks.output(1).find("rendezvous at tcp://"));
+  ::kill(ranks.process(1).pid(), SIGKILL);
+  const auto codes = ranks.wait();
+  EXPECT_EQ(codes[1], 128 + SIGKILL);
+  EXPECT_EQ(codes[0], 1);
+  const std::vector<std::string> lines = lines_of(ranks.output(0));
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines.back(), "tensorstream: error: " + where +
+                              ": rank 1 joined and then stopped answering for 3 s (it was "
+                              "killed, crashed or hangs)");
 }
 
 TEST_F(DistributedCli, TensorParallelRanksShareTheirFilesWithTheirReplicas) {
