@@ -73,7 +73,12 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
         budget_(std::make_shared<MemoryBudget>(options_.memory_limit)),
         memory_(std::make_shared<detail::TensorMemoryPool>(budget_)) {}
 
-  ~Engine() { memory_->close(); }
+  // Broadcasts may complete after the engine is gone (the group's work can outlast a failure):
+  // from here on their completions only count down for drain_broadcasts().
+  ~Engine() {
+    sink_->detach();
+    memory_->close();
+  }
 
   // Whether this is a child forked after the stream was made. fork() copies none of the
   // stream's threads, and a lock one of them held stays held in the child for good.
@@ -129,7 +134,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
   // executor, returns at once, and the run ends on that executor.
   void stop() {
     budget_->set_release_listener({});
-    sink_->detach();
+    report_stop();
     asio::post(strand_, [this, keep = keep_alive()] {
       cancellation_.emit(asio::cancellation_type::terminal);
     });
@@ -144,6 +149,20 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     work_guard_.reset();
     own_io_->stop();
     for (auto& thread : threads_) thread.join();
+  }
+
+  // Tells the other members that this one stops, unless its run ended (a member that has every
+  // tensor may still be broadcasting): its broadcasts and theirs wait on each other, and would
+  // otherwise end only at the group's timeout, with the run that this stop() waits for still
+  // waiting on them.
+  void report_stop() {
+    std::shared_ptr<BroadcastGroup> group;
+    {
+      std::lock_guard lock(outbox_->mutex);
+      if (outbox_->run_ended) return;
+      group = group_;
+    }
+    if (group) group->report_failure("its stream was closed before the end");
   }
 
   // After the run ended, waits for the broadcasts the group's threads may still be landing in
@@ -266,6 +285,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     std::exception_ptr error;
     bool consumer_waiting = false;
     bool discovered = false;
+    bool run_ended = false;  ///< finish() ran: nothing of the stream runs any more.
     std::uint64_t files_count = 0;
     std::uint64_t tensors_total = 0;
     std::uint64_t tensors_delivered = 0;
@@ -373,8 +393,15 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
       --in_flight_;
       idle_.notify_all();
       if (engine_ == nullptr) return;
-      asio::post(engine_->strand_, [engine = engine_, keep = engine_->keep_alive(),
-                                    job = std::move(job), outcome = std::move(outcome)] {
+      // On a service's executor the handler keeps the engine, which may be on its way out
+      // (its destructor then waits for this lock to detach us).
+      std::shared_ptr<Engine> keep;
+      if (!engine_->own_io_) {
+        keep = engine_->weak_from_this().lock();
+        if (!keep) return;
+      }
+      asio::post(engine_->strand_, [engine = engine_, keep = std::move(keep), job = std::move(job),
+                                    outcome = std::move(outcome)] {
         engine->broadcast_done(*job, outcome);
       });
     }
@@ -425,8 +452,8 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
       group = co_await std::move(joining);
     }
     if (group->size() > 1) {
+      std::lock_guard lock(outbox_->mutex);  // stop() reads group_ from the caller's thread
       group_ = std::move(group);
-      std::lock_guard lock(outbox_->mutex);
       outbox_->group_size = group_->size();
     }
   }
@@ -690,6 +717,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     {
       std::lock_guard lock(outbox_->mutex);
       if (error) outbox_->fail_locked(error);
+      outbox_->run_ended = true;
       finish_locked();
     }
     running_.leave();
