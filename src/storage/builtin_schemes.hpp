@@ -1,15 +1,28 @@
 #pragma once
-// The schemes the library registers from the start, each defined next to its store.
+// The openers of the schemes the library registers from the start (scheme_registry.cpp says how
+// their URLs are written), each defined next to its store. The fuzz build, which parses URLs
+// but has no stores, links openers of its own (tests/fuzz/parser_only_openers.cpp).
 
-#include <vector>
+#include <boost/asio/any_io_executor.hpp>
+#include <memory>
 
-#include "tensorstream/storage/scheme.hpp"
+#include "tensorstream/storage/object_store.hpp"
+#include "tensorstream/storage/store_options.hpp"
+#include "tensorstream/storage/url.hpp"
 
 namespace tensorstream {
 
-Scheme file_scheme();                 // storage/file/file_store.cpp
-std::vector<Scheme> http_schemes();   // storage/http/http_store.cpp: http and https
-Scheme s3_scheme();                   // storage/s3/s3_store.cpp
-Scheme gcs_scheme();                  // storage/gcs/gcs_store.cpp
+// storage/file/file_store.cpp
+std::unique_ptr<ObjectStore> open_file_store(const Url& url, boost::asio::any_io_executor executor,
+                                             const StoreOptions& options);
+// storage/http/http_store.cpp: http:// and https://
+std::unique_ptr<ObjectStore> open_http_store(const Url& url, boost::asio::any_io_executor executor,
+                                             const StoreOptions& options);
+// storage/s3/s3_store.cpp
+std::unique_ptr<ObjectStore> open_s3_store(const Url& url, boost::asio::any_io_executor executor,
+                                           const StoreOptions& options);
+// storage/gcs/gcs_store.cpp
+std::unique_ptr<ObjectStore> open_gcs_store(const Url& url, boost::asio::any_io_executor executor,
+                                            const StoreOptions& options);
 
 }  // namespace tensorstream

@@ -11,10 +11,11 @@ namespace {
 class Registry {
  public:
   Registry() {
-    add(file_scheme());
-    for (Scheme& scheme : http_schemes()) add(std::move(scheme));
-    add(s3_scheme());
-    add(gcs_scheme());
+    add({.name = "file", .form = UrlForm::path, .open = open_file_store});
+    add({.name = "http", .form = UrlForm::server, .default_port = 80, .open = open_http_store});
+    add({.name = "https", .form = UrlForm::server, .default_port = 443, .open = open_http_store});
+    add({.name = "s3", .form = UrlForm::bucket, .open = open_s3_store});
+    add({.name = "gs", .form = UrlForm::bucket, .open = open_gcs_store});
   }
 
   void add(Scheme scheme) {

@@ -405,13 +405,9 @@ std::string FileStore::io_uring_unavailable_reason() {
   return error ? error.message() : std::string();
 }
 
-Scheme file_scheme() {
-  return {.name = "file",
-          .form = UrlForm::path,
-          .open = [](const Url&, boost::asio::any_io_executor executor,
-                     const StoreOptions& options) -> std::unique_ptr<ObjectStore> {
-            return std::make_unique<FileStore>(std::move(executor), options.file);
-          }};
+std::unique_ptr<ObjectStore> open_file_store(const Url&, boost::asio::any_io_executor executor,
+                                             const StoreOptions& options) {
+  return std::make_unique<FileStore>(std::move(executor), options.file);
 }
 
 }  // namespace tensorstream

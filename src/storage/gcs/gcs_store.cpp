@@ -184,13 +184,9 @@ std::unique_ptr<ObjectWriter> GcsStore::create_writer(std::string key, WriteOpti
                                        options);
 }
 
-Scheme gcs_scheme() {
-  return {.name = "gs",
-          .form = UrlForm::bucket,
-          .open = [](const Url& url, boost::asio::any_io_executor executor,
-                     const StoreOptions& options) -> std::unique_ptr<ObjectStore> {
-            return std::make_unique<GcsStore>(std::move(executor), url, options.http, options.gcs);
-          }};
+std::unique_ptr<ObjectStore> open_gcs_store(const Url& url, boost::asio::any_io_executor executor,
+                                            const StoreOptions& options) {
+  return std::make_unique<GcsStore>(std::move(executor), url, options.http, options.gcs);
 }
 
 }  // namespace tensorstream

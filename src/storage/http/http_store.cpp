@@ -81,13 +81,9 @@ boost::asio::awaitable<void> HttpStore::read_range(std::string key, std::uint64_
 
 StoreStats HttpStore::stats() const { return impl_->client.stats(); }
 
-std::vector<Scheme> http_schemes() {
-  const StoreOpener open = [](const Url& url, boost::asio::any_io_executor executor,
-                              const StoreOptions& options) -> std::unique_ptr<ObjectStore> {
-    return std::make_unique<HttpStore>(std::move(executor), url, options.http);
-  };
-  return {{.name = "http", .form = UrlForm::server, .default_port = 80, .open = open},
-          {.name = "https", .form = UrlForm::server, .default_port = 443, .open = open}};
+std::unique_ptr<ObjectStore> open_http_store(const Url& url, boost::asio::any_io_executor executor,
+                                             const StoreOptions& options) {
+  return std::make_unique<HttpStore>(std::move(executor), url, options.http);
 }
 
 }  // namespace tensorstream

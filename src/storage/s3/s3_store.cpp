@@ -209,13 +209,9 @@ boost::asio::awaitable<StaleUploads> S3Store::abort_stale_uploads(
 
 StoreStats S3Store::stats() const { return impl_->client->stats(); }
 
-Scheme s3_scheme() {
-  return {.name = "s3",
-          .form = UrlForm::bucket,
-          .open = [](const Url& url, boost::asio::any_io_executor executor,
-                     const StoreOptions& options) -> std::unique_ptr<ObjectStore> {
-            return std::make_unique<S3Store>(std::move(executor), url, options.http, options.s3);
-          }};
+std::unique_ptr<ObjectStore> open_s3_store(const Url& url, boost::asio::any_io_executor executor,
+                                           const StoreOptions& options) {
+  return std::make_unique<S3Store>(std::move(executor), url, options.http, options.s3);
 }
 
 }  // namespace tensorstream
