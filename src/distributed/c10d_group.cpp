@@ -626,6 +626,9 @@ std::unique_ptr<BroadcastGroup> join(const std::string& host, std::uint16_t port
                              message_of(error));
   }
   release_store(*store, rank);
+  // Rank 0's store goes with it: a member alone in its group may stream and exit at once, so it
+  // waits, briefly, until the others have read the records too.
+  wait_for_release(*store, rank, world_size, timeout);
   for (int r = 0; r < world_size; ++r) {
     const Record& record = records[static_cast<std::size_t>(r)];
     if (record.world_size != world_size && disagreement.empty()) {
