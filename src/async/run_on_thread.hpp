@@ -7,6 +7,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <exception>
+#include <memory>
 #include <optional>
 #include <thread>
 #include <utility>
@@ -15,15 +16,29 @@ namespace tensorstream::async {
 
 /// Runs `work` (a blocking call: a rendezvous, a collective) on a new thread, and resumes the
 /// caller on its executor with its result or exception. Not cancellable: `work` must bound its
-/// own wait, and the caller's executor must keep running until it returns.
+/// own wait, and the caller's executor must keep running until it returns. The caller joins the
+/// thread once resumed, so that no copy of its executor outlives the wait: the thread's last act,
+/// after handing over the result, is to destroy its own, which must not happen after the caller
+/// has let the executor's context go.
 template <class Work>
 auto run_on_thread(Work work) -> boost::asio::awaitable<decltype(work())> {
   namespace asio = boost::asio;
   using T = decltype(work());
+  // Detached only where the caller is never resumed (its context destroyed first), which would
+  // otherwise end the process.
+  struct Thread {
+    std::thread thread;
+    ~Thread() {
+      if (thread.joinable()) thread.detach();
+    }
+  };
+  const auto thread = std::make_shared<Thread>();
   // Every argument bound to a local first: GCC 12 may destroy the temporaries of a co_await
-  // full-expression twice.
-  auto initiation = [](auto handler, Work blocking) {
-    std::thread([handler = std::move(handler), blocking = std::move(blocking)]() mutable {
+  // full-expression twice. The handler runs on the caller's executor, after this initiation
+  // (which runs there too) has stored the thread.
+  auto initiation = [thread](auto handler, Work blocking) {
+    thread->thread = std::thread([handler = std::move(handler),
+                                  blocking = std::move(blocking)]() mutable {
       std::exception_ptr error;
       std::optional<T> value;
       try {
@@ -36,12 +51,20 @@ auto run_on_thread(Work work) -> boost::asio::awaitable<decltype(work())> {
                             value = std::move(value)]() mutable {
         handler(error, std::move(value));
       });
-    }).detach();
+    });
   };
   auto operation =
       asio::async_initiate<decltype(asio::use_awaitable), void(std::exception_ptr, std::optional<T>)>(
           std::move(initiation), asio::use_awaitable, std::move(work));
-  std::optional<T> result = co_await std::move(operation);
+  std::optional<T> result;
+  std::exception_ptr failure;
+  try {
+    result = co_await std::move(operation);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  thread->thread.join();
+  if (failure) std::rethrow_exception(failure);
   co_return std::move(*result);
 }
 
