@@ -21,6 +21,7 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <string_view>
 #include <thread>
 
 #include "async/run_on_thread.hpp"
@@ -58,6 +59,10 @@ StreamerOptions resolve(StreamerOptions options) {
 
 // Shared by the streamer and, on a service's executor, by the run it started: the run may end
 // after the streamer is gone, and must find the engine still there.
+// What the others hear of a member whose stream ended before its last tensor: stopped by its
+// owner, or cancelled.
+constexpr std::string_view closed_early = "its stream was closed before the end";
+
 class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
  public:
   /// With `executor` the engine runs on it; without, on an io_context and threads of its own.
@@ -162,7 +167,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
       if (outbox_->run_ended) return;
       group = group_;
     }
-    if (group) group->report_failure("its stream was closed before the end");
+    if (group) group->report_failure(std::string(closed_early));
   }
 
   // After the run ended, waits for the broadcasts the group's threads may still be landing in
@@ -711,7 +716,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     // The others learn why from this member rather than from its lost connections.
     if (error && group_ && !failure_from_group_) {
       group_->report_failure(detail::is_operation_aborted(error)
-                                 ? "its stream was closed before the end"
+                                 ? std::string(closed_early)
                                  : detail::exception_message(error));
     }
     {
