@@ -1,10 +1,14 @@
 #pragma once
 // The version of each object a store has read, recorded at the object's first access.
 
+#include <boost/asio/awaitable.hpp>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
+
+#include "tensorstream/storage/object_store.hpp"
 
 namespace tensorstream {
 
@@ -33,5 +37,24 @@ class ObjectPins {
   mutable std::mutex mutex_;
   std::map<std::string, Version> pins_;
 };
+
+/// ObjectStore::stat() of a store that pins versions in `pins`: from the pin where it knows the
+/// object's size, else from `store.size()`, which pins the object. Every store with pins answers
+/// stat() with this; a Version tells it what it knows through two functions found beside it,
+/// `describe(version)` (for ObjectStat::version) and `pinned_size(version)` (nullopt where the
+/// response that named the version did not say the size).
+template <class Version>
+boost::asio::awaitable<ObjectStat> pinned_stat(ObjectStore& store, const ObjectPins<Version>& pins,
+                                               std::string key) {
+  std::optional<Version> pinned = pins.find(key);
+  if (pinned) {
+    if (const std::optional<std::uint64_t> size = pinned_size(*pinned)) {
+      co_return ObjectStat{*size, describe(*pinned)};
+    }
+  }
+  const std::uint64_t size = co_await store.size(key);
+  pinned = pins.find(key);
+  co_return ObjectStat{size, pinned ? describe(*pinned) : std::string()};
+}
 
 }  // namespace tensorstream

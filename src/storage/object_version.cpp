@@ -83,14 +83,4 @@ void pin_version(ObjectPins<ObjectVersion>& pins, const std::string& key, const 
   if (auto change = version_change(pinned, seen)) throw StorageError(url, std::move(*change));
 }
 
-boost::asio::awaitable<ObjectStat> pinned_stat(ObjectStore& store,
-                                               const ObjectPins<ObjectVersion>& pins,
-                                               std::string key) {
-  std::optional<ObjectVersion> pinned = pins.find(key);
-  if (pinned && pinned->size) co_return ObjectStat{*pinned->size, pinned->describe()};
-  const std::uint64_t size = co_await store.size(key);
-  pinned = pins.find(key);
-  co_return ObjectStat{size, pinned ? pinned->describe() : std::string()};
-}
-
 }  // namespace tensorstream

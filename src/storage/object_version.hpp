@@ -2,14 +2,12 @@
 // The identity of one version of a remote object, which a store pins at the object's first
 // access so that every later read can insist on the same version.
 
-#include <boost/asio/awaitable.hpp>
 #include <boost/beast/http/fields.hpp>
 #include <cstdint>
 #include <optional>
 #include <string>
 
 #include "storage/object_pins.hpp"
-#include "tensorstream/storage/object_store.hpp"
 
 namespace tensorstream {
 
@@ -63,10 +61,10 @@ std::string version_range_gone(const ObjectVersion& pinned, const std::string& a
 void pin_version(ObjectPins<ObjectVersion>& pins, const std::string& key, const std::string& url,
                  const ObjectVersion& seen);
 
-/// ObjectStore::stat() of a store that pins ObjectVersions in `pins`: from the pin where it
-/// holds the size, else from `store.size()`, which pins the object.
-boost::asio::awaitable<ObjectStat> pinned_stat(ObjectStore& store,
-                                               const ObjectPins<ObjectVersion>& pins,
-                                               std::string key);
+/// For pinned_stat(): what a pinned version says of itself and of the object's size.
+inline std::string describe(const ObjectVersion& version) { return version.describe(); }
+inline std::optional<std::uint64_t> pinned_size(const ObjectVersion& version) {
+  return version.size;
+}
 
 }  // namespace tensorstream

@@ -128,6 +128,9 @@ std::string describe(const FileVersion& version) {
          " bytes, modified " + format_time(version.modified_seconds, version.modified_nanoseconds);
 }
 
+// For pinned_stat(): a file's version always knows its size.
+std::optional<std::uint64_t> pinned_size(const FileVersion& version) { return version.size; }
+
 using FilePins = ObjectPins<FileVersion>;
 
 struct stat descriptor_status(const std::string& path, int fd) {
@@ -281,13 +284,7 @@ std::unique_ptr<ObjectWriter> FileStore::create_writer(std::string key, WriteOpt
 }
 
 boost::asio::awaitable<ObjectStat> FileStore::stat(std::string key) {
-  std::optional<FileVersion> pinned = impl_->pins->find(key);
-  if (!pinned) {
-    const std::uint64_t size = co_await this->size(key);
-    pinned = impl_->pins->find(key);
-    if (!pinned) co_return ObjectStat{size, {}};
-  }
-  co_return ObjectStat{pinned->size, describe(*pinned)};
+  return pinned_stat(*this, *impl_->pins, std::move(key));
 }
 
 boost::asio::awaitable<std::uint64_t> FileStore::size(std::string key) {
