@@ -10,6 +10,8 @@
 #include <memory>
 #include <optional>
 #include <thread>
+
+#include "tensorstream/async/library_thread.hpp"
 #include <utility>
 
 namespace tensorstream::async {
@@ -27,7 +29,7 @@ auto run_on_thread(Work work) -> boost::asio::awaitable<decltype(work())> {
   // Detached only where the caller is never resumed (its context destroyed first), which would
   // otherwise end the process.
   struct Thread {
-    std::thread thread;
+    LibraryThread thread;
     ~Thread() {
       if (thread.joinable()) thread.detach();
     }
@@ -37,8 +39,8 @@ auto run_on_thread(Work work) -> boost::asio::awaitable<decltype(work())> {
   // full-expression twice. The handler runs on the caller's executor, after this initiation
   // (which runs there too) has stored the thread.
   auto initiation = [thread](auto handler, Work blocking) {
-    thread->thread = std::thread([handler = std::move(handler),
-                                  blocking = std::move(blocking)]() mutable {
+    thread->thread = LibraryThread("ts-blocking", [handler = std::move(handler),
+                                                   blocking = std::move(blocking)]() mutable {
       std::exception_ptr error;
       std::optional<T> value;
       try {

@@ -16,13 +16,13 @@
 #include <numeric>
 #include <random>
 #include <set>
-#include <thread>
 #include <utility>
 
 #include "process_cpu.hpp"
 #include "streaming/discovery.hpp"
 #include "streaming/options_check.hpp"
 #include "streaming/run_concurrently.hpp"
+#include "tensorstream/async/library_thread.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/open_store.hpp"
 #include "tensorstream/streaming/raw_streamer.hpp"
@@ -219,8 +219,10 @@ SweepRun ceiling_run(const Url& url, const std::vector<Range>& ranges, std::size
     };
     auto done = asio::co_spawn(strand, detail::run_concurrently(workers, read_all),
                                asio::use_future);
-    std::vector<std::thread> threads;
-    for (std::size_t i = 0; i < options.io_threads; ++i) threads.emplace_back([&] { io.run(); });
+    std::vector<async::LibraryThread> threads;
+    for (std::size_t i = 0; i < options.io_threads; ++i) {
+      threads.emplace_back("ts-bench-io", [&] { io.run(); });
+    }
     const auto join = [&] {
       work.reset();
       io.stop();

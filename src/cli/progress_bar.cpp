@@ -208,7 +208,7 @@ int terminal_columns() {
 
 ProgressDisplay::ProgressDisplay(ProgressStyle style, std::function<ProgressSample()> sample)
     : sample_(std::move(sample)), renderer_(style, ProgressRenderer::Clock::now()) {
-  thread_ = std::thread([this] {
+  thread_ = async::LibraryThread("ts-progress", [this] {
     std::unique_lock lock(mutex_);
     while (!stop_requested_.wait_for(lock, redraw_interval, [this] { return stopping_; })) {
       write(renderer_.update(sample_(), ProgressRenderer::Clock::now(), terminal_columns()));

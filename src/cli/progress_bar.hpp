@@ -10,7 +10,8 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
+
+#include "tensorstream/async/library_thread.hpp"
 
 namespace tensorstream::cli {
 
@@ -114,7 +115,7 @@ class ProgressDisplay {
   std::condition_variable stop_requested_;
   bool stopping_ = false;
   bool stopped_ = false;
-  std::thread thread_;
+  async::LibraryThread thread_;
 };
 
 }  // namespace tensorstream::cli

@@ -12,6 +12,8 @@
 #include <boost/asio/io_context.hpp>
 #include <thread>
 
+#include "tensorstream/async/library_thread.hpp"
+
 namespace asio = boost::asio;
 
 namespace tensorstream::python {
@@ -21,7 +23,7 @@ struct Runner {
   asio::io_context context{1};
   asio::executor_work_guard<asio::io_context::executor_type> work{context.get_executor()};
   Runner() {
-    std::thread([this] { context.run(); }).detach();
+    async::LibraryThread("ts-py-runner", [this] { context.run(); }).detach();
   }
 };
 
@@ -35,7 +37,7 @@ struct PythonThread {
   std::thread::id id;
 
   PythonThread() {
-    std::thread thread([this] { run(); });
+    async::LibraryThread thread("ts-python", [this] { run(); });
     id = thread.get_id();
     thread.detach();
   }

@@ -29,7 +29,7 @@ boost::system::error_code read_fully(int fd, std::uint64_t offset,
 PreadReader::PreadReader(boost::asio::any_io_executor executor, std::size_t threads)
     : executor_(std::move(executor)) {
   threads_.reserve(threads);
-  for (std::size_t i = 0; i < threads; ++i) threads_.emplace_back([this] { work(); });
+  for (std::size_t i = 0; i < threads; ++i) threads_.emplace_back("ts-pread", [this] { work(); });
 }
 
 PreadReader::~PreadReader() {

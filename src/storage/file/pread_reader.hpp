@@ -5,10 +5,10 @@
 #include <cstddef>
 #include <deque>
 #include <mutex>
-#include <thread>
 #include <vector>
 
 #include "storage/file/file_reader.hpp"
+#include "tensorstream/async/library_thread.hpp"
 
 namespace tensorstream {
 
@@ -37,7 +37,7 @@ class PreadReader final : public FileReader {
   std::condition_variable wake_;
   std::deque<Job> jobs_;
   bool stopping_ = false;
-  std::vector<std::thread> threads_;
+  std::vector<async::LibraryThread> threads_;
 };
 
 }  // namespace tensorstream
