@@ -167,6 +167,7 @@ class C10dGroup final : public BroadcastGroup {
     stopping_ = true;
     pending_->notify();
     if (watcher_.joinable()) watcher_.join();
+    if (reporter_.joinable()) reporter_.join();
     // A group whose stream failed may have broadcasts waiting on peers that will never answer,
     // and the process group's destructor waits for them (each bounded by the timeout). The
     // caller, who already has the error, should not: the group winds down on a thread of its
@@ -229,16 +230,20 @@ class C10dGroup final : public BroadcastGroup {
     return result;
   }
 
+  // The store's calls go on a thread of their own: a member reports from its stream's strand,
+  // or from the thread that stops it, and neither may wait on rank 0's store. Only a member's
+  // first report can be the group's, so later ones are dropped here.
   void report_failure(const std::string& message) override {
-    if (!store_) return;
-    try {
-      if (store_->add(failure_count_key, 1) == 1) {
-        const std::string record = std::to_string(rank()) + "\n" + message;
-        store_->set(failure_key, std::vector<std::uint8_t>(record.begin(), record.end()));
+    if (!store_ || reported_.exchange(true)) return;
+    reporter_ = std::thread([this, record = std::to_string(rank()) + "\n" + message] {
+      try {
+        if (store_->add(failure_count_key, 1) == 1) {
+          store_->set(failure_key, std::vector<std::uint8_t>(record.begin(), record.end()));
+        }
+      } catch (const std::exception&) {
+        // The store went with rank 0: the others see the lost connections instead.
       }
-    } catch (const std::exception&) {
-      // The store went with rank 0: the others see the lost connections instead.
-    }
+    });
   }
 
  private:
@@ -295,6 +300,8 @@ class C10dGroup final : public BroadcastGroup {
   const std::shared_ptr<PendingBroadcasts> pending_ = std::make_shared<PendingBroadcasts>();
   std::atomic<bool> stopping_ = false;
   std::thread watcher_;
+  std::atomic<bool> reported_ = false;
+  std::thread reporter_;
 };
 
 // The device Gloo's connections bind to: GLOO_SOCKET_IFNAME's interface where set (as in

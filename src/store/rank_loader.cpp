@@ -8,11 +8,12 @@
 #include <map>
 #include <list>
 #include <span>
-#include <thread>
+#include <stop_token>
 
 #include "model/read_head_config.hpp"
 #include "streaming/discovery.hpp"
 #include "streaming/partition_layout.hpp"
+#include "tensorstream/async/library_thread.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/head_config.hpp"
 #include "tensorstream/model/partition_rules.hpp"
@@ -90,21 +91,25 @@ void prepare(ServedRank& rank, std::span<const TensorSpec> rank_tensors,
 
 // Allocates a region's pages on a thread of its own while the stream fills it: as bytes land in
 // pages already there, the stream's threads do not fault them in one at a time, which is what
-// costs the most where memory is first written (SharedRegion::populate()). Joined before the
-// region is sealed or dropped.
+// costs the most where memory is first written (SharedRegion::populate()). Stopped before the
+// region is sealed or dropped, on the server's io thread: by then the stream has written every
+// page it will, and the thread ends within one populate_step.
 class Prefault {
  public:
-  explicit Prefault(SharedRegion& region) : thread_([&region] { region.populate(); }) {}
-  ~Prefault() { wait(); }
+  explicit Prefault(SharedRegion& region)
+      : thread_("ts-populate", [&region, stop = stop_.get_token()] { region.populate(stop); }) {}
+  ~Prefault() { stop(); }
   Prefault(const Prefault&) = delete;
   Prefault& operator=(const Prefault&) = delete;
 
-  void wait() {
-    if (thread_.joinable()) thread_.join();
+  void stop() {
+    stop_.request_stop();
+    thread_.join();
   }
 
  private:
-  std::thread thread_;
+  std::stop_source stop_;
+  async::LibraryThread thread_;
 };
 
 void start(ServedRank& rank, const RankChanged& changed) {
@@ -172,7 +177,7 @@ asio::awaitable<void> load_partitioned(const std::string& source, const Url& url
       ++landed;
       changed(rank);
     }
-    prefault.wait();
+    prefault.stop();
     finish(rank, landed, source, changed);
   }
 }
@@ -236,7 +241,7 @@ asio::awaitable<void> load_cut(const std::string& source, const Url& url, Object
     }
     ++landed;
   }
-  for (auto& prefault : prefaults) prefault.wait();
+  for (auto& prefault : prefaults) prefault.stop();
   for (auto& rank : ranks) finish(rank, landed, source, changed);
 }
 

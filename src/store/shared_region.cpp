@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <limits>
 #include <system_error>
@@ -52,12 +53,18 @@ std::span<std::byte> SharedRegion::writable() {
   return {static_cast<std::byte*>(mapping_), mapping_ ? static_cast<std::size_t>(size_) : 0};
 }
 
-bool SharedRegion::populate() noexcept {
+bool SharedRegion::populate(std::stop_token stop) noexcept {
   if (mapping_ == nullptr || sealed_) return false;
 #ifndef MADV_POPULATE_WRITE
   constexpr int MADV_POPULATE_WRITE = 23;  // Linux 5.14; older headers lack it.
 #endif
-  return ::madvise(mapping_, static_cast<std::size_t>(size_), MADV_POPULATE_WRITE) == 0;
+  auto* const base = static_cast<std::byte*>(mapping_);
+  for (std::uint64_t offset = 0; offset < size_; offset += populate_step) {
+    if (stop.stop_requested()) return false;
+    const auto length = static_cast<std::size_t>(std::min(populate_step, size_ - offset));
+    if (::madvise(base + offset, length, MADV_POPULATE_WRITE) != 0) return false;
+  }
+  return true;
 }
 
 void SharedRegion::seal_read_only() {

@@ -5,10 +5,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <optional>
+#include <stop_token>
+#include <vector>
 
 #include "tensorstream/error.hpp"
 
@@ -132,6 +135,34 @@ TEST(SharedRegion, SealingFailsWhileAWorkerCanWrite) {
   }
   region.seal_read_only();
   EXPECT_TRUE(region.sealed());
+}
+
+// Pages of `bytes` in memory (mincore), which a memfd region's are once written or populated.
+std::size_t resident_pages(std::span<std::byte> bytes) {
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> pages((bytes.size() + page - 1) / page);
+  if (::mincore(bytes.data(), bytes.size(), pages.data()) != 0) {
+    throw std::runtime_error(std::strerror(errno));
+  }
+  return static_cast<std::size_t>(std::count_if(pages.begin(), pages.end(),
+                                                 [](unsigned char in) { return in & 1; }));
+}
+
+TEST(SharedRegion, PopulateAllocatesEveryPageInSteps) {
+  // Not a multiple of the step, so that the last one is short.
+  SharedRegion region("tensorstream-test-populate", 2 * SharedRegion::populate_step + 8192);
+  const std::span<std::byte> bytes = region.writable();
+  ASSERT_EQ(resident_pages(bytes), 0U);
+  if (!region.populate()) GTEST_SKIP() << "MADV_POPULATE_WRITE needs Linux 5.14";
+  EXPECT_EQ(resident_pages(bytes), bytes.size() / static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)));
+}
+
+TEST(SharedRegion, PopulateAskedToStopAllocatesNothing) {
+  SharedRegion region("tensorstream-test-populate-stopped", 2 * SharedRegion::populate_step);
+  std::stop_source stop;
+  stop.request_stop();
+  EXPECT_FALSE(region.populate(stop.get_token()));
+  EXPECT_EQ(resident_pages(region.writable()), 0U);
 }
 
 TEST(SharedRegion, DescriptorIsCloseOnExec) {
