@@ -27,15 +27,19 @@
 #include "async/run_on_thread.hpp"
 #include "byte_size.hpp"
 #include "exception_message.hpp"
-#include "streaming/group_agreement.hpp"
-#include "streaming/read_owners.hpp"
+#include "streaming/broadcast_distribution.hpp"
 #include "streaming/discovery.hpp"
+#include "streaming/group_agreement.hpp"
+#include "streaming/host_destination.hpp"
 #include "streaming/options_check.hpp"
+#include "streaming/outbox.hpp"
+#include "streaming/read_owners.hpp"
 #include "streaming/read_plan.hpp"
 #include "streaming/run_concurrently.hpp"
 #include "streaming/tensor_memory.hpp"
 #include "tensorstream/async/condition_variable.hpp"
 #include "tensorstream/async/gate.hpp"
+#include "tensorstream/async/library_thread.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
 #include "tensorstream/storage/open_store.hpp"
@@ -57,12 +61,14 @@ StreamerOptions resolve(StreamerOptions options) {
 
 }  // namespace
 
-// Shared by the streamer and, on a service's executor, by the run it started: the run may end
-// after the streamer is gone, and must find the engine still there.
 // What the others hear of a member whose stream ended before its last tensor: stopped by its
 // owner, or cancelled.
 constexpr std::string_view closed_early = "its stream was closed before the end";
 
+// The scheduler: discovers the files, plans their reads, and fetches them under the memory
+// budget into its destination, handing each read to the distribution of a distributed stream or
+// straight to the outbox. Shared by the streamer and, on a service's executor, by the run it
+// started: the run may end after the streamer is gone, and must find the engine still there.
 class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
  public:
   /// With `executor` the engine runs on it; without, on an io_context and threads of its own.
@@ -76,13 +82,14 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
         strand_(asio::make_strand(executor_)),
         store_(make_store(url_, executor_)),
         budget_(std::make_shared<MemoryBudget>(options_.memory_limit)),
-        memory_(std::make_shared<detail::TensorMemoryPool>(budget_)) {}
+        destination_(std::make_shared<detail::HostDestination>(
+            options_.placement, std::make_shared<detail::TensorMemoryPool>(budget_))) {}
 
   // Broadcasts may complete after the engine is gone (the group's work can outlast a failure):
   // from here on their completions only count down for drain_broadcasts().
   ~Engine() {
-    sink_->detach();
-    memory_->close();
+    distribution_.reset();
+    destination_->close();
   }
 
   // Whether this is a child forked after the stream was made. fork() copies none of the
@@ -124,7 +131,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
       work_guard_.emplace(own_io_->get_executor());
       threads_.reserve(options_.io_threads);
       for (std::size_t i = 0; i < options_.io_threads; ++i) {
-        threads_.emplace_back([this] { own_io_->run(); });
+        threads_.emplace_back("ts-stream-io", [this] { own_io_->run(); });
       }
     }
   }
@@ -175,7 +182,8 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
   // gone. They end within the group's timeout, and at once where the group hears the failure
   // this member reported. Past that the memory stays alive, owned by the broadcasts' jobs.
   void drain_broadcasts() {
-    const std::size_t left = sink_->wait_idle(options_.distributed.timeout);
+    if (!distribution_) return;
+    const std::size_t left = distribution_->drain(options_.distributed.timeout);
     if (left == 0) return;
     log(LogLevel::warning, [&] {
       return "streaming " + remote_path_ + ": " + std::to_string(left) + " broadcast" +
@@ -189,7 +197,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     check_process();
     // The frame's own references: the streamer may be destroyed while this is parked.
     const std::shared_ptr<Outbox> outbox = outbox_;
-    const std::shared_ptr<detail::TensorMemoryPool> memory = memory_;
+    const std::shared_ptr<detail::Destination> destination = destination_;
     const bool hand_over = options_.memory_accounting == MemoryAccounting::stream;
     Outbox::Consumer consumer(*outbox);
     std::unique_lock lock(outbox->mutex);
@@ -214,7 +222,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     consumer.done_locked();
     auto tensor = outbox->take_locked();
     lock.unlock();
-    if (tensor && hand_over) memory->detach(tensor->data);
+    if (tensor && hand_over) destination->hand_over(tensor->data);
     co_return tensor;
   }
 
@@ -229,7 +237,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     auto tensor = outbox.take_locked();
     lock.unlock();
     if (tensor && options_.memory_accounting == MemoryAccounting::stream) {
-      memory_->detach(tensor->data);
+      destination_->hand_over(tensor->data);
     }
     return tensor;
   }
@@ -280,152 +288,10 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
   const std::string& remote_path() const { return remote_path_; }
 
  private:
-  /// What the stream hands to consumers, and the state behind it, under one mutex. Both next()
-  /// and next_blocking() read it; each has its own way to park.
-  struct Outbox {
-    std::mutex mutex;
-    std::condition_variable changed;  ///< Wakes next_blocking().
-    async::ConditionVariable ready;   ///< Wakes next().
-    std::deque<StreamedTensor> tensors;
-    std::exception_ptr error;
-    bool consumer_waiting = false;
-    bool discovered = false;
-    bool run_ended = false;  ///< finish() ran: nothing of the stream runs any more.
-    std::uint64_t files_count = 0;
-    std::uint64_t tensors_total = 0;
-    std::uint64_t tensors_delivered = 0;
-    std::uint64_t tensors_yielded = 0;
-    std::uint64_t bytes_total = 0;
-    /// Tensor bytes of the chunks read to the end (a coalesced run's once it is delivered).
-    std::uint64_t bytes_landed = 0;
-    /// Everything the reads counted in bytes_landed read, gaps included.
-    std::uint64_t read_bytes_counted = 0;
-    /// The store's byte count once discovery is done: what it counts on top comes from chunks.
-    std::optional<std::uint64_t> store_bytes_before_reads;
-    std::uint64_t jobs_in_flight = 0;
-    int group_size = 1;
-    std::uint64_t broadcast_bytes = 0;
-    std::optional<std::uint64_t> blocked_request;
-    std::optional<Clock::time_point> first_tensor_at;
-    std::optional<Clock::time_point> finished_at;
-
-    /// Marks the one pending next() or next_blocking() for its scope, however it ends. Takes the
-    /// mutex itself: it lives outside the caller's lock.
-    class Consumer {
-     public:
-      explicit Consumer(Outbox& outbox) : outbox_(outbox) {
-        std::lock_guard lock(outbox.mutex);
-        if (outbox.consumer_waiting) throw StateError("next() called while another is pending");
-        outbox.consumer_waiting = true;
-      }
-      ~Consumer() {
-        std::lock_guard lock(outbox_.mutex);
-        if (!done_) outbox_.consumer_waiting = false;
-      }
-
-      /// Ends the wait under the outbox's lock, before the tensor is taken: once it holds the
-      /// tensor the consumer is no longer waiting, and a stall check between the take and the
-      /// destructor would otherwise blame it for memory it is about to release.
-      void done_locked() {
-        outbox_.consumer_waiting = false;
-        done_ = true;
-      }
-      Consumer(const Consumer&) = delete;
-      Consumer& operator=(const Consumer&) = delete;
-
-     private:
-      Outbox& outbox_;
-      bool done_ = false;
-    };
-
-    bool finished_locked() const { return discovered && tensors_delivered == tensors_total; }
-
-    bool has_news_locked() const { return error || !tensors.empty() || finished_locked(); }
-
-    // Called once has_news_locked() holds.
-    std::optional<StreamedTensor> take_locked() {
-      if (error) std::rethrow_exception(error);
-      if (tensors.empty()) return std::nullopt;
-      StreamedTensor tensor = std::move(tensors.front());
-      tensors.pop_front();
-      ++tensors_yielded;
-      return tensor;
-    }
-
-    void notify_locked() {
-      changed.notify_all();
-      ready.notify_all();
-    }
-
-    void fail_locked(std::exception_ptr failure) {
-      if (error) return;
-      error = std::move(failure);
-      notify_locked();
-    }
-  };
-
-  /// A read in progress: where its bytes land and the chunks still to land.
-  struct Job {
-    detail::PlannedRead read;
-    /// The tensor's own memory; for a coalesced run, the scratch its tensors are copied out of.
-    std::shared_ptr<std::byte> data;
-    /// A coalesced run's tensors' own memory, in the order of read.tensors.
-    std::vector<std::shared_ptr<std::byte>> copies;
-    std::uint64_t chunks_left = 0;
-    /// In a distributed stream: the member that reads it, and whether its bytes are here to
-    /// broadcast (always, on a receiver, whose bytes the broadcast lands in).
-    int owner = -1;
-    bool ready = true;
-  };
-
-  /// Where a broadcast's completion, on a thread of the group's, finds the engine, and how many
-  /// broadcasts may still write into tensor memory. Detached by stop(), after which completions
-  /// are dropped (with the memory their jobs kept alive), though still counted.
-  class BroadcastSink {
-   public:
-    explicit BroadcastSink(Engine* engine) : engine_(engine) {}
-    void detach() {
-      std::lock_guard lock(mutex_);
-      engine_ = nullptr;
-    }
-    /// Counts a broadcast about to start; its completion must come through complete().
-    void started() {
-      std::lock_guard lock(mutex_);
-      ++in_flight_;
-    }
-    void complete(std::shared_ptr<Job> job, BroadcastGroup::Outcome outcome) {
-      std::lock_guard lock(mutex_);
-      --in_flight_;
-      idle_.notify_all();
-      if (engine_ == nullptr) return;
-      // On a service's executor the handler keeps the engine, which may be on its way out
-      // (its destructor then waits for this lock to detach us).
-      std::shared_ptr<Engine> keep;
-      if (!engine_->own_io_) {
-        keep = engine_->weak_from_this().lock();
-        if (!keep) return;
-      }
-      asio::post(engine_->strand_, [engine = engine_, keep = std::move(keep), job = std::move(job),
-                                    outcome = std::move(outcome)] {
-        engine->broadcast_done(*job, outcome);
-      });
-    }
-    /// Waits up to `timeout` for every started broadcast to complete; returns how many have not.
-    std::size_t wait_idle(std::chrono::milliseconds timeout) {
-      std::unique_lock lock(mutex_);
-      idle_.wait_for(lock, timeout, [this] { return in_flight_ == 0; });
-      return in_flight_;
-    }
-
-   private:
-    std::mutex mutex_;
-    std::condition_variable idle_;
-    Engine* engine_;
-    std::size_t in_flight_ = 0;
-  };
+  using Outbox = detail::Outbox;
 
   struct ChunkTask {
-    std::shared_ptr<Job> job;
+    std::shared_ptr<detail::ReadJob> job;
     Chunk chunk;
   };
 
@@ -456,11 +322,17 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
       });
       group = co_await std::move(joining);
     }
-    if (group->size() > 1) {
-      std::lock_guard lock(outbox_->mutex);  // stop() reads group_ from the caller's thread
-      group_ = std::move(group);
-      outbox_->group_size = group_->size();
-    }
+    if (group->size() == 1) co_return;
+    // What a broadcast's completion keeps alive on its way to the strand: on a service's
+    // executor, the engine; with threads of its own, nothing, since they are joined first.
+    std::optional<std::weak_ptr<void>> owner;
+    if (!own_io_) owner = weak_from_this();
+    distribution_ = std::make_unique<detail::BroadcastDistribution>(
+        group, strand_, remote_path_,
+        [this](detail::ReadJob& job, bool fetched) { deliver(job, fetched); }, std::move(owner));
+    std::lock_guard lock(outbox_->mutex);  // stop() reads group_ from the caller's thread
+    group_ = std::move(group);
+    outbox_->group_size = group_->size();
   }
 
   // The version each file was pinned at by its header read, which the members compare: a
@@ -507,58 +379,8 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     owners_ = detail::assign_owners(reads_, group_->size());
     co_await detail::run_concurrently(
         2 + *options_.max_concurrency, [this](std::size_t i) -> asio::awaitable<void> {
-          return i == 0 ? plan() : i == 1 ? broadcast() : fetch();
+          return i == 0 ? plan() : i == 1 ? distribution_->run() : fetch();
         });
-  }
-
-  // Starts each read's broadcast in plan order once its bytes are here (on its owner) or its
-  // memory is (on a receiver), with at most max_broadcasts_in_flight of them pending.
-  asio::awaitable<void> broadcast() {
-    for (;;) {
-      co_await broadcast_changed_.wait([this] {
-        return broadcast_failure_ || (outgoing_.empty() && planning_done_) ||
-               (!outgoing_.empty() && outgoing_.front()->ready &&
-                broadcasts_in_flight_ < max_broadcasts_in_flight);
-      });
-      if (broadcast_failure_) std::rethrow_exception(broadcast_failure_);
-      if (outgoing_.empty()) break;
-      std::shared_ptr<Job> job = std::move(outgoing_.front());
-      outgoing_.pop_front();
-      ++broadcasts_in_flight_;
-      const std::span<std::byte> bytes(job->data.get(), job->read.length);
-      const int owner = job->owner;
-      sink_->started();
-      // The completion keeps its share of the job, and so of its memory, for as long as the
-      // group keeps it: until the group's work on the bytes has ended, which can be after a
-      // failure completed it.
-      group_->broadcast(bytes, owner,
-                        [sink = sink_, job = std::move(job)](BroadcastGroup::Outcome outcome) {
-                          sink->complete(job, std::move(outcome));
-                        });
-    }
-    co_await broadcast_changed_.wait(
-        [this] { return broadcast_failure_ || broadcasts_in_flight_ == 0; });
-    if (broadcast_failure_) std::rethrow_exception(broadcast_failure_);
-  }
-
-  // On the strand, when a broadcast has ended on this member.
-  void broadcast_done(Job& job, const BroadcastGroup::Outcome& outcome) {
-    --broadcasts_in_flight_;
-    broadcast_changed_.notify_all();
-    if (broadcast_failure_ || run_over_) return;
-    if (!outcome.ok) {
-      broadcast_failure_ = std::make_exception_ptr(Error(detail::broadcast_failure_message(
-          remote_path_, *group_, job.read, job.owner, outcome)));
-      failure_from_group_ = true;
-      return;
-    }
-    const bool received = job.owner != group_->rank();
-    if (received) {
-      std::lock_guard lock(outbox_->mutex);
-      outbox_->broadcast_bytes += job.read.length;
-      if (!job.read.coalesced()) outbox_->bytes_landed += job.read.length;
-    }
-    deliver(job, !received);
   }
 
   // Discovery left each name in one file only.
@@ -587,13 +409,8 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
   asio::awaitable<void> plan() {
     for (std::size_t index = 0; index < reads_.size(); ++index) {
       detail::PlannedRead& read = reads_[index];
-      // Placed tensors take none of the budget; a coalesced run's scratch always does.
-      std::vector<std::shared_ptr<std::byte>> places(read.tensors.size());
-      std::uint64_t bytes = read.memory();
-      for (std::size_t i = 0; options_.placement && i < read.tensors.size(); ++i) {
-        places[i] = options_.placement(*read.tensors[i], read.file->url);
-        if (places[i] != nullptr) bytes -= read.tensors[i]->byte_size();
-      }
+      detail::Destination::Claim claim = destination_->claim(read);
+      const std::uint64_t bytes = claim.budget_bytes;
       // Taking the memory, counting the read in flight and clearing the blocked request happen
       // together under the outbox's lock: a stall check in between would see the memory taken
       // while the read still looks blocked, and blame the consumer for it.
@@ -609,32 +426,19 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
         return true;
       };
       co_await memory_released_.wait(reserve);
-      auto job = std::make_shared<Job>();
+      auto job = std::make_shared<detail::ReadJob>();
       job->read = std::move(read);
       const std::uint64_t length = job->read.length;
-      // Each allocation gives its own bytes back to the budget: together what was acquired.
-      // Placed memory is the caller's, kept alive by its owner's share for as long as it may be
-      // written (by a broadcast still landing, too).
-      const auto place = [&](std::size_t i) -> std::shared_ptr<std::byte> {
-        if (places[i] == nullptr) return memory_->allocate(job->read.tensors[i]->byte_size());
-        return std::move(places[i]);
-      };
-      if (job->read.coalesced()) {
-        job->data = memory_->allocate(length);
-        for (std::size_t i = 0; i < job->read.tensors.size(); ++i) job->copies.push_back(place(i));
-      } else {
-        job->data = place(0);
-      }
+      destination_->land(*job, std::move(claim));
       job->chunks_left = chunk_count(length, *options_.chunk_size);
       if (job->chunks_left == 0) {
         deliver(*job);
         continue;
       }
-      if (group_) {
+      if (distribution_) {
         job->owner = owners_[index];
         job->ready = job->owner != group_->rank();
-        outgoing_.push_back(job);
-        broadcast_changed_.notify_all();
+        distribution_->add(job);
         if (job->ready) continue;
       }
       for (std::uint64_t i = 0; i < job->chunks_left; ++i) {
@@ -644,7 +448,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     }
     planning_done_ = true;
     work_available_.notify_all();
-    broadcast_changed_.notify_all();
+    if (distribution_) distribution_->planned_all();
   }
 
   // One of max_concurrency workers: takes queued chunks and reads each into its job's memory.
@@ -655,7 +459,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
       if (chunks_.empty()) co_return;
       ChunkTask task = std::move(chunks_.front());
       chunks_.pop_front();
-      Job& job = *task.job;
+      detail::ReadJob& job = *task.job;
       const std::span<std::byte> destination(job.data.get() + task.chunk.offset,
                                              task.chunk.length);
       const detail::SourceFile& file = *job.read.file;
@@ -669,9 +473,8 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
         outbox_->read_bytes_counted += task.chunk.length;
       }
       if (--job.chunks_left == 0) {
-        if (group_) {
-          job.ready = true;
-          broadcast_changed_.notify_all();
+        if (distribution_) {
+          distribution_->ready(job);
         } else {
           deliver(job);
         }
@@ -681,7 +484,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
 
   // Hands the job's tensors to consumers; a run's are first copied out of the scratch, which is
   // then released. `fetched`: read from the store here, rather than received from a member.
-  void deliver(Job& job, bool fetched = true) {
+  void deliver(detail::ReadJob& job, bool fetched = true) {
     const detail::PlannedRead& read = job.read;
     std::vector<StreamedTensor> tensors;
     std::uint64_t run_bytes = 0;
@@ -698,6 +501,10 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
       tensors.push_back({*read.tensors.front(), read.file->url, std::move(job.data)});
     }
     std::lock_guard lock(outbox_->mutex);
+    if (!fetched) {
+      outbox_->broadcast_bytes += read.length;
+      if (!read.coalesced()) outbox_->bytes_landed += read.length;
+    }
     if (read.coalesced()) {
       outbox_->bytes_landed += run_bytes;
       if (fetched) outbox_->read_bytes_counted += read.length;
@@ -712,9 +519,9 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
 
   // Runs on the strand when the root coroutine ends; the last thing the stream does.
   void finish(std::exception_ptr error) {
-    run_over_ = true;
+    if (distribution_) distribution_->end();
     // The others learn why from this member rather than from its lost connections.
-    if (error && group_ && !failure_from_group_) {
+    if (error && group_ && !(distribution_ && distribution_->failed_in_group())) {
       group_->report_failure(detail::is_operation_aborted(error)
                                  ? std::string(closed_early)
                                  : detail::exception_message(error));
@@ -766,7 +573,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_guard_;
   std::unique_ptr<ObjectStore> store_;
   std::shared_ptr<MemoryBudget> budget_;
-  std::shared_ptr<detail::TensorMemoryPool> memory_;
+  const std::shared_ptr<detail::Destination> destination_;
   asio::cancellation_signal cancellation_;
   // The run coroutine, until its completion handler has finished; the destructor waits for it.
   async::Gate running_;
@@ -778,22 +585,15 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
   std::vector<detail::PlannedRead> reads_;
   std::deque<ChunkTask> chunks_;
   bool planning_done_ = false;
-  bool run_over_ = false;
 
-  // A distributed stream's, touched only on the strand (group_ is set before the reads start).
-  static constexpr std::size_t max_broadcasts_in_flight = 4;
+  // A distributed stream's, touched only on the strand (set before the reads start).
   std::shared_ptr<BroadcastGroup> group_;
   std::vector<int> owners_;
-  std::deque<std::shared_ptr<Job>> outgoing_;
-  async::ConditionVariable broadcast_changed_;
-  std::size_t broadcasts_in_flight_ = 0;
-  std::exception_ptr broadcast_failure_;
-  bool failure_from_group_ = false;
-  const std::shared_ptr<BroadcastSink> sink_ = std::make_shared<BroadcastSink>(this);
+  std::unique_ptr<detail::BroadcastDistribution> distribution_;
 
   const std::shared_ptr<Outbox> outbox_ = std::make_shared<Outbox>();
 
-  std::vector<std::thread> threads_;
+  std::vector<async::LibraryThread> threads_;
   const pid_t pid_ = ::getpid();
 };
 

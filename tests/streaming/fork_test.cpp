@@ -14,6 +14,7 @@
 
 #include "support/files.hpp"
 #include "support/temp_dir.hpp"
+#include "tensorstream/async/library_thread.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
 #include "tensorstream/streaming/raw_streamer.hpp"
@@ -31,6 +32,8 @@ enum ChildOutcome : int {
   parent_stream_threw_something_else = 11,
   new_stream_short = 20,
   new_stream_failed = 21,
+  new_stream_left_threads = 22,
+  counted_the_parents_threads = 30,
 };
 
 // Streams everything of `path` in this process; the number of tensors and whether their bytes
@@ -82,11 +85,13 @@ TEST(StreamAfterFork, TheParentsStreamFailsAtOnceInTheChildAndANewOneWorks) {
   auto parent_stream = std::make_unique<RawStreamer>(model, options);
   auto first = parent_stream->next_blocking();
   ASSERT_TRUE(first);
+  EXPECT_GE(async::library_threads(), options.io_threads);
 
   const pid_t child = ::fork();
   ASSERT_NE(child, -1) << std::strerror(errno);
   if (child == 0) {
     int outcome = fine;
+    if (async::library_threads() != 0) ::_exit(counted_the_parents_threads);
     try {
       parent_stream->next_blocking();
       outcome = parent_stream_yielded;
@@ -99,6 +104,7 @@ TEST(StreamAfterFork, TheParentsStreamFailsAtOnceInTheChildAndANewOneWorks) {
     if (outcome == fine) {
       try {
         if (!stream_exactly(model, tensors)) outcome = new_stream_short;
+        if (async::library_threads() != 0) outcome = new_stream_left_threads;
       } catch (...) {
         outcome = new_stream_failed;
       }
@@ -115,6 +121,8 @@ TEST(StreamAfterFork, TheParentsStreamFailsAtOnceInTheChildAndANewOneWorks) {
   std::size_t rest = 0;
   while (parent_stream->next_blocking()) ++rest;
   EXPECT_EQ(rest + 1, tensors);
+  parent_stream.reset();
+  EXPECT_EQ(async::library_threads(), 0U);
 }
 
 }  // namespace
