@@ -249,7 +249,7 @@ void BM_HttpsStream(benchmark::State& state) {
   StreamerOptions options;
   options.chunk_size = static_cast<std::uint64_t>(state.range(0)) << 20;
   options.max_concurrency = static_cast<std::size_t>(state.range(1));
-  options.store.http.ca_file = environment().certificates.ca.string();
+  options.store.http().ca_file = environment().certificates.ca.string();
   const std::string key = "https chunk " + std::to_string(state.range(0)) + " MiB, concurrency " +
                           std::to_string(state.range(1));
   stream(state, key, environment().https_url(), options, "https " + curl_name(state.range(1)));
@@ -286,9 +286,9 @@ void BM_S3TlsStream(benchmark::State& state) {
   StreamerOptions options;
   options.chunk_size = 16u << 20;
   options.max_concurrency = static_cast<std::size_t>(state.range(0));
-  options.store.s3.endpoint = s3->s3rver->endpoint();
-  options.store.s3.region = "us-east-1";
-  options.store.http.ca_file = environment().certificates.ca.string();
+  options.store.s3().endpoint = s3->s3rver->endpoint();
+  options.store.s3().region = "us-east-1";
+  options.store.http().ca_file = environment().certificates.ca.string();
   stream(state, "s3 https chunk 16 MiB, concurrency " + std::to_string(state.range(0)),
          "s3://bench/model/", options, "s3rver https " + curl_name(state.range(0)));
 }
@@ -334,8 +334,8 @@ void BM_S3DownloadThenLoad(benchmark::State& state) {
 
 void BM_FileStream(benchmark::State& state) {
   StreamerOptions options;
-  options.store.file.use_io_uring = state.range(0) != 0;
-  stream(state, options.store.file.use_io_uring ? "file io_uring" : "file pread",
+  options.store.file().use_io_uring = state.range(0) != 0;
+  stream(state, options.store.file().use_io_uring ? "file io_uring" : "file pread",
          "file://" + environment().file.string(), options, "dd bs=16M");
 }
 

@@ -59,20 +59,20 @@ void add_store_flags(CLI::App& command, StoreFlags& flags) {
 
 StoreOptions apply_store_flags(const StoreFlags& flags, StoreOptions options) {
   if (flags.no_sign_request) {
-    options.s3.sign_requests = false;
-    options.gcs.anonymous = true;
+    options.s3().sign_requests = false;
+    options.gcs().anonymous = true;
   }
-  if (!flags.region.empty()) options.s3.region = flags.region;
-  if (!flags.endpoint_url.empty()) options.s3.endpoint = flags.endpoint_url;
-  if (!flags.ca_bundle.empty()) options.http.ca_file = flags.ca_bundle;
+  if (!flags.region.empty()) options.s3().region = flags.region;
+  if (!flags.endpoint_url.empty()) options.s3().endpoint = flags.endpoint_url;
+  if (!flags.ca_bundle.empty()) options.http().ca_file = flags.ca_bundle;
   if (flags.insecure) {
-    options.http.verify_peer = false;
+    options.http().verify_peer = false;
     // A warning like any other, so that -q silences it once the user has seen it.
     log(LogLevel::warning, "--insecure: TLS certificates are not verified");
   }
-  if (flags.retries) options.http.max_retries = *flags.retries;
-  if (flags.connect_timeout) options.http.connect_timeout = milliseconds(*flags.connect_timeout);
-  if (flags.timeout) options.http.read_timeout = milliseconds(*flags.timeout);
+  if (flags.retries) options.http().max_retries = *flags.retries;
+  if (flags.connect_timeout) options.http().connect_timeout = milliseconds(*flags.connect_timeout);
+  if (flags.timeout) options.http().read_timeout = milliseconds(*flags.timeout);
   return options;
 }
 

@@ -154,7 +154,7 @@ asio::awaitable<PrefetchResult> prefetch(ObjectStore& source, std::string prefix
 asio::awaitable<PrefetchResult> prefetch(ObjectStore& store, std::string prefix,
                                          fs::path local_path, PrefetchOptions options) {
   if (local_path.empty()) throw InvalidArgument("prefetch needs a local directory, not ''");
-  FileStore files(co_await asio::this_coro::executor, options.store.file);
+  FileStore files(co_await asio::this_coro::executor, options.store.file());
   auto result = co_await prefetch(store, std::move(prefix), files, directory_prefix(local_path),
                                   std::move(options));
   // Created even when there was nothing to copy.

@@ -129,30 +129,30 @@ std::optional<Enum> choice(const py::dict& options, const char* key,
 StoreOptions store_options(const py::dict& options) {
   StoreOptions store;
   if (auto endpoint = text(options, "endpoint_url")) {
-    store.s3.endpoint = *endpoint;
-    store.gcs.endpoint = *endpoint;
+    store.s3().endpoint = *endpoint;
+    store.gcs().endpoint = *endpoint;
   }
-  if (auto region = text(options, "region")) store.s3.region = *region;
+  if (auto region = text(options, "region")) store.s3().region = *region;
   static constexpr std::pair<const char*, S3Addressing> addressing_names[] = {
       {"auto", S3Addressing::automatic},
       {"virtual", S3Addressing::virtual_hosted},
       {"path", S3Addressing::path_style}};
   if (auto addressing = choice(options, "addressing", addressing_names)) {
-    store.s3.addressing = *addressing;
+    store.s3().addressing = *addressing;
   }
   if (auto anonymous = boolean(options, "anonymous")) {
-    store.s3.sign_requests = !*anonymous;
-    store.gcs.anonymous = *anonymous;
+    store.s3().sign_requests = !*anonymous;
+    store.gcs().anonymous = *anonymous;
   }
-  if (auto ca_bundle = text(options, "ca_bundle")) store.http.ca_file = *ca_bundle;
-  if (auto verify = boolean(options, "verify")) store.http.verify_peer = *verify;
-  if (auto timeout = seconds(options, "connect_timeout")) store.http.connect_timeout = *timeout;
-  if (auto timeout = seconds(options, "read_timeout")) store.http.read_timeout = *timeout;
+  if (auto ca_bundle = text(options, "ca_bundle")) store.http().ca_file = *ca_bundle;
+  if (auto verify = boolean(options, "verify")) store.http().verify_peer = *verify;
+  if (auto timeout = seconds(options, "connect_timeout")) store.http().connect_timeout = *timeout;
+  if (auto timeout = seconds(options, "read_timeout")) store.http().read_timeout = *timeout;
   if (auto retries = at_most<std::int64_t>("max_retries", non_negative(options, "max_retries"),
                                            1000)) {
-    store.http.max_retries = static_cast<int>(*retries);
+    store.http().max_retries = static_cast<int>(*retries);
   }
-  if (auto use_io_uring = boolean(options, "use_io_uring")) store.file.use_io_uring = *use_io_uring;
+  if (auto use_io_uring = boolean(options, "use_io_uring")) store.file().use_io_uring = *use_io_uring;
   return store;
 }
 

@@ -402,8 +402,8 @@ class ObjectChangeOverGcs : public ::testing::Test {
 
   StoreOptions options() const {
     StoreOptions options;
-    options.gcs.endpoint = google_.endpoint();
-    options.gcs.anonymous = true;
+    options.gcs().endpoint = google_.endpoint();
+    options.gcs().anonymous = true;
     return options;
   }
 

@@ -26,7 +26,7 @@ struct MemoryOptions {
 StoreOpener memory_opener() {
   return [](const Url& url, boost::asio::any_io_executor,
             const StoreOptions& options) -> std::unique_ptr<ObjectStore> {
-    const MemoryOptions* mine = options.extra.find<MemoryOptions>();
+    const MemoryOptions* mine = options.find<MemoryOptions>();
     if (mine == nullptr) throw InvalidArgument(url.str() + ": no MemoryOptions given");
     return std::make_unique<MemoryStore>(url.host, mine->objects);
   };
@@ -67,7 +67,7 @@ TEST(Schemes, ARegisteredBucketSchemeParsesOpensAndStreamsThroughOpenStore) {
             "local path");
 
   StoreOptions options;
-  options.extra.set(MemoryOptions{std::make_shared<const MemoryObjects>(
+  options.set(MemoryOptions{std::make_shared<const MemoryObjects>(
       MemoryObjects{{"/llama/a.bin", "0123456789"}})});
   boost::asio::io_context io;
   const auto store = open_store(Url::parse("mem://weights/"), io.get_executor(), options);

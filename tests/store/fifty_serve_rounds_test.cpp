@@ -43,7 +43,7 @@ void register_rounds_scheme() {
                      .form = UrlForm::path,
                      .open = [](const Url&, boost::asio::any_io_executor executor,
                                 const StoreOptions& options) -> std::unique_ptr<ObjectStore> {
-                       if (options.extra.find<RefuseData>()) {
+                       if (options.find<RefuseData>()) {
                          return std::make_unique<RefusingStore>(std::move(executor));
                        }
                        return std::make_unique<tensorstream::testing::ForwardingStore>(
@@ -70,7 +70,7 @@ class FiftyServeRounds : public ::testing::Test {
     options.stream.chunk_size = 64 * 1024;
     options.stream.memory_limit = 2 << 20;
     options.stream.distributed.group = group.member(member);
-    if (refusing) options.stream.store.extra.set(RefuseData{});
+    if (refusing) options.stream.store.set(RefuseData{});
     return options;
   }
 

@@ -38,9 +38,9 @@ class GcsStreaming : public gcs::testing::GcsEnvironmentTest {
   // Options reaching `google` with quick retries.
   static StreamerOptions options_for(const GcsFixtureServer& google) {
     StreamerOptions options = small_chunks();
-    options.store.gcs.endpoint = google.endpoint();
-    options.store.http.retry_base_delay = std::chrono::milliseconds(1);
-    options.store.http.retry_max_delay = std::chrono::milliseconds(5);
+    options.store.gcs().endpoint = google.endpoint();
+    options.store.http().retry_base_delay = std::chrono::milliseconds(1);
+    options.store.http().retry_max_delay = std::chrono::milliseconds(5);
     return options;
   }
 
@@ -89,7 +89,7 @@ TEST_F(GcsStreaming, RefusedTokenFailsAtOnceNamingTheObject) {
   GcsFixtureServer google({});
   upload(google, "tiny/", {.preset = "tiny"});
   StreamerOptions options = options_for(google);
-  options.store.gcs.token_provider = std::make_shared<FixedToken>("ya29.expired");
+  options.store.gcs().token_provider = std::make_shared<FixedToken>("ya29.expired");
   RawStreamer streamer("gs://models/tiny/model.safetensors", options);
   try {
     streamer.next_blocking();
@@ -106,7 +106,7 @@ TEST_F(GcsStreaming, ServiceUnavailableIsRetriedAndTheStreamIsExact) {
   GcsFixtureServer google({.fail_media_first = 3, .fail_status = 503});
   upload(google, "tiny/", {.preset = "tiny"});
   StreamerOptions options = options_for(google);
-  options.store.gcs.token_provider = std::make_shared<FixedToken>(google.issue_token());
+  options.store.gcs().token_provider = std::make_shared<FixedToken>(google.issue_token());
   RawStreamer streamer("gs://models/tiny/model.safetensors", options);
   expect_whole_model(streamer);
   EXPECT_EQ(streamer.stats().retries, 3u);
@@ -124,10 +124,10 @@ TEST_F(GcsStreaming, BackendErrorsResetsAndShortBodiesAreRetriedAndTheStreamIsEx
        .truncate_first = 2,
        .cut_after = 5000});
   StreamerOptions options = options_for(google);
-  options.store.gcs.endpoint = proxy.endpoint();
-  options.store.gcs.token_provider = std::make_shared<FixedToken>(google.issue_token());
+  options.store.gcs().endpoint = proxy.endpoint();
+  options.store.gcs().token_provider = std::make_shared<FixedToken>(google.issue_token());
   // The first reads may meet every fault in a row: the attempts allowed must outnumber them.
-  options.store.http.max_retries = 8;
+  options.store.http().max_retries = 8;
   RawStreamer streamer("gs://models/tiny/", options);
   expect_whole_model(streamer);
   EXPECT_EQ(proxy.injected(), 6);

@@ -94,7 +94,7 @@ TEST_F(HttpStreaming, StreamsByteExactOverHttpsWithTheTestsCa) {
   const auto nginx = start_https();
   if (!nginx) TENSORSTREAM_SKIP_UNLESS_CI("the openssl command is not installed");
   StreamerOptions options = small_chunks();
-  options.store.http.ca_file = certificates_.ca.string();
+  options.store.http().ca_file = certificates_.ca.string();
   RawStreamer streamer(nginx->base_url() + "/tiny/model.safetensors", options);
   expect_whole_model(streamer);
 }
@@ -103,7 +103,7 @@ TEST_F(HttpStreaming, HttpsWithAnUntrustedCaFailsNamingTheCause) {
   const auto nginx = start_https();
   if (!nginx) TENSORSTREAM_SKIP_UNLESS_CI("the openssl command is not installed");
   StreamerOptions options;
-  options.store.http.ca_file = certificates_.other_ca.string();
+  options.store.http().ca_file = certificates_.other_ca.string();
   const auto url = nginx->base_url() + "/tiny/model.safetensors";
   RawStreamer streamer(url, options);
   try {
@@ -139,8 +139,8 @@ TEST(HttpStreamingFaults, TransientFailuresAreRetriedAndTheStreamIsExact) {
   FaultServer server("/model.safetensors", tiny_model_file(),
                      {.fail_first = 2, .truncate_first = 5, .truncate_after = 1000});
   StreamerOptions options = small_chunks();
-  options.store.http.retry_base_delay = std::chrono::milliseconds(1);
-  options.store.http.throttle_base_delay = std::chrono::milliseconds(1);
+  options.store.http().retry_base_delay = std::chrono::milliseconds(1);
+  options.store.http().throttle_base_delay = std::chrono::milliseconds(1);
   RawStreamer streamer(server.base_url() + "/model.safetensors", options);
   expect_whole_model(streamer);
   EXPECT_GE(streamer.stats().retries, 2u);
@@ -150,8 +150,8 @@ TEST(HttpStreamingFaults, AlwaysTruncatedBodyFailsNamingTheCause) {
   FaultServer server("/model.safetensors", tiny_model_file(),
                      {.truncate_first = FaultServer::always, .truncate_after = 10});
   StreamerOptions options;
-  options.store.http.retry_base_delay = std::chrono::milliseconds(1);
-  options.store.http.retry_max_delay = std::chrono::milliseconds(2);
+  options.store.http().retry_base_delay = std::chrono::milliseconds(1);
+  options.store.http().retry_max_delay = std::chrono::milliseconds(2);
   RawStreamer streamer(server.base_url() + "/model.safetensors", options);
   try {
     streamer.next_blocking();
@@ -165,8 +165,8 @@ TEST(HttpStreamingFaults, AlwaysTruncatedBodyFailsNamingTheCause) {
 TEST(HttpStreamingFaults, UnreachableHostFailsQuicklyWithACause) {
   const auto port = testing::pick_free_port();
   StreamerOptions options;
-  options.store.http.retry_base_delay = std::chrono::milliseconds(1);
-  options.store.http.retry_max_delay = std::chrono::milliseconds(2);
+  options.store.http().retry_base_delay = std::chrono::milliseconds(1);
+  options.store.http().retry_max_delay = std::chrono::milliseconds(2);
   RawStreamer streamer("http://127.0.0.1:" + std::to_string(port) + "/m.safetensors", options);
   try {
     streamer.next_blocking();

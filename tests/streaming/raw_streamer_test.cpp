@@ -212,7 +212,7 @@ TEST(RawStreamer, PreadFallbackStreamsByteExactAndSaysSo) {
   TempDir dir;
   generate_synthetic_model(dir.path(), {.preset = "tiny", .shards = 2});
   StreamerOptions options = chunks_of_64_kib();
-  options.store.file.use_io_uring = false;
+  options.store.file().use_io_uring = false;
   RawStreamer streamer(dir.path().string(), options);
   for (const auto& tensor : stream_all(streamer)) expect_synthetic(tensor);
   EXPECT_EQ(streamer.stats().io_mode.rfind("pread", 0), 0u) << streamer.stats().io_mode;

@@ -35,9 +35,9 @@ class S3Streaming : public s3::testing::S3rverTest {
   }
 
   static StreamerOptions quick_retries(StreamerOptions options = small_chunks()) {
-    options.store.http.max_retries = 4;
-    options.store.http.retry_base_delay = std::chrono::milliseconds(1);
-    options.store.http.retry_max_delay = std::chrono::milliseconds(5);
+    options.store.http().max_retries = 4;
+    options.store.http().retry_base_delay = std::chrono::milliseconds(1);
+    options.store.http().retry_max_delay = std::chrono::milliseconds(5);
     return options;
   }
 };
@@ -71,7 +71,7 @@ TEST_F(S3Streaming, SlowDownResetsAndShortBodiesAreRetriedAndTheStreamIsExact) {
   set("AWS_ENDPOINT_URL", proxy.endpoint());
   // The first reads may meet every fault in a row: the attempts allowed must outnumber them.
   StreamerOptions options = quick_retries();
-  options.store.http.max_retries = 10;
+  options.store.http().max_retries = 10;
   RawStreamer streamer("s3://models/tiny/", options);
   expect_whole_model(streamer);
   EXPECT_EQ(proxy.injected(), 9);
@@ -83,7 +83,7 @@ TEST_F(S3Streaming, AStalledResponseIsAbandonedAndRetried) {
   FaultProxy proxy(s3rver_->port(), {.stall_first = 2});
   set("AWS_ENDPOINT_URL", proxy.endpoint());
   StreamerOptions options = quick_retries();
-  options.store.http.read_timeout = std::chrono::milliseconds(300);
+  options.store.http().read_timeout = std::chrono::milliseconds(300);
   RawStreamer streamer("s3://models/tiny/", options);
   expect_whole_model(streamer);
   EXPECT_EQ(proxy.injected(), 2);

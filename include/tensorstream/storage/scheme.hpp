@@ -30,7 +30,7 @@ enum class UrlForm {
 };
 
 /// Creates the store serving `url`, running its I/O on `executor`, with the caller's options;
-/// `options.extra` holds those of schemes StoreOptions has no member for.
+/// a registered scheme finds its own with `options.find<ItsOptions>()`.
 using StoreOpener = std::function<std::unique_ptr<ObjectStore>(
     const Url& url, boost::asio::any_io_executor executor, const StoreOptions& options)>;
 

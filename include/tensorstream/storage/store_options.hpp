@@ -10,15 +10,33 @@
 
 namespace tensorstream {
 
-/// Options of the object stores open_store() can create.
-struct StoreOptions {
-  HttpOptions http;        ///< The HTTP client of http(s)://, s3:// and gs://.
-  S3Options s3;            ///< s3://: region, endpoint, addressing, credentials.
-  GcsOptions gcs;          ///< gs://: endpoint, credentials.
-  FileOptions file;        ///< file:// and plain paths.
-  /// Options of the schemes a program registers (register_scheme()), one value per type: a new
-  /// backend brings its own options type instead of a member here.
-  OptionsBag extra;
+/// Options of the object stores open_store() can create: one value per backend's options type,
+/// so that a backend added to the library, or registered by a program (register_scheme()),
+/// brings its own type and changes neither this class's members nor its layout:
+///
+///     StoreOptions options;
+///     options.s3().region = "eu-west-1";
+///     options.http().max_retries = 3;
+///     options.get<VaultOptions>().token = "...";  // a registered scheme's
+///
+/// Options never set are the type's defaults.
+class StoreOptions : public OptionsBag {
+ public:
+  /// The HTTP client of http(s)://, s3:// and gs://.
+  HttpOptions& http() { return get<HttpOptions>(); }
+  const HttpOptions& http() const { return get<HttpOptions>(); }
+
+  /// s3://: region, endpoint, addressing, credentials.
+  S3Options& s3() { return get<S3Options>(); }
+  const S3Options& s3() const { return get<S3Options>(); }
+
+  /// gs://: endpoint, credentials.
+  GcsOptions& gcs() { return get<GcsOptions>(); }
+  const GcsOptions& gcs() const { return get<GcsOptions>(); }
+
+  /// file:// and plain paths.
+  FileOptions& file() { return get<FileOptions>(); }
+  const FileOptions& file() const { return get<FileOptions>(); }
 };
 
 }  // namespace tensorstream

@@ -404,7 +404,7 @@ std::string FileStore::io_uring_unavailable_reason() {
 
 std::unique_ptr<ObjectStore> open_file_store(const Url&, boost::asio::any_io_executor executor,
                                              const StoreOptions& options) {
-  return std::make_unique<FileStore>(std::move(executor), options.file);
+  return std::make_unique<FileStore>(std::move(executor), options.file());
 }
 
 }  // namespace tensorstream

@@ -186,7 +186,7 @@ std::unique_ptr<ObjectWriter> GcsStore::create_writer(std::string key, WriteOpti
 
 std::unique_ptr<ObjectStore> open_gcs_store(const Url& url, boost::asio::any_io_executor executor,
                                             const StoreOptions& options) {
-  return std::make_unique<GcsStore>(std::move(executor), url, options.http, options.gcs);
+  return std::make_unique<GcsStore>(std::move(executor), url, options.http(), options.gcs());
 }
 
 }  // namespace tensorstream

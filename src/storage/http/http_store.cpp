@@ -83,7 +83,7 @@ StoreStats HttpStore::stats() const { return impl_->client.stats(); }
 
 std::unique_ptr<ObjectStore> open_http_store(const Url& url, boost::asio::any_io_executor executor,
                                              const StoreOptions& options) {
-  return std::make_unique<HttpStore>(std::move(executor), url, options.http);
+  return std::make_unique<HttpStore>(std::move(executor), url, options.http());
 }
 
 }  // namespace tensorstream

@@ -211,7 +211,7 @@ StoreStats S3Store::stats() const { return impl_->client->stats(); }
 
 std::unique_ptr<ObjectStore> open_s3_store(const Url& url, boost::asio::any_io_executor executor,
                                            const StoreOptions& options) {
-  return std::make_unique<S3Store>(std::move(executor), url, options.http, options.s3);
+  return std::make_unique<S3Store>(std::move(executor), url, options.http(), options.s3());
 }
 
 }  // namespace tensorstream
