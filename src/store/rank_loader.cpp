@@ -83,6 +83,8 @@ void prepare(ServedRank& rank, std::span<const TensorSpec> rank_tensors,
                                                 layout.manifest.regions.at(0).bytes);
   if (layout.manifest.regions.size() > 1) {
     rank.kv_cache.emplace(name + "-kv-cache", layout.manifest.regions.at(1).bytes);
+    // Workers write the cache, but none may resize or seal it under the others.
+    rank.kv_cache->seal_size();
   }
   rank.bytes = 0;
   for (const auto& placement : layout.placements) rank.bytes += placement.bytes;

@@ -80,6 +80,12 @@ void SharedRegion::seal_read_only() {
   map(PROT_READ);
 }
 
+void SharedRegion::seal_size() {
+  if (::fcntl(fd_.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    fail("sealing its size (F_ADD_SEALS)", errno);
+  }
+}
+
 void SharedRegion::map(int protection) {
   if (size_ == 0) return;
   void* mapping = ::mmap(nullptr, size_, protection, MAP_SHARED, fd_.get(), 0);

@@ -51,6 +51,13 @@ class TENSORSTREAM_API SharedRegion {
   /// someone else holds a writable mapping); the region stays writable when sealing fails.
   void seal_read_only();
 
+  /// Fixes the region's size for good, leaving it writable: adds F_SEAL_SHRINK, F_SEAL_GROW and
+  /// F_SEAL_SEAL, so that no holder of the descriptor can truncate it under another's mapping
+  /// (which would kill that one with SIGBUS) or seal it against the others' writes. For regions
+  /// that workers share and write, such as a KV cache. Throws StorageError naming the region and
+  /// the errno text when the seals cannot be added.
+  void seal_size();
+
   /// Whether seal_read_only() succeeded.
   bool sealed() const noexcept { return sealed_; }
 
