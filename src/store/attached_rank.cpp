@@ -3,8 +3,14 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -140,25 +146,79 @@ std::shared_ptr<const void> AttachedRank::keep_alive() const noexcept { return s
 
 namespace {
 
+using AttachClock = std::chrono::steady_clock;
+
 constexpr std::chrono::seconds transfer_margin{10};
+constexpr std::chrono::milliseconds first_pause{5};
+constexpr std::chrono::milliseconds longest_pause{200};
+
+// The tries of one attach: how long each may let the server wait for the rank, and how long to
+// pause after a server that was not there or too busy.
+class Tries {
+ public:
+  Tries(std::string where, std::chrono::milliseconds timeout)
+      : where_(std::move(where)), timeout_(timeout), deadline_(AttachClock::now() + timeout) {}
+
+  // What is left of the timeout, for the next request.
+  std::chrono::milliseconds left() const {
+    return std::max(std::chrono::milliseconds(0),
+                    std::chrono::ceil<std::chrono::milliseconds>(deadline_ - AttachClock::now()));
+  }
+
+  // The pause before trying again after `error`; rethrows it, saying how long this attach
+  // waited, when the pause would end past the timeout.
+  std::chrono::milliseconds pause_after(const ServerUnavailable& error) {
+    const std::chrono::milliseconds pause = pause_;
+    pause_ = std::min(pause_ * 2, longest_pause);
+    if (AttachClock::now() + pause <= deadline_) return pause;
+    if (timeout_.count() == 0) throw error;
+    throw ServerUnavailable(where_, error.cause() + "; gave up after waiting " +
+                                        std::to_string(timeout_.count()) + " ms");
+  }
+
+ private:
+  const std::string where_;
+  const std::chrono::milliseconds timeout_;
+  const AttachClock::time_point deadline_;
+  std::chrono::milliseconds pause_ = first_pause;
+};
 
 }  // namespace
 
 AttachedRank attach(const std::filesystem::path& socket_path, std::uint32_t rank,
                     const AttachOptions& options) {
-  ReceivedReply reply = request(socket_path, attach_request(rank, options.timeout),
-                                options.timeout + transfer_margin, options.max_reply_bytes);
-  return AttachedRank(std::move(reply), socket_path.string(), options.private_weights);
+  Tries tries(socket_path.string(), options.timeout);
+  for (;;) {
+    try {
+      const std::chrono::milliseconds left = tries.left();
+      ReceivedReply reply = request(socket_path, attach_request(rank, left),
+                                    left + transfer_margin, options.max_reply_bytes);
+      return AttachedRank(std::move(reply), socket_path.string(), options.private_weights);
+    } catch (const ServerUnavailable& error) {
+      std::this_thread::sleep_for(tries.pause_after(error));
+    }
+  }
 }
 
 boost::asio::awaitable<AttachedRank> async_attach(std::filesystem::path socket_path,
                                                   std::uint32_t rank, AttachOptions options) {
   const std::string where = socket_path.string();
-  std::string request_json = attach_request(rank, options.timeout);
-  const std::chrono::milliseconds timeout = options.timeout + transfer_margin;
-  ReceivedReply reply = co_await async_request(std::move(socket_path), std::move(request_json),
-                                               timeout, options.max_reply_bytes);
-  co_return AttachedRank(std::move(reply), where, options.private_weights);
+  Tries tries(where, options.timeout);
+  for (;;) {
+    std::chrono::milliseconds pause{0};
+    try {
+      const std::chrono::milliseconds left = tries.left();
+      std::string request_json = attach_request(rank, left);
+      ReceivedReply reply = co_await async_request(socket_path, std::move(request_json),
+                                                   left + transfer_margin,
+                                                   options.max_reply_bytes);
+      co_return AttachedRank(std::move(reply), where, options.private_weights);
+    } catch (const ServerUnavailable& error) {
+      pause = tries.pause_after(error);
+    }
+    boost::asio::steady_timer timer(co_await boost::asio::this_coro::executor, pause);
+    co_await timer.async_wait(boost::asio::use_awaitable);
+  }
 }
 
 }  // namespace tensorstream::store

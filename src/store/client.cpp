@@ -33,14 +33,14 @@ std::string milliseconds(std::chrono::milliseconds duration) {
   return std::to_string(duration.count()) + " ms";
 }
 
-StorageError connect_failure(const std::string& path, int error) {
+// Throws the failure to connect to the server at `path`.
+[[noreturn]] void throw_connect_failure(const std::string& path, int error) {
   switch (error) {
-    case ENOENT: return StorageError(path, "no server is listening (no socket file)", true);
-    case ECONNREFUSED:
-      return StorageError(path, "no server is listening (connection refused)", true);
-    case EAGAIN: return StorageError(path, "the server accepts no connection (backlog full)", true);
+    case ENOENT: throw ServerUnavailable(path, "no server is listening (no socket file)");
+    case ECONNREFUSED: throw ServerUnavailable(path, "no server is listening (connection refused)");
+    case EAGAIN: throw ServerUnavailable(path, "the server accepts no connection (backlog full)");
     default:
-      return StorageError(
+      throw StorageError(
           path, "cannot connect: " + std::error_code(error, std::system_category()).message());
   }
 }
@@ -82,6 +82,9 @@ ReceivedReply checked_reply(const std::string& path, Message message) {
     if (reply["kind"].get_string().get(kind) != simdjson::SUCCESS) kind = {};
     bool transient = false;
     if (reply["transient"].get_bool().get(transient) != simdjson::SUCCESS) transient = false;
+    bool unavailable = false;
+    if (reply["unavailable"].get_bool().get(unavailable) != simdjson::SUCCESS) unavailable = false;
+    if (unavailable) throw ServerUnavailable(path, std::string(text));
     throw_error_reply(path, text, kind, transient);
   }
   return {std::move(message.json), std::move(message.fds)};
@@ -92,7 +95,7 @@ asio::awaitable<void> exchange(Socket& socket, std::string path, std::string_vie
   const asio::local::stream_protocol::endpoint endpoint(path);
   auto [connect_error] =
       co_await socket.async_connect(endpoint, asio::as_tuple(asio::use_awaitable));
-  if (connect_error) throw connect_failure(path, connect_error.value());
+  if (connect_error) throw_connect_failure(path, connect_error.value());
   MessageSender sender(request_json, {});
   try {
     co_await async_send(socket, sender);
@@ -159,7 +162,7 @@ ReceivedReply request(const std::filesystem::path& socket_path, std::string_view
                       static_cast<suseconds_t>(connect_limit.count() % 1000 * 1000)};
   ::setsockopt(socket.get(), SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof(limit));
   if (::connect(socket.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
-    throw connect_failure(path, errno);
+    throw_connect_failure(path, errno);
   }
   Message reply;
   try {

@@ -110,8 +110,10 @@ bool MessageReceiver::receive_some(int socket) {
     header.msg_iov = &data;
     header.msg_iovlen = 1;
     ControlBuffer control;
-    header.msg_control = control.bytes;
-    header.msg_controllen = sizeof(control.bytes);
+    if (takes_descriptors_) {
+      header.msg_control = control.bytes;
+      header.msg_controllen = sizeof(control.bytes);
+    }
     const ssize_t received = ::recvmsg(socket, &header, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
     if (received < 0) {
       if (errno == EINTR) continue;
@@ -128,6 +130,9 @@ bool MessageReceiver::receive_some(int socket) {
         std::memcpy(&fd, CMSG_DATA(part) + i * sizeof(int), sizeof(int));
         fds_.emplace_back(fd);
       }
+    }
+    if ((header.msg_flags & MSG_CTRUNC) != 0 && !takes_descriptors_) {
+      throw FormatError("a request carries no descriptors, and this one came with some");
     }
     if ((header.msg_flags & MSG_CTRUNC) != 0) {
       throw FormatError("a message carried more descriptors than fit in one (at most " +

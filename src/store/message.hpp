@@ -48,12 +48,18 @@ class MessageSender {
 class MessageReceiver {
  public:
   /// @param limit the longest JSON text accepted.
-  explicit MessageReceiver(std::size_t limit) : limit_(limit) {}
+  /// @param takes_descriptors whether descriptors may come with the message (a reply's). Where
+  ///   not (a request, on the server), the receiver offers no room for any: the kernel closes
+  ///   whatever a peer sends before it reaches this process, and the message is refused, so no
+  ///   peer can fill the server's descriptor table.
+  explicit MessageReceiver(std::size_t limit, bool takes_descriptors = true)
+      : limit_(limit), takes_descriptors_(takes_descriptors) {}
 
   /// Receives what is available now, without blocking; descriptors arrive close-on-exec.
   /// @returns whether the whole message is here.
-  /// @throws FormatError when the length prefix is over the limit or descriptors were lost;
-  ///   boost::system::system_error on a socket error, or `eof` when the peer closed first.
+  /// @throws FormatError when the length prefix is over the limit, descriptors were lost, or
+  ///   came where none are taken; boost::system::system_error on a socket error, or `eof` when
+  ///   the peer closed first.
   bool receive_some(int socket);
 
   /// The complete message; call once receive_some() returned true.
@@ -61,6 +67,7 @@ class MessageReceiver {
 
  private:
   std::size_t limit_;
+  bool takes_descriptors_;
   unsigned char prefix_[4] = {};
   std::size_t prefix_received_ = 0;
   std::string body_;

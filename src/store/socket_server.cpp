@@ -120,6 +120,7 @@ struct SocketServerState {
   asio::cancellation_signal accept_cancel;
   std::uint64_t next_connection = 0;
   std::map<std::uint64_t, std::shared_ptr<asio::cancellation_signal>> connections;
+  std::map<pid_t, std::size_t> connections_by_process;
 
   void bind() {
     const sockaddr_un address = unix_address(path);
@@ -207,7 +208,7 @@ asio::awaitable<std::optional<Reply>> answer(State& state, Socket& socket,
                          ErrorKind::access_denied);
   }
 
-  MessageReceiver receiver(max_request_bytes);
+  MessageReceiver receiver(max_request_bytes, false);
   std::string invalid;
   try {
     auto receiving = async_receive(socket, receiver);
@@ -250,8 +251,7 @@ asio::awaitable<std::optional<Reply>> answer(State& state, Socket& socket,
   co_return reply;
 }
 
-asio::awaitable<void> serve(State& state, Socket& socket) {
-  const PeerCredentials peer = peer_credentials(socket.native_handle());
+asio::awaitable<void> serve(State& state, Socket& socket, const PeerCredentials& peer) {
   std::optional<Reply> reply = co_await answer(state, socket, peer);
   if (!reply) co_return;
   std::optional<MessageSender> sender;
@@ -270,12 +270,13 @@ asio::awaitable<void> serve(State& state, Socket& socket) {
   }
 }
 
-asio::awaitable<void> connection(std::shared_ptr<State> state, Socket socket) {
+asio::awaitable<void> connection(std::shared_ptr<State> state, Socket socket,
+                                 PeerCredentials peer) {
   // stop() may have run between the accept and this start; it waits only for what entered.
   if (state->stopping) co_return;
   const async::Gate::Holder holder(state->gate);
   try {
-    co_await serve(*state, socket);
+    co_await serve(*state, socket, peer);
   } catch (const std::exception& error) {
     // Hang-ups, resets, stop(): the connection is over either way.
     log(LogLevel::debug,
@@ -285,23 +286,41 @@ asio::awaitable<void> connection(std::shared_ptr<State> state, Socket socket) {
   socket.close(ignored);
 }
 
-void spawn_connection(const std::shared_ptr<State>& state, Socket socket) {
+void spawn_connection(const std::shared_ptr<State>& state, Socket socket,
+                      const PeerCredentials& peer) {
   const std::uint64_t id = state->next_connection++;
   auto signal = std::make_shared<asio::cancellation_signal>();
   state->connections.emplace(id, signal);
+  ++state->connections_by_process[peer.pid];
   // The handler holds the signal: co_spawn in Boost 1.81 may touch the slot until it ran.
-  auto finished = [state, id, signal](const std::exception_ptr&) { state->connections.erase(id); };
-  asio::co_spawn(state->strand, connection(state, std::move(socket)),
+  auto finished = [state, id, signal, pid = peer.pid](const std::exception_ptr&) {
+    state->connections.erase(id);
+    const auto process = state->connections_by_process.find(pid);
+    if (--process->second == 0) state->connections_by_process.erase(process);
+  };
+  asio::co_spawn(state->strand, connection(state, std::move(socket), peer),
                  asio::bind_cancellation_slot(
                      signal->slot(), asio::bind_executor(state->strand, std::move(finished))));
 }
 
-// One over the limit gets its error without a coroutine: the reply is small and the new
-// socket's buffer empty, so one non-blocking send delivers it.
-void refuse_busy(State& state, Socket& socket) {
-  const std::string reply = error_reply(
-      "too many connections (at most " + std::to_string(state.options.max_connections) + ")",
-      ErrorKind::storage, true);
+// The reason to turn a new connection from `peer` away, if any.
+std::optional<std::string> too_many(const State& state, const PeerCredentials& peer) {
+  if (state.connections.size() >= state.options.max_connections) {
+    return "too many connections (at most " + std::to_string(state.options.max_connections) + ")";
+  }
+  const auto process = state.connections_by_process.find(peer.pid);
+  if (process != state.connections_by_process.end() &&
+      process->second >= state.options.max_connections_per_process) {
+    return "too many connections from process " + std::to_string(peer.pid) + " (at most " +
+           std::to_string(state.options.max_connections_per_process) + ")";
+  }
+  return std::nullopt;
+}
+
+// One over a limit gets its error without a coroutine: the reply is small and the new socket's
+// buffer empty, so one non-blocking send delivers it.
+void refuse_busy(Socket& socket, const std::string& reason) {
+  const std::string reply = unavailable_reply(reason);
   try {
     MessageSender sender(reply, {});
     sender.send_some(socket.native_handle());
@@ -324,11 +343,17 @@ asio::awaitable<void> accept_loop(std::shared_ptr<State> state) {
       co_await pause.async_wait(asio::use_awaitable);
       continue;
     }
-    if (state->connections.size() >= state->options.max_connections) {
-      refuse_busy(*state, socket);
+    PeerCredentials peer;
+    try {
+      peer = peer_credentials(socket.native_handle());
+    } catch (const boost::system::system_error&) {
+      continue;  // Gone already.
+    }
+    if (const auto reason = too_many(*state, peer)) {
+      refuse_busy(socket, *reason);
       continue;
     }
-    spawn_connection(state, std::move(socket));
+    spawn_connection(state, std::move(socket), peer);
   }
 }
 
@@ -342,8 +367,9 @@ asio::awaitable<void> close_and_wait(std::shared_ptr<State> state) {
 SocketServer::SocketServer(asio::any_io_executor executor, SocketServerOptions options,
                            Handler handler) {
   if (!handler) throw InvalidArgument("the store server needs a request handler");
-  if (options.max_connections == 0) {
-    throw InvalidArgument(options.path.string() + ": max_connections must be at least 1");
+  if (options.max_connections == 0 || options.max_connections_per_process == 0) {
+    throw InvalidArgument(options.path.string() +
+                          ": max_connections and max_connections_per_process must be at least 1");
   }
   state_ = std::make_shared<State>(std::move(executor), std::move(options), std::move(handler));
   state_->bind();

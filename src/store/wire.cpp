@@ -75,6 +75,12 @@ std::string error_reply(std::string_view message, ErrorKind kind, bool transient
   return reply;
 }
 
+std::string unavailable_reply(std::string_view message) {
+  std::string reply = error_reply(message, ErrorKind::storage, true);
+  reply.insert(reply.size() - 1, ",\"unavailable\":true");
+  return reply;
+}
+
 std::string error_reply(const std::exception_ptr& error) {
   try {
     std::rethrow_exception(error);

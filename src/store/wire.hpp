@@ -21,6 +21,11 @@ std::string error_reply(std::string_view message, ErrorKind kind, bool transient
 /// StorageError whether it is transient.
 std::string error_reply(const std::exception_ptr& error);
 
+/// The error reply to a connection the server turns away before taking its request (too many
+/// connections): transient, and marked "unavailable" so that a client tries again
+/// (ServerUnavailable).
+std::string unavailable_reply(std::string_view message);
+
 /// Throws the tensorstream exception an error reply of `kind_name` (error_kind_name()) stands
 /// for, its message `socket_path: message`; a StorageError keeps `transient`.
 [[noreturn]] void throw_error_reply(const std::string& socket_path, std::string_view message,

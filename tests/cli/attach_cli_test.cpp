@@ -70,12 +70,13 @@ TEST_F(AttachCliTest, TextLines) {
   EXPECT_EQ(lines_of(result.out), expected);
 }
 
-TEST_F(AttachCliTest, NoServerNamesTheSocket) {
-  const auto result = run_cli({"attach", socket_path_.string(), "--rank", "0"});
+TEST_F(AttachCliTest, NoServerNamesTheSocketOnceTheTimeoutHasPassed) {
+  const auto result = run_cli({"attach", socket_path_.string(), "--rank", "0", "--timeout", "0.3"});
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_EQ(result.out, "");
   EXPECT_EQ(result.err, "tensorstream: error: " + socket_path_.string() +
-                            ": no server is listening (no socket file)\n");
+                            ": no server is listening (no socket file); gave up after waiting "
+                            "300 ms\n");
 }
 
 TEST_F(AttachCliTest, ShortRegionIsARuntimeError) {

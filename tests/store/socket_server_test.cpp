@@ -5,8 +5,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -144,7 +146,7 @@ TEST_F(StoreServerTest, MalformedRequestsGetAnErrorReplyAndTheServerGoesOn) {
   }
 }
 
-TEST_F(StoreServerTest, DescriptorsSentWithARequestAreClosed) {
+TEST_F(StoreServerTest, ARequestCarryingDescriptorsIsRefusedAndTheyNeverReachTheServer) {
   const std::size_t before = open_descriptors();
   start();
   {
@@ -153,10 +155,84 @@ TEST_F(StoreServerTest, DescriptorsSentWithARequestAreClosed) {
     const int fds[] = {passed.get(), passed.get(), passed.get()};
     send_message(client.get(), "{\"op\":\"status\"}", fds,
                  std::chrono::steady_clock::now() + patience);
-    EXPECT_EQ(reply_then_close(client.get()).json, status_json);
+    EXPECT_EQ(reply_then_close(client.get()).json,
+              reply_json("a request carries no descriptors, and this one came with some",
+                         "invalid_argument"));
   }
   stop();
   EXPECT_EQ(open_descriptors(), before);
+  EXPECT_TRUE(requests().empty());
+}
+
+// Sends the first byte of a request with `count` copies of `fd`, and nothing more.
+void send_first_byte_with(int socket, int fd, std::size_t count) {
+  std::vector<int> fds(count, fd);
+  std::vector<unsigned char> control(CMSG_SPACE(sizeof(int) * count));
+  char byte = 16;
+  iovec data{&byte, 1};
+  msghdr header{};
+  header.msg_iov = &data;
+  header.msg_iovlen = 1;
+  header.msg_control = control.data();
+  header.msg_controllen = control.size();
+  cmsghdr* rights = CMSG_FIRSTHDR(&header);
+  rights->cmsg_level = SOL_SOCKET;
+  rights->cmsg_type = SCM_RIGHTS;
+  rights->cmsg_len = CMSG_LEN(sizeof(int) * count);
+  std::memcpy(CMSG_DATA(rights), fds.data(), sizeof(int) * count);
+  ASSERT_EQ(::sendmsg(socket, &header, MSG_NOSIGNAL), 1) << std::strerror(errno);
+}
+
+TEST_F(StoreServerTest, StalledPeersSendingDescriptorsLeaveTheServerBoundedAndAttachable) {
+#ifdef __SANITIZE_THREAD__
+  GTEST_SKIP() << "TSan stops a child of a threaded process that starts threads (die_after_fork)";
+#endif
+  start();
+  const UniqueFd memfd = memfd_with("hoarded");
+  const std::size_t before = open_descriptors();
+  // Each stalls after one byte that carries the most descriptors a message can: without room
+  // for them, the kernel closes them on the server's side as the byte is read.
+  constexpr std::size_t peers = 400;
+  std::vector<UniqueFd> clients;
+  for (std::size_t i = 0; i < peers; ++i) {
+    clients.push_back(connect_raw(socket_path_));
+    send_first_byte_with(clients.back().get(), memfd.get(), max_reply_descriptors);
+  }
+  // This process's own: its connections, the server's side of the ones it serves (at most 8
+  // from one process; the rest are turned away at once), and a few of the server's own.
+  const std::size_t served = SocketServerOptions{}.max_connections_per_process;
+  EXPECT_LE(open_descriptors(), before + peers + served + 4);
+  // Each is answered at once, and none is left holding a connection: refused for the
+  // descriptors its byte carried, or turned away while the server's connections from this
+  // process were all taken.
+  const std::string refused = reply_json(
+      "a request carries no descriptors, and this one came with some", "invalid_argument");
+  const std::string turned_away =
+      "{\"error\":\"too many connections from process " + std::to_string(::getpid()) +
+      " (at most " + std::to_string(served) +
+      ")\",\"kind\":\"storage\",\"transient\":true,\"unavailable\":true}";
+  std::size_t refusals = 0;
+  for (const auto& client : clients) {
+    const std::string reply = reply_then_close(client.get()).json;
+    EXPECT_TRUE(reply == refused || reply == turned_away) << reply;
+    refusals += reply == refused;
+  }
+  EXPECT_GE(refusals, 1U);
+  EXPECT_TRUE(requests().empty());
+  // Another process is served meanwhile.
+  const pid_t child = ::fork();
+  ASSERT_NE(child, -1);
+  if (child == 0) {
+    try {
+      const ReceivedReply reply = request(socket_path_, attach_request(1, patience), patience);
+      ::_exit(reply.fds.size() == 2 ? 0 : 1);
+    } catch (...) {
+      ::_exit(2);
+    }
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
 }
 
 TEST_F(StoreServerTest, SilentAndStalledClientsAreDisconnectedAtTheDeadline) {
@@ -240,14 +316,35 @@ TEST_F(StoreServerTest, OneConnectionOverTheLimitIsTurnedAway) {
   hold_.await_waiting(1);
   const UniqueFd extra = connect_raw(socket_path_);
   EXPECT_EQ(reply_then_close(extra.get()).json,
-            reply_json("too many connections (at most 1)", "storage", true));
+            "{\"error\":\"too many connections (at most 1)\",\"kind\":\"storage\","
+            "\"transient\":true,\"unavailable\":true}");
   const auto error =
-      thrown<StorageError>([&] { request(socket_path_, status_request(), patience); });
+      thrown<ServerUnavailable>([&] { request(socket_path_, status_request(), patience); });
   EXPECT_STREQ(error.what(),
                (socket_path_.string() + ": too many connections (at most 1)").c_str());
   EXPECT_TRUE(error.transient());
   hold_.release();
   EXPECT_EQ(reply_then_close(waiting.get()).json, attach_json(0));
+  expect_attach_works(socket_path_, 1);
+}
+
+TEST_F(StoreServerTest, OneProcessCannotHoldMoreThanItsShareOfConnections) {
+  SocketServerOptions options = this->options();
+  options.max_connections_per_process = 2;
+  start(options, default_handler());
+  const UniqueFd first = connect_raw(socket_path_);
+  const UniqueFd second = connect_raw(socket_path_);
+  write_raw(first.get(), framed("{\"op\":\"attach\",\"rank\":5}"));
+  write_raw(second.get(), framed("{\"op\":\"attach\",\"rank\":5}"));
+  hold_.await_waiting(2);
+  const auto error =
+      thrown<ServerUnavailable>([&] { request(socket_path_, status_request(), patience); });
+  EXPECT_EQ(std::string(error.what()), socket_path_.string() +
+                                           ": too many connections from process " +
+                                           std::to_string(::getpid()) + " (at most 2)");
+  hold_.release();
+  EXPECT_EQ(reply_then_close(first.get()).json, attach_json(0));
+  EXPECT_EQ(reply_then_close(second.get()).json, attach_json(0));
   expect_attach_works(socket_path_, 1);
 }
 

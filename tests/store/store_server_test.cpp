@@ -93,6 +93,35 @@ TEST_F(StoreServerLoad, AnAttachBeforeLoadingWaitsAndGetsTheLoadedRank) {
 }
 
 // `tensorstream shard`'s rank files, without a config.json: served as stored, fused.
+TEST_F(StoreServerLoad, AnAttachStartedBeforeTheServerWaitsForItsSocket) {
+  std::optional<ServedModel> served;
+  std::thread starter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    served.emplace(raw().string(), options(2));
+    served->start_loading();
+  });
+  const AttachedRank rank = attach(socket(), 1, {.timeout = std::chrono::seconds(30)});
+  starter.join();
+  expect_bytes(rank, "model.norm.weight", expected("model.norm.weight", 2, 1));
+}
+
+TEST_F(StoreServerLoad, AnAttachGivesUpOnAMissingServerAtItsTimeoutSayingSo) {
+  const auto waited = [&](std::chrono::milliseconds timeout) {
+    try {
+      attach(socket(), 0, {.timeout = timeout});
+    } catch (const ServerUnavailable& error) {
+      EXPECT_TRUE(error.transient());
+      return std::string(error.what());
+    }
+    return std::string("attached");
+  };
+  EXPECT_EQ(waited(std::chrono::milliseconds(0)),
+            socket().string() + ": no server is listening (no socket file)");
+  EXPECT_EQ(waited(std::chrono::milliseconds(200)),
+            socket().string() +
+                ": no server is listening (no socket file); gave up after waiting 200 ms");
+}
+
 TEST_F(StoreServerLoad, RankFilesAreServedAsTheyAreStored) {
   ShardOptions shard;
   shard.tensor_parallel_size = 2;

@@ -82,14 +82,18 @@ class TENSORSTREAM_API AttachedRank {
 };
 
 /// Attaches to `rank` of the server at `socket_path`: request(attach_request(rank, timeout))
-/// then AttachedRank. Blocks the calling thread.
-/// @throws what request() throws (StorageError when no server listens, the server's error
-///   reply as its exception, ...) and what AttachedRank's constructor throws.
+/// then AttachedRank. Blocks the calling thread. A server that is not there yet (no socket
+/// file, nobody listening) or turns the connection away (too many) is asked again, at growing
+/// intervals up to 200 ms, until `options.timeout` has passed; the time spent so comes off the
+/// wait for the rank to load.
+/// @throws ServerUnavailable when no server took the request within the timeout, saying how long
+///   it waited; what request() throws otherwise (the server's error reply as its exception, ...)
+///   and what AttachedRank's constructor throws.
 TENSORSTREAM_API
 AttachedRank attach(const std::filesystem::path& socket_path, std::uint32_t rank,
                     const AttachOptions& options = {});
 
-/// attach() as a coroutine (async_request): suspends instead of blocking.
+/// attach() as a coroutine (async_request): suspends instead of blocking, also between tries.
 TENSORSTREAM_API
 boost::asio::awaitable<AttachedRank> async_attach(std::filesystem::path socket_path,
                                                   std::uint32_t rank, AttachOptions options = {});

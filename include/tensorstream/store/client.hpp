@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tensorstream/error.hpp"
 #include "tensorstream/export.hpp"
 #include "tensorstream/store/unique_fd.hpp"
 
@@ -27,6 +28,16 @@ struct ReceivedReply {
   std::vector<UniqueFd> fds;  ///< The descriptors passed with it.
 };
 
+/// A request the server did not take: no socket file yet, nobody listening on it, or the server
+/// turned the connection away because it has too many. A server that is starting, restarting
+/// or busy takes a later one, so attach() tries again until its timeout. Always transient.
+class TENSORSTREAM_API ServerUnavailable : public StorageError {
+ public:
+  /// `reason`: why, e.g. "no server is listening (no socket file)".
+  ServerUnavailable(const std::string& socket_path, const std::string& reason)
+      : StorageError(socket_path, reason, true) {}
+};
+
 /// The JSON text of an attach request for `rank`, waiting up to `timeout` for it to load.
 TENSORSTREAM_API
 std::string attach_request(std::uint32_t rank, std::chrono::milliseconds timeout);
@@ -38,8 +49,10 @@ std::string status_request();
 /// Sends `request_json` to the server at `socket_path` and returns its reply; blocks the
 /// calling thread for at most about `timeout` in all (connecting, sending, waiting for the
 /// reply; an attach's own wait counts too, so give more than its timeout_ms).
-/// @throws StorageError naming the path and cause when no server is listening (transient:
-///   it may be starting), the connection fails or `timeout` passes; FormatError when the reply
+/// Asks once: see attach() for a caller that waits for a server to come up.
+/// @throws ServerUnavailable when no server is listening or it turned the connection away
+///   (transient: it may be starting or busy); StorageError naming the path and cause when the
+///   connection fails or `timeout` passes; FormatError when the reply
 ///   is not a JSON object or exceeds `max_reply_bytes`; an error reply as the exception its
 ///   "kind" names (InvalidArgument, NotFoundError, StorageError, DeadlineExceeded, ...; Error
 ///   for others) with the message `socket_path: message`. Descriptors that came with a reply

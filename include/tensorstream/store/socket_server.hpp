@@ -37,6 +37,9 @@ struct SocketServerOptions {
   std::vector<gid_t> allowed_gids;
   /// Connections served at once; one more gets a "too many connections" error.
   std::size_t max_connections = 64;
+  /// Connections of one process served at once (a worker needs one per attach), so that one
+  /// process cannot hold them all; one more gets a "too many connections from process" error.
+  std::size_t max_connections_per_process = 8;
   /// How long a client has to send its whole request after connecting.
   std::chrono::milliseconds request_timeout{5'000};
   /// How long a client has to take the whole reply once it is ready.

@@ -40,7 +40,8 @@ class AttachedRank:
 def attach(socket: Union[str, "os.PathLike[str]"], rank: int, timeout: float = 60.0,
            private_weights: bool = True) -> AttachedRank:
     """Attaches to ``rank`` of the store server listening on the Unix socket ``socket``,
-    waiting up to ``timeout`` seconds for the rank to finish loading.
+    waiting up to ``timeout`` seconds in all: for the server to come up (no socket yet, or
+    too busy to take the connection) and then for the rank to finish loading.
 
     The weights are sealed read-only memory on the server. With ``private_weights`` (the
     default) they are mapped copy-on-write: they behave as ordinary tensors, and an in-place
@@ -48,7 +49,8 @@ def attach(socket: Union[str, "os.PathLike[str]"], rank: int, timeout: float = 6
     ``private_weights=False`` maps them read-only, where such an operation kills the process
     with SIGSEGV, which Python cannot catch; use it only where nothing writes to weights.
 
-    Raises StorageError when no server listens (or the connection fails), the server's error
+    Raises StorageError when no server took the request within the timeout (or the
+    connection fails), the server's error
     as its exception (InvalidArgumentError for a rank it does not serve,
     DeadlineExceededError for a rank not loaded in time, ...), FormatError for a reply that is
     not a valid manifest.
