@@ -1,5 +1,6 @@
 #include "tensorstream/store/attached_rank.hpp"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
@@ -65,6 +66,22 @@ const detail::Mapping& mapping_of(const detail::AttachedState& state, const Tens
   return mapping;
 }
 
+// Refuses a region whose descriptor a holder could still change under this process: a store
+// server seals the weights against every change and the KV cache against resizing, so memory
+// without those seals comes from something else answering on the socket.
+void check_seals(const std::string& where, const RegionInfo& region, int fd) {
+  const int needed = region.writable ? F_SEAL_SHRINK | F_SEAL_GROW
+                                     : F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
+  const int seals = ::fcntl(fd, F_GET_SEALS);
+  if (seals >= 0 && (seals & needed) == needed) return;
+  throw StorageError(where,
+                     "refusing region " + json_string(region.name) + ": its memory is not sealed " +
+                         (region.writable ? "against resizing" : "read-only") +
+                         " as a store server's is, so whoever answered on this socket could "
+                         "change it under this process",
+                     false, ErrorKind::access_denied);
+}
+
 }  // namespace
 
 AttachedRank::AttachedRank(ReceivedReply reply, std::string_view where, bool private_weights)
@@ -86,6 +103,7 @@ AttachedRank::AttachedRank(ReceivedReply reply, std::string_view where, bool pri
                          "fstat of region " + json_string(region.name) + " failed: " +
                              std::strerror(errno));
     }
+    check_seals(state.where, region, fd);
     if (static_cast<std::uint64_t>(status.st_size) < region.bytes) {
       throw FormatError(state.where + ": region " + json_string(region.name) + " has " +
                         std::to_string(status.st_size) + " bytes, the manifest says " +

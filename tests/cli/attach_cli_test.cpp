@@ -87,6 +87,17 @@ TEST_F(AttachCliTest, ShortRegionIsARuntimeError) {
                             ": region \"weights\" has 1024 bytes, the manifest says 2048\n");
 }
 
+TEST_F(AttachCliTest, AnImpostorsUnsealedWeightsAreRefused) {
+  start_attach_server();
+  const auto result = run_cli({"attach", socket_path_.string(), "--rank", "4"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.out, "");
+  EXPECT_EQ(result.err, "tensorstream: error: " + socket_path_.string() +
+                            ": refusing region \"weights\": its memory is not sealed read-only "
+                            "as a store server's is, so whoever answered on this socket could "
+                            "change it under this process\n");
+}
+
 TEST_F(AttachCliTest, UsageErrors) {
   const auto checksum =
       run_cli({"attach", socket_path_.string(), "--rank", "0", "--checksum", "md5"});

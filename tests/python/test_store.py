@@ -88,3 +88,57 @@ def test_no_server_is_an_os_error_naming_the_socket(tmp_path):
         tensorstream.store.attach(path, 0, timeout=1)
     assert str(raised.value).startswith(f"{path}: ")
     assert isinstance(raised.value, OSError)
+
+
+def test_an_impostor_whose_memory_is_not_sealed_is_refused(server, tmp_path):
+    """Whoever answers on a socket must hand out sealed memory, or attach refuses it."""
+    import array
+    import os
+    import socket
+    import struct
+    import threading
+
+    # A real reply to copy, with the descriptors dropped.
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+        client.connect(str(server))
+        body = json.dumps({"op": "attach", "rank": 0}).encode()
+        client.sendall(struct.pack("<I", len(body)) + body)
+        data, fds = b"", []
+        while len(data) < 4 or len(data) < 4 + struct.unpack("<I", data[:4])[0]:
+            chunk, ancillary, _, _ = client.recvmsg(1 << 20, socket.CMSG_SPACE(253 * 4))
+            for _, _, payload in ancillary:
+                fds += array.array("i", payload[: len(payload) - len(payload) % 4])
+            data += chunk
+        for fd in fds:
+            os.close(fd)
+    reply = json.loads(data[4:])
+    impostor_fds = []
+    for region in reply["regions"]:
+        fd = os.memfd_create(region["name"])
+        os.ftruncate(fd, region["bytes"])
+        impostor_fds.append(fd)
+
+    path = tmp_path / "impostor.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen()
+
+    def answer():
+        connection, _ = listener.accept()
+        with connection:
+            socket.send_fds(connection, [data], impostor_fds)
+            connection.recv(1)
+
+    thread = threading.Thread(target=answer)
+    thread.start()
+    try:
+        with pytest.raises(PermissionError) as raised:
+            tensorstream.store.attach(path, 0, timeout=5)
+        assert str(raised.value) == (
+            f'{path}: refusing region "weights": its memory is not sealed read-only as a store '
+            "server's is, so whoever answered on this socket could change it under this process")
+    finally:
+        thread.join()
+        listener.close()
+        for fd in impostor_fds:
+            os.close(fd)

@@ -20,23 +20,10 @@ inline std::string pattern(std::size_t size, unsigned seed) {
   return bytes;
 }
 
-/// A memfd holding `content`, sealed against every change.
-inline UniqueFd sealed_memfd_with(const std::string& content) {
-  UniqueFd fd(::memfd_create("store-test-weights", MFD_CLOEXEC | MFD_ALLOW_SEALING));
-  if (!fd) throw std::runtime_error("memfd_create failed");
-  if (::write(fd.get(), content.data(), content.size()) != static_cast<ssize_t>(content.size())) {
-    throw std::runtime_error("write to a memfd failed");
-  }
-  if (::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) !=
-      0) {
-    throw std::runtime_error("sealing a memfd failed");
-  }
-  return fd;
-}
-
 /// Rank 0: the manifest below over weights_ and kv_; rank 2: the same manifest claiming a
-/// weights region larger than its memfd; rank 3: a manifest of an unsupported version; other
-/// ranks: "rank R is not served" (InvalidArgument).
+/// weights region larger than its memfd; rank 3: a manifest of an unsupported version; rank 4:
+/// rank 0's manifest over unsealed weights, and rank 5 over a KV cache that can be resized, as an
+/// impostor would send; other ranks: "rank R is not served" (InvalidArgument).
 class AttachServerTest : public StoreServerTest {
  public:
   static constexpr std::size_t weights_bytes = 1024;
@@ -64,19 +51,22 @@ class AttachServerTest : public StoreServerTest {
 
  protected:
   AttachServerTest() : weights_(sealed_memfd_with(weights_content())),
-                       kv_(memfd_with(kv_content())) {}
+                       kv_(size_sealed_memfd_with(kv_content())),
+                       unsealed_weights_(memfd_sealed_with(weights_content(), 0)),
+                       unsized_kv_(memfd_sealed_with(kv_content(), F_SEAL_WRITE)) {}
 
   SocketServer::Handler attach_handler() {
     return [this](Request request) -> asio::awaitable<Reply> {
       Manifest served = manifest();
       if (request.rank == 2) served.regions[0].bytes = 2 * weights_bytes;
       if (request.rank == 3) served.version = manifest_version + 1;
-      if (request.rank > 3 || request.rank == 1) {
+      if (request.rank > 5 || request.rank == 1) {
         throw InvalidArgument("rank " + std::to_string(request.rank) + " is not served");
       }
       Reply reply;
       reply.json = to_json(served);
-      reply.fds = {weights_.get(), kv_.get()};
+      reply.fds = {request.rank == 4 ? unsealed_weights_.get() : weights_.get(),
+                   request.rank == 5 ? unsized_kv_.get() : kv_.get()};
       co_return reply;
     };
   }
@@ -90,6 +80,8 @@ class AttachServerTest : public StoreServerTest {
 
   UniqueFd weights_;
   UniqueFd kv_;
+  UniqueFd unsealed_weights_;
+  UniqueFd unsized_kv_;
 };
 
 }  // namespace tensorstream::store::testing

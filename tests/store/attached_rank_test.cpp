@@ -152,10 +152,30 @@ TEST_F(AttachedRankTest, InvalidManifestIsAFormatErrorWithoutLeaks) {
   EXPECT_EQ(open_descriptors(), before);
 }
 
+TEST_F(AttachedRankTest, AnImpostorsUnsealedMemoryIsRefusedWithoutLeaks) {
+  const std::size_t before = open_descriptors();
+  start_attach_server();
+  const auto weights = thrown<StorageError>([&] { attach(socket_path_, 4); });
+  EXPECT_EQ(weights.what(),
+            socket_path_.string() +
+                ": refusing region \"weights\": its memory is not sealed read-only as a store "
+                "server's is, so whoever answered on this socket could change it under this "
+                "process");
+  EXPECT_EQ(weights.kind(), ErrorKind::access_denied);
+  const auto kv_cache = thrown<StorageError>([&] { attach(socket_path_, 5); });
+  EXPECT_EQ(kv_cache.what(),
+            socket_path_.string() +
+                ": refusing region \"kv_cache\": its memory is not sealed against resizing as a "
+                "store server's is, so whoever answered on this socket could change it under "
+                "this process");
+  stop();
+  EXPECT_EQ(open_descriptors(), before);
+}
+
 TEST_F(AttachedRankTest, DescriptorCountMustMatchTheRegions) {
   ReceivedReply reply;
   reply.json = to_json(manifest());
-  reply.fds.push_back(memfd_with(weights_content()));
+  reply.fds.push_back(sealed_memfd_with(weights_content()));
   const auto error = thrown<FormatError>([&] { AttachedRank(std::move(reply), "here"); });
   EXPECT_EQ(error.what(), std::string("here: the reply passed 1 descriptors for 2 regions"));
 }

@@ -2,6 +2,7 @@
 // A store SocketServer in a scratch directory, run by a thread of its own, with a handler that
 // serves two ranks of memfd regions and can be made to wait.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -61,6 +62,29 @@ inline UniqueFd memfd_with(const std::string& content) {
     throw std::runtime_error("write to a memfd failed");
   }
   return fd;
+}
+
+/// A memfd holding `content`, with `seals` added (F_SEAL_SEAL among them, unless none).
+inline UniqueFd memfd_sealed_with(const std::string& content, int seals) {
+  UniqueFd fd(::memfd_create("store-test-region", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!fd) throw std::runtime_error("memfd_create failed");
+  if (::write(fd.get(), content.data(), content.size()) != static_cast<ssize_t>(content.size())) {
+    throw std::runtime_error("write to a memfd failed");
+  }
+  if (seals != 0 && ::fcntl(fd.get(), F_ADD_SEALS, seals | F_SEAL_SEAL) != 0) {
+    throw std::runtime_error("sealing a memfd failed");
+  }
+  return fd;
+}
+
+/// A memfd holding `content`, sealed as a store server seals its weights: against every change.
+inline UniqueFd sealed_memfd_with(const std::string& content) {
+  return memfd_sealed_with(content, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE);
+}
+
+/// A memfd holding `content`, sealed as a store server seals a KV cache: against resizing.
+inline UniqueFd size_sealed_memfd_with(const std::string& content) {
+  return memfd_sealed_with(content, F_SEAL_SHRINK | F_SEAL_GROW);
 }
 
 /// Everything `fd` holds, read through a shared mapping.
@@ -202,8 +226,8 @@ class StoreServerTest : public ::testing::Test {
     // before any count of open descriptors.
     asio::steady_timer reactor(io_);
     for (int rank = 0; rank < 2; ++rank) {
-      regions_[rank].push_back(memfd_with(weights(rank)));
-      regions_[rank].push_back(memfd_with(kv_cache(rank)));
+      regions_[rank].push_back(sealed_memfd_with(weights(rank)));
+      regions_[rank].push_back(size_sealed_memfd_with(kv_cache(rank)));
     }
   }
 
