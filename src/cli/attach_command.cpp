@@ -19,6 +19,7 @@ struct AttachArguments {
   bool json = false;
   std::string checksum;
   double timeout_seconds = 60;
+  std::optional<uid_t> server_uid;
 };
 
 // The protocol's limit on timeout_ms (docs/spec/store-protocol.md).
@@ -104,6 +105,7 @@ void run_attach(const AttachArguments& arguments) {
   store::AttachOptions options;
   options.timeout = std::chrono::milliseconds(
       static_cast<std::int64_t>(std::llround(arguments.timeout_seconds * 1000)));
+  options.server_uid = arguments.server_uid;
   const store::AttachedRank rank = store::attach(arguments.socket, arguments.rank, options);
   const auto& manifest = rank.manifest();
   std::uint64_t bytes = 0;
@@ -131,8 +133,10 @@ void register_attach_command(CLI::App& app) {
   command->add_flag("--json", arguments->json, "One JSON object per tensor, then a summary");
   command->add_option("--checksum", arguments->checksum, "Hash each tensor's bytes: sha256");
   command->add_option("--timeout", arguments->timeout_seconds,
-                      "Seconds the server may take to finish loading the rank")
+                      "Seconds to wait for the server to come up and load the rank")
       ->capture_default_str();
+  command->add_option("--server-uid", arguments->server_uid,
+                      "The uid the server runs as, where it is neither yours nor root's");
   command->callback([arguments] { run_attach(*arguments); });
 }
 

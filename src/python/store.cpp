@@ -1,5 +1,7 @@
 // _attach(): a rank of a store server as torch tensors over the shared memory it passes.
 
+#include <pybind11/stl.h>
+
 #include <chrono>
 #include <cmath>
 #include <optional>
@@ -20,7 +22,7 @@ namespace {
 // The manifest's facts and the tensors, split into the weights and the KV cache (by region, so
 // that weights mapped writable with private_weights still count as weights).
 py::dict attach(const std::string& socket, std::int64_t rank, double timeout_seconds,
-                bool private_weights) {
+                bool private_weights, std::optional<std::int64_t> server_uid) {
   if (rank < 0 || rank > 1 << 20) {
     throw InvalidArgument("rank must be in [0, 1048576], got " + std::to_string(rank));
   }
@@ -31,6 +33,12 @@ py::dict attach(const std::string& socket, std::int64_t rank, double timeout_sec
   store::AttachOptions options;
   options.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(timeout_seconds * 1000));
   options.private_weights = private_weights;
+  if (server_uid) {
+    if (*server_uid < 0 || *server_uid > 0xfffffffe) {
+      throw InvalidArgument("server_uid must be a uid, got " + std::to_string(*server_uid));
+    }
+    options.server_uid = static_cast<uid_t>(*server_uid);
+  }
   std::optional<store::AttachedRank> attached;
   std::map<std::string, at::Tensor> tensors;
   without_gil([&] {
@@ -72,7 +80,7 @@ py::dict attach(const std::string& socket, std::int64_t rank, double timeout_sec
 
 void bind_store(py::module_& module) {
   module.def("_attach", &attach, py::arg("socket"), py::arg("rank"), py::arg("timeout"),
-             py::arg("private_weights"));
+             py::arg("private_weights"), py::arg("server_uid"));
 }
 
 }  // namespace tensorstream::python

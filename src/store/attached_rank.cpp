@@ -210,7 +210,8 @@ AttachedRank attach(const std::filesystem::path& socket_path, std::uint32_t rank
     try {
       const std::chrono::milliseconds left = tries.left();
       ReceivedReply reply = request(socket_path, attach_request(rank, left),
-                                    left + transfer_margin, options.max_reply_bytes);
+                                    left + transfer_margin, options.max_reply_bytes,
+                                    options.server_uid);
       return AttachedRank(std::move(reply), socket_path.string(), options.private_weights);
     } catch (const ServerUnavailable& error) {
       std::this_thread::sleep_for(tries.pause_after(error));
@@ -229,7 +230,7 @@ boost::asio::awaitable<AttachedRank> async_attach(std::filesystem::path socket_p
       std::string request_json = attach_request(rank, left);
       ReceivedReply reply = co_await async_request(socket_path, std::move(request_json),
                                                    left + transfer_margin,
-                                                   options.max_reply_bytes);
+                                                   options.max_reply_bytes, options.server_uid);
       co_return AttachedRank(std::move(reply), where, options.private_weights);
     } catch (const ServerUnavailable& error) {
       pause = tries.pause_after(error);

@@ -3,6 +3,7 @@
 #include <simdjson.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/deferred.hpp>
@@ -57,6 +58,18 @@ StorageError transfer_failure(const std::string& path, const boost::system::erro
   return StorageError(path, "the connection failed: " + error.message(), true);
 }
 
+// Refuses a server that runs as neither this user, root, nor the uid the caller expects.
+void check_server(const std::string& path, int socket, std::optional<uid_t> expected) {
+  const PeerCredentials server = peer_credentials(socket);
+  const uid_t own = ::geteuid();
+  if (server.uid == own || server.uid == 0 || (expected && server.uid == *expected)) return;
+  throw StorageError(path,
+                     "refusing the server: it runs as uid " + std::to_string(server.uid) +
+                         ", which is neither this user's (" + std::to_string(own) +
+                         "), root's, nor the one given as the server's",
+                     false, ErrorKind::access_denied);
+}
+
 // A server that answers before reading (a refusal, "too many connections") may close before
 // the request is out; its reply is still there to read.
 bool answered_early(const boost::system::error_code& error) {
@@ -91,11 +104,13 @@ ReceivedReply checked_reply(const std::string& path, Message message) {
 }
 
 asio::awaitable<void> exchange(Socket& socket, std::string path, std::string_view request_json,
-                               std::size_t max_reply_bytes, Message& reply) {
+                               std::size_t max_reply_bytes, std::optional<uid_t> server_uid,
+                               Message& reply) {
   const asio::local::stream_protocol::endpoint endpoint(path);
   auto [connect_error] =
       co_await socket.async_connect(endpoint, asio::as_tuple(asio::use_awaitable));
   if (connect_error) throw_connect_failure(path, connect_error.value());
+  check_server(path, socket.native_handle(), server_uid);
   MessageSender sender(request_json, {});
   try {
     co_await async_send(socket, sender);
@@ -109,7 +124,8 @@ asio::awaitable<void> exchange(Socket& socket, std::string path, std::string_vie
 
 asio::awaitable<ReceivedReply> request_on_strand(std::string path, std::string request_json,
                                                  std::chrono::milliseconds timeout,
-                                                 std::size_t max_reply_bytes) {
+                                                 std::size_t max_reply_bytes,
+                                                 std::optional<uid_t> server_uid) {
   unix_address(path);  // Names a path too long for an address before asio truncates it.
   const auto strand = co_await asio::this_coro::executor;
   Socket socket(strand);
@@ -117,7 +133,7 @@ asio::awaitable<ReceivedReply> request_on_strand(std::string path, std::string r
   bool replied = false;
   std::optional<boost::system::error_code> failure;
   try {
-    auto exchanging = exchange(socket, path, request_json, max_reply_bytes, reply);
+    auto exchanging = exchange(socket, path, request_json, max_reply_bytes, server_uid, reply);
     asio::steady_timer deadline(strand, timeout);
     replied = co_await finishes_first(std::move(exchanging), deadline.async_wait(asio::deferred));
   } catch (const boost::system::system_error& error) {
@@ -146,7 +162,8 @@ std::string attach_request(std::uint32_t rank, std::chrono::milliseconds timeout
 std::string status_request() { return "{\"op\":\"status\"}"; }
 
 ReceivedReply request(const std::filesystem::path& socket_path, std::string_view request_json,
-                      std::chrono::milliseconds timeout, std::size_t max_reply_bytes) {
+                      std::chrono::milliseconds timeout, std::size_t max_reply_bytes,
+                      std::optional<uid_t> server_uid) {
   const std::string path = socket_path.string();
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   const sockaddr_un address = unix_address(path);
@@ -164,6 +181,7 @@ ReceivedReply request(const std::filesystem::path& socket_path, std::string_view
   if (::connect(socket.get(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
     throw_connect_failure(path, errno);
   }
+  check_server(path, socket.get(), server_uid);
   Message reply;
   try {
     try {
@@ -183,10 +201,11 @@ ReceivedReply request(const std::filesystem::path& socket_path, std::string_view
 asio::awaitable<ReceivedReply> async_request(std::filesystem::path socket_path,
                                              std::string request_json,
                                              std::chrono::milliseconds timeout,
-                                             std::size_t max_reply_bytes) {
+                                             std::size_t max_reply_bytes,
+                                             std::optional<uid_t> server_uid) {
   auto strand = asio::make_strand(co_await asio::this_coro::executor);
-  auto requesting =
-      request_on_strand(socket_path.string(), std::move(request_json), timeout, max_reply_bytes);
+  auto requesting = request_on_strand(socket_path.string(), std::move(request_json), timeout,
+                                      max_reply_bytes, server_uid);
   co_return co_await async::run_on_strand(std::move(strand), std::move(requesting));
 }
 

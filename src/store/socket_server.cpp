@@ -63,6 +63,12 @@ void check_directory(const std::string& path, const std::filesystem::path& direc
                           " is writable by other users; put the socket in a directory only the "
                           "server's user can write");
   }
+  // Its owner could replace the socket with one of its own at any time.
+  if (status.st_uid != ::geteuid() && status.st_uid != 0) {
+    throw InvalidArgument(path + ": directory " + directory.string() + " belongs to uid " +
+                          std::to_string(status.st_uid) +
+                          "; put the socket in a directory of the server's user or root");
+  }
 }
 
 // Removes a socket file nobody listens on; refuses a live one and anything not a socket.
@@ -87,6 +93,24 @@ void replace_stale_socket(const std::string& path) {
   if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
     throw StorageError(path, "cannot remove the stale socket: " + errno_message());
   }
+}
+
+// Who may connect() to the socket file, which needs write permission on it: the server's user
+// alone unless the policy names others. SO_PEERCRED then decides who is served, so the file
+// opens to the one group the policy names, or to everyone where it names uids or several groups.
+struct Access {
+  mode_t mode = S_IRUSR | S_IWUSR;
+  std::optional<gid_t> group;
+};
+
+Access socket_access(const SocketServerOptions& options) {
+  if (!options.allowed_uids.empty() || options.allowed_gids.size() > 1) {
+    return {S_IRUSR | S_IWUSR | S_IRGRP | S_IWGRP | S_IROTH | S_IWOTH, std::nullopt};
+  }
+  if (options.allowed_gids.size() == 1) {
+    return {S_IRUSR | S_IWUSR | S_IRGRP | S_IWGRP, options.allowed_gids.front()};
+  }
+  return {};
 }
 
 }  // namespace
@@ -131,14 +155,27 @@ struct SocketServerState {
     boost::system::error_code error;
     acceptor.open(asio::local::stream_protocol(), error);
     if (error) throw StorageError(path, "cannot create a socket: " + error.message());
-    // bind() gives the file the socket inode's mode: set before, so that no other user can
-    // connect in between (the umask only takes permissions away).
-    if (::fchmod(acceptor.native_handle(), S_IRUSR | S_IWUSR) != 0) {
-      throw StorageError(path, "cannot restrict the socket's mode: " + errno_message());
+    // bind() gives the file the socket inode's mode: set before, so that no one the policy
+    // leaves out can connect in between (the umask only takes permissions away).
+    const Access access = socket_access(options);
+    if (::fchmod(acceptor.native_handle(), access.mode) != 0) {
+      throw StorageError(path, "cannot set the socket's mode: " + errno_message());
     }
     if (::bind(acceptor.native_handle(), reinterpret_cast<const sockaddr*>(&address),
                sizeof(address)) != 0) {
       throw StorageError(path, "cannot bind the socket: " + errno_message());
+    }
+    // The umask may have taken away what the policy opens: group first, then the mode.
+    if (access.mode != (S_IRUSR | S_IWUSR)) {
+      const bool given =
+          (!access.group || ::lchown(path.c_str(), static_cast<uid_t>(-1), *access.group) == 0) &&
+          ::chmod(path.c_str(), access.mode) == 0;
+      if (!given) {
+        const std::string reason = errno_message();
+        ::unlink(path.c_str());
+        throw StorageError(path, "cannot open the socket to the allowed users and groups: " +
+                                     reason);
+      }
     }
     struct stat status {};
     if (::lstat(path.c_str(), &status) == 0) {

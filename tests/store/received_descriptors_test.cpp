@@ -27,7 +27,7 @@ namespace {
 namespace fs = std::filesystem;
 using tensorstream::testing::TempDir;
 
-constexpr std::chrono::milliseconds patience{30'000};
+constexpr std::chrono::milliseconds attach_patience{30'000};
 
 // The errno of a call that returned -1, 0 when it succeeded.
 int error_of(int result) { return result == 0 ? 0 : errno; }
@@ -49,7 +49,7 @@ class ReceivedDescriptors : public ::testing::Test {
     options.kv_cache.num_blocks = 4;
     served_.emplace((dir_.path() / "model").string(), options);
     served_->load();
-    reply_ = request(options.socket.path, attach_request(0, patience), patience);
+    reply_ = request(options.socket.path, attach_request(0, attach_patience), attach_patience);
     const Manifest manifest = parse_manifest(reply_.json, "the test");
     ASSERT_EQ(manifest.regions.size(), 2U);
     weights_ = reply_.fds.at(manifest.regions[0].fd_index).get();

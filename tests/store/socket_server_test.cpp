@@ -394,6 +394,26 @@ TEST_F(StoreServerTest, SocketFileIsPrivateAndRemovedOnStop) {
   EXPECT_TRUE(error.transient());
 }
 
+TEST_F(StoreServerTest, TheSocketFileOpensToWhomThePolicyNames) {
+  const auto mode_and_group = [&](SocketServerOptions options) {
+    start(options, default_handler());
+    struct stat status {};
+    EXPECT_EQ(::lstat(socket_path_.c_str(), &status), 0);
+    stop();
+    return std::pair<unsigned, gid_t>(status.st_mode & 07777, status.st_gid);
+  };
+  SocketServerOptions one_group = options();
+  one_group.allowed_gids = {::getegid()};
+  EXPECT_EQ(mode_and_group(one_group), std::make_pair(0660u, ::getegid()));
+  SocketServerOptions groups = options();
+  groups.allowed_gids = {::getegid(), ::getegid() + 1};
+  EXPECT_EQ(mode_and_group(groups).first, 0666u);
+  SocketServerOptions users = options();
+  users.allowed_uids = {::geteuid() + 1};
+  EXPECT_EQ(mode_and_group(users).first, 0666u);
+  EXPECT_EQ(mode_and_group(options()).first, 0600u);
+}
+
 TEST_F(StoreServerTest, DestructionRemovesTheSocketFile) {
   start();
   server_.reset();
@@ -443,6 +463,14 @@ TEST_F(StoreServerTest, UnsafeOrUnusablePathsAreRefused) {
                                     " is writable by other users; put the socket in a directory "
                                     "only the server's user can write");
   std::filesystem::permissions(dir_.path(), std::filesystem::perms::owner_all);
+
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::chown(dir_.path().c_str(), 65534, static_cast<gid_t>(-1)), 0);
+    EXPECT_EQ(refusal(options()), path + ": directory " + dir_.path().string() +
+                                      " belongs to uid 65534; put the socket in a directory of "
+                                      "the server's user or root");
+    ASSERT_EQ(::chown(dir_.path().c_str(), 0, static_cast<gid_t>(-1)), 0);
+  }
 
   SocketServerOptions missing = options();
   missing.path = dir_.path() / "missing" / "store.sock";

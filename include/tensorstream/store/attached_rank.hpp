@@ -3,11 +3,14 @@
 /// A worker's view of one rank a store server serves: the manifest of its attach reply and the
 /// regions mapped into this process, without a copy.
 
+#include <sys/types.h>
+
 #include <boost/asio/awaitable.hpp>
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -29,6 +32,8 @@ struct AttachOptions {
   bool private_weights = false;
   /// The longest reply accepted.
   std::size_t max_reply_bytes = default_max_reply_bytes;
+  /// The uid the server runs as, where it is neither this process's nor root (see request()).
+  std::optional<uid_t> server_uid{};
 };
 
 namespace detail {

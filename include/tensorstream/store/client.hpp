@@ -2,11 +2,14 @@
 /// @file
 /// Asking a store server over its Unix socket (docs/spec/store-protocol.md).
 
+#include <sys/types.h>
+
 #include <boost/asio/awaitable.hpp>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -57,16 +60,23 @@ std::string status_request();
 ///   "kind" names (InvalidArgument, NotFoundError, StorageError, DeadlineExceeded, ...; Error
 ///   for others) with the message `socket_path: message`. Descriptors that came with a reply
 ///   that is not returned are closed.
+///
+/// The server must run as this process's effective uid, as root, or as `server_uid` where
+/// given (SO_PEERCRED): a socket in a directory others can write may be answered by anyone,
+/// whose reply this would otherwise take. Another is refused, with StorageError
+/// (ErrorKind::access_denied), before the request is sent.
 TENSORSTREAM_API
 ReceivedReply request(const std::filesystem::path& socket_path, std::string_view request_json,
                       std::chrono::milliseconds timeout,
-                      std::size_t max_reply_bytes = default_max_reply_bytes);
+                      std::size_t max_reply_bytes = default_max_reply_bytes,
+                      std::optional<uid_t> server_uid = std::nullopt);
 
 /// request() as a coroutine: suspends instead of blocking. Cancelling it closes the connection
 /// and throws boost::system::system_error (operation_aborted).
 TENSORSTREAM_API
 boost::asio::awaitable<ReceivedReply> async_request(
     std::filesystem::path socket_path, std::string request_json, std::chrono::milliseconds timeout,
-    std::size_t max_reply_bytes = default_max_reply_bytes);
+    std::size_t max_reply_bytes = default_max_reply_bytes,
+    std::optional<uid_t> server_uid = std::nullopt);
 
 }  // namespace tensorstream::store

@@ -62,7 +62,10 @@ class TENSORSTREAM_API SocketServer {
   /// message (and a "kind" from its type, see error.hpp).
   using Handler = std::function<boost::asio::awaitable<Reply>(Request)>;
 
-  /// Binds the socket (mode 0600) and starts accepting on `executor`. A stale socket file at the
+  /// Binds the socket and starts accepting on `executor`. The socket file is mode 0600 unless the
+  /// policy names others: 0660 and the group's where it names one gid alone, 0666 where it names
+  /// uids or several gids (whom connect() must reach; SO_PEERCRED then decides). Its directory
+  /// must let them in (search permission). A stale socket file at the
   /// path (no server behind it) is replaced.
   /// @throws InvalidArgument for an unusable path or directory, or an empty handler;
   ///   StateError when another server is listening on the path; StorageError when the socket

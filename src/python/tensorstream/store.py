@@ -38,7 +38,7 @@ class AttachedRank:
 
 
 def attach(socket: Union[str, "os.PathLike[str]"], rank: int, timeout: float = 60.0,
-           private_weights: bool = True) -> AttachedRank:
+           private_weights: bool = True, server_uid: Optional[int] = None) -> AttachedRank:
     """Attaches to ``rank`` of the store server listening on the Unix socket ``socket``,
     waiting up to ``timeout`` seconds in all: for the server to come up (no socket yet, or
     too busy to take the connection) and then for the rank to finish loading.
@@ -49,6 +49,10 @@ def attach(socket: Union[str, "os.PathLike[str]"], rank: int, timeout: float = 6
     ``private_weights=False`` maps them read-only, where such an operation kills the process
     with SIGSEGV, which Python cannot catch; use it only where nothing writes to weights.
 
+    The server must run as this process's user or as root, or as ``server_uid`` where given,
+    and hand out memory sealed as a store server seals it; anything else answering on the
+    socket is refused with PermissionError.
+
     Raises StorageError when no server took the request within the timeout (or the
     connection fails), the server's error
     as its exception (InvalidArgumentError for a rank it does not serve,
@@ -57,6 +61,7 @@ def attach(socket: Union[str, "os.PathLike[str]"], rank: int, timeout: float = 6
     """
     if isinstance(rank, bool) or not isinstance(rank, int):
         raise TypeError(f"rank must be an int, not {type(rank).__name__}")
-    reply = _tensorstream._attach(os.fspath(socket), rank, float(timeout), bool(private_weights))
+    reply = _tensorstream._attach(os.fspath(socket), rank, float(timeout), bool(private_weights),
+                                  server_uid)
     config = json.loads(reply.pop("config_json") or "{}")
     return AttachedRank(config=config, **reply)
