@@ -419,9 +419,14 @@ constexpr auto silence_limit = 3s;
 
 class Liveness {
  public:
+  // The first pulse is made here, before the member says it joined: one killed right after
+  // saying so has moved its counter once, and is noticed when it stops. (The thread's first
+  // pulse may come much later on a loaded machine.)
   Liveness(c10::intrusive_ptr<c10d::Store> store, int rank, int world_size)
-      : store_(std::move(store)), rank_(rank), world_size_(world_size),
-        thread_([this] { run(); }) {}
+      : store_(std::move(store)), rank_(rank), world_size_(world_size) {
+    store_->add(key(rank_), 1);
+    thread_ = std::thread([this] { run(); });
+  }
 
   ~Liveness() { stop(); }
 
