@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <ctime>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -87,13 +88,30 @@ std::string rank_line(const store::RankReady& ready) {
   return line + '}';
 }
 
+// `time` in UTC, as "2026-12-03T15:59:01Z".
+std::string utc_text(std::chrono::system_clock::time_point time) {
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(time);
+  std::tm parts{};
+  ::gmtime_r(&seconds, &parts);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
+  return text;
+}
+
+// The pid and start time tell a reader of the ready file whether the server that wrote it is
+// the one running now: a killed server leaves its file behind.
 std::string ready_line(const std::string& socket, const std::vector<int>& ranks,
-                       std::uint64_t bytes, double seconds) {
+                       std::uint64_t bytes, double seconds,
+                       std::chrono::system_clock::time_point started) {
   std::string line = "{";
   append_key(line, "ready");
   line += '{';
   append_key(line, "socket");
   append_json_string(line, socket);
+  append_key(line, "pid");
+  line += std::to_string(::getpid());
+  append_key(line, "started");
+  append_json_string(line, utc_text(started));
   append_key(line, "ranks");
   append_int_array(line, std::vector<std::int64_t>(ranks.begin(), ranks.end()));
   append_key(line, "bytes");
@@ -191,7 +209,13 @@ void run_serve(const ServeArguments& arguments) {
   asio::io_context io;
   // Caught from before the socket exists, so that a SIGTERM never leaves the socket file behind.
   asio::signal_set signals(io, SIGINT, SIGTERM);
+  const auto started_at = std::chrono::system_clock::now();
   store::StoreServer server(io.get_executor(), arguments.source, options);
+  // This server owns the socket now: a ready file there is a dead one's, and says nothing yet.
+  if (!arguments.ready_file.empty()) {
+    std::error_code ignored;
+    std::filesystem::remove(arguments.ready_file, ignored);
+  }
 
   std::vector<int> ranks = arguments.ranks;
   if (ranks.empty()) {
@@ -234,7 +258,8 @@ void run_serve(const ServeArguments& arguments) {
       return;
     }
     const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
-    const std::string line = ready_line(arguments.socket, ranks, bytes, elapsed.count());
+    const std::string line =
+        ready_line(arguments.socket, ranks, bytes, elapsed.count(), started_at);
     try {
       print_line(line);
       if (!arguments.ready_file.empty()) {

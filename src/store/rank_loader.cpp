@@ -122,6 +122,8 @@ void start(ServedRank& rank, const RankChanged& changed) {
 
 void finish(ServedRank& rank, std::size_t landed, const std::string& source,
             const RankChanged& changed) {
+  // Stopped meanwhile: the rank stays failed, as its waiters were told.
+  if (rank.state == RankState::failed) std::rethrow_exception(rank.error);
   if (landed != rank.layout->placements.size()) {
     throw StateError(source + ": the stream ended after " + std::to_string(landed) + " of rank " +
                      std::to_string(rank.rank) + "'s " +
@@ -280,8 +282,9 @@ asio::awaitable<void> load_ranks(std::string source, LoadOptions options,
     const auto error = std::current_exception();
     for (auto& rank : ranks) {
       if (rank.state == RankState::ready) continue;
+      // A stopped server failed its ranks already, with the reason their waiters were told.
+      if (rank.state != RankState::failed) rank.error = error;
       rank.state = RankState::failed;
-      rank.error = error;
       rank.weights.reset();
       rank.kv_cache.reset();
       rank.finished = std::chrono::steady_clock::now();

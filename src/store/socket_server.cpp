@@ -140,6 +140,7 @@ struct SocketServerState {
   bool file_removed = false;
 
   // Touched on the strand only.
+  bool accepting = true;
   bool stopping = false;
   asio::cancellation_signal accept_cancel;
   std::uint64_t next_connection = 0;
@@ -208,12 +209,18 @@ struct SocketServerState {
                options.allowed_gids.end();
   }
 
-  // On the strand.
-  void close_all() {
-    stopping = true;
+  // On the strand: no new connections; those under way go on.
+  void stop_accepting() {
+    accepting = false;
     boost::system::error_code ignored;
     acceptor.close(ignored);
     accept_cancel.emit(asio::cancellation_type::terminal);
+  }
+
+  // On the strand.
+  void close_all() {
+    stopping = true;
+    stop_accepting();
     std::vector<std::shared_ptr<asio::cancellation_signal>> signals;
     for (const auto& entry : connections) signals.push_back(entry.second);
     for (const auto& signal : signals) signal->emit(asio::cancellation_type::terminal);
@@ -367,12 +374,12 @@ void refuse_busy(Socket& socket, const std::string& reason) {
 }
 
 asio::awaitable<void> accept_loop(std::shared_ptr<State> state) {
-  if (state->stopping) co_return;
+  if (!state->accepting) co_return;
   const async::Gate::Holder holder(state->gate);
   for (;;) {
     auto [error, socket] =
         co_await state->acceptor.async_accept(asio::as_tuple(asio::use_awaitable));
-    if (state->stopping) co_return;
+    if (!state->accepting) co_return;
     if (error) {
       log(LogLevel::warning, state->path + ": accepting a connection failed: " + error.message());
       // Descriptor exhaustion leaves the connection queued: pause rather than spin on it.
@@ -394,7 +401,15 @@ asio::awaitable<void> accept_loop(std::shared_ptr<State> state) {
   }
 }
 
-asio::awaitable<void> close_and_wait(std::shared_ptr<State> state) {
+asio::awaitable<void> close_and_wait(std::shared_ptr<State> state,
+                                     std::chrono::milliseconds grace) {
+  if (grace.count() > 0) {
+    state->stop_accepting();
+    asio::steady_timer deadline(state->strand, grace);
+    if (co_await finishes_first(state->gate.close(), deadline.async_wait(asio::deferred))) {
+      co_return;
+    }
+  }
   state->close_all();
   co_await state->gate.close();
 }
@@ -423,10 +438,10 @@ SocketServer::~SocketServer() {
 
 const std::filesystem::path& SocketServer::path() const noexcept { return state_->options.path; }
 
-asio::awaitable<void> SocketServer::stop() {
+asio::awaitable<void> SocketServer::stop(std::chrono::milliseconds grace) {
   state_->remove_socket_file();
   auto strand = state_->strand;
-  auto closing = close_and_wait(state_);
+  auto closing = close_and_wait(state_, grace);
   co_await async::run_on_strand(std::move(strand), std::move(closing));
 }
 

@@ -236,11 +236,25 @@ asio::awaitable<void> load_on_strand(
   state->loading = false;
 }
 
-// On the strand: a load not yet started never starts, one under way is cancelled.
+// On the strand: a load not yet started never starts, one under way is cancelled, and every
+// rank not ready fails with the reason, which the attaches waiting for it are told.
 void stop_loading(ServerState& state) {
   state.stopped = true;
   if (state.loading) state.load_cancellation.emit(asio::cancellation_type::terminal);
+  for (ServedRank& rank : state.ranks) {
+    if (settled(rank)) continue;
+    const std::string when = rank.state == RankState::loading ? " while rank " : " before rank ";
+    rank.error = std::make_exception_ptr(StateError(
+        "the server stopped" + when + std::to_string(rank.rank) +
+        (rank.state == RankState::loading ? " was loading" : " was loaded")));
+    rank.state = RankState::failed;
+    rank.finished = std::chrono::steady_clock::now();
+  }
+  state.changed.notify_all();
 }
+
+// How long a stopping server lets the replies to waiting attaches go out.
+constexpr std::chrono::seconds stop_grace{1};
 
 }  // namespace
 
@@ -279,7 +293,7 @@ asio::awaitable<void> StoreServer::stop() {
         stop_loading(*state);
         co_return;
       }(state_));
-  co_await socket_->stop();
+  co_await socket_->stop(stop_grace);
 }
 
 const std::filesystem::path& StoreServer::socket_path() const noexcept { return socket_->path(); }

@@ -96,8 +96,9 @@ TEST_F(ServeCli, ReportsEachRankThenReadyAndExitsCleanlyOnSigtermLeavingWorkersT
       "\"seconds\":[0-9]+\\.[0-9]{3}\\}\n"
       "\\{\"rank\":1,\"tensors\":15,\"bytes\":1976832,\"kv_cache_bytes\":32768,"
       "\"seconds\":[0-9]+\\.[0-9]{3}\\}\n"
-      "(\\{\"ready\":\\{\"socket\":\"" + socket().string() +
-      "\",\"ranks\":\\[0,1\\],\"bytes\":3953664,\"seconds\":[0-9]+\\.[0-9]{3},"
+      "(\\{\"ready\":\\{\"socket\":\"" + socket().string() + "\",\"pid\":" +
+      std::to_string(server->pid()) +
+      ",\"started\":\"20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z\",\"ranks\":\\[0,1\\],\"bytes\":3953664,\"seconds\":[0-9]+\\.[0-9]{3},"
       "\"gb_per_s\":[0-9]+\\.[0-9]{3}\\}\\})\n");
   std::smatch match;
   ASSERT_TRUE(std::regex_match(output, match, expected)) << output;
@@ -186,6 +187,34 @@ TEST_F(ServeCli, AStdoutNobodyReadsStopsItCleanlyWithOneErrorLine) {
   EXPECT_EQ(WEXITSTATUS(status), 1);
   EXPECT_EQ(read_text_file(err()), "tensorstream: error: stdout: Broken pipe\n");
   EXPECT_FALSE(fs::exists(socket()));
+}
+
+TEST_F(ServeCli, AServerStartedWhereAKilledOneLeftItsSocketAndReadyFileTakesThemOver) {
+  auto killed = serve({raw().string(), "--tp", "1", "--socket", socket().string(),
+                       "--ready-file", ready_file().string()});
+  wait_for(ready_file(), *killed);
+  ::kill(killed->pid(), SIGKILL);
+  killed->wait();
+  ASSERT_TRUE(fs::exists(socket()));
+  const std::string stale = read_text_file(ready_file());
+  EXPECT_NE(stale.find("\"pid\":" + std::to_string(killed->pid()) + ","), std::string::npos)
+      << stale;
+
+  auto next = serve({raw().string(), "--tp", "1", "--socket", socket().string(),
+                     "--ready-file", ready_file().string()});
+  // The stale file goes as the new server takes the socket; its own comes once it is ready.
+  const std::string mine = "\"pid\":" + std::to_string(next->pid()) + ",";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!fs::exists(ready_file()) || read_text_file(ready_file()).find(mine) == std::string::npos) {
+    ASSERT_FALSE(next->exited()) << read_text_file(err());
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << read_text_file(err());
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(attach(socket(), 0).manifest().rank, 0);
+  const int status = next->stop();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_FALSE(fs::exists(socket()));
+  EXPECT_FALSE(fs::exists(ready_file()));
 }
 
 TEST_F(ServeCli, ASecondServerOnALiveSocketRefusesToStart) {

@@ -232,6 +232,36 @@ TEST_F(StoreServerLoad, StopEndsALoadThatIsWaitingOnTheNetwork) {
   EXPECT_FALSE(fs::exists(socket()));
 }
 
+TEST_F(StoreServerLoad, AnAttachWaitingWhenTheServerStopsIsToldWhy) {
+  std::promise<void> connected;
+  std::atomic<bool> first{true};
+  tensorstream::testing::LoopbackListener silent(
+      [&](boost::asio::ip::tcp::socket socket) -> boost::asio::awaitable<void> {
+        if (first.exchange(false)) connected.set_value();
+        std::array<char, 4096> buffer;
+        for (;;) {
+          co_await socket.async_read_some(boost::asio::buffer(buffer), boost::asio::use_awaitable);
+        }
+      });
+  ServedModel served("http://127.0.0.1:" + std::to_string(silent.port()) + "/m/model.safetensors",
+                     options(1));
+  served.start_loading();
+  connected.get_future().wait();
+  auto waiting = std::async(std::launch::async, [&] {
+    try {
+      attach(socket(), 0, {.timeout = std::chrono::seconds(30)});
+    } catch (const StateError& error) {
+      return std::string(error.what());
+    }
+    return std::string("attached");
+  });
+  ASSERT_TRUE(eventually([&] { return served.status().find("\"waiting\":1") != std::string::npos; }));
+  served.stop();
+  // The load was still reading the header, so the rank had not started loading.
+  EXPECT_EQ(waiting.get(), socket().string() + ": the server stopped before rank 0 was loaded");
+  EXPECT_THROW(served.wait_loaded(), Cancelled);
+}
+
 TEST_F(StoreServerLoad, APlainCheckpointWithoutConfigCannotBeCutAndSaysWhy) {
   fs::remove(model() / "config.json");
   ServedModel served(model().string(), options(2));

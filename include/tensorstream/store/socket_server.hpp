@@ -84,9 +84,11 @@ class TENSORSTREAM_API SocketServer {
   const std::filesystem::path& path() const noexcept;
 
   /// Stops accepting, removes the socket file (if it is still the one this server created),
-  /// cancels every connection, handlers included, and waits until all have closed. Replies not
-  /// yet sent are not sent. Calling it again waits again; any thread may call it.
-  boost::asio::awaitable<void> stop();
+  /// lets the connections under way finish for up to `grace` (their handlers answer, their
+  /// replies go out), then cancels the rest, handlers included, and waits until all have
+  /// closed. Replies not yet sent then are not sent. Calling it again waits again; any thread
+  /// may call it.
+  boost::asio::awaitable<void> stop(std::chrono::milliseconds grace = {});
 
  private:
   std::shared_ptr<detail::SocketServerState> state_;

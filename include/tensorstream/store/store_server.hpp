@@ -96,8 +96,10 @@ class TENSORSTREAM_API StoreServer {
   /// and waiting the attach requests waiting for the rank.
   boost::asio::awaitable<std::string> status() const;
 
-  /// Stops loading, stops listening, removes the socket file and closes every connection,
-  /// waiting for them (SocketServer::stop()).
+  /// Stops loading, stops listening and removes the socket file. Every rank not yet ready fails
+  /// with StateError ("the server stopped while rank R was loading", or "before rank R was
+  /// loaded"), which attaches waiting for it get as their reply (up to a second is given for
+  /// them to go out); then closes every connection, waiting for them (SocketServer::stop()).
   boost::asio::awaitable<void> stop();
 
   /// The socket's path.
