@@ -211,42 +211,47 @@ TEST_F(StoreServerLoad, AFailedLoadIsTheAnswerToEveryAttachOfARankNotReady) {
       << served.status();
 }
 
-// A server that reads requests and never answers: the load waits on the network until stopped.
+// An HTTP server that reads requests and never answers: a load from it waits on the network
+// until stopped.
+class SilentServer {
+ public:
+  SilentServer()
+      : listener_([this](boost::asio::ip::tcp::socket socket) -> boost::asio::awaitable<void> {
+          if (first_.exchange(false)) connected_.set_value();
+          std::array<char, 4096> buffer;
+          for (;;) {
+            co_await socket.async_read_some(boost::asio::buffer(buffer),
+                                            boost::asio::use_awaitable);
+          }
+        }) {}
+
+  std::string url() const {
+    return "http://127.0.0.1:" + std::to_string(listener_.port()) + "/m/model.safetensors";
+  }
+
+  void wait_for_a_connection() { connected_.get_future().wait(); }
+
+ private:
+  std::promise<void> connected_;
+  std::atomic<bool> first_{true};
+  tensorstream::testing::LoopbackListener listener_;
+};
+
 TEST_F(StoreServerLoad, StopEndsALoadThatIsWaitingOnTheNetwork) {
-  std::promise<void> connected;
-  std::atomic<bool> first{true};
-  tensorstream::testing::LoopbackListener silent(
-      [&](boost::asio::ip::tcp::socket socket) -> boost::asio::awaitable<void> {
-        if (first.exchange(false)) connected.set_value();
-        std::array<char, 4096> buffer;
-        for (;;) {
-          co_await socket.async_read_some(boost::asio::buffer(buffer), boost::asio::use_awaitable);
-        }
-      });
-  ServedModel served("http://127.0.0.1:" + std::to_string(silent.port()) + "/m/model.safetensors",
-                     options(1));
+  SilentServer silent;
+  ServedModel served(silent.url(), options(1));
   served.start_loading();
-  connected.get_future().wait();
+  silent.wait_for_a_connection();
   served.stop();
   EXPECT_THROW(served.wait_loaded(), Cancelled);
   EXPECT_FALSE(fs::exists(socket()));
 }
 
 TEST_F(StoreServerLoad, AnAttachWaitingWhenTheServerStopsIsToldWhy) {
-  std::promise<void> connected;
-  std::atomic<bool> first{true};
-  tensorstream::testing::LoopbackListener silent(
-      [&](boost::asio::ip::tcp::socket socket) -> boost::asio::awaitable<void> {
-        if (first.exchange(false)) connected.set_value();
-        std::array<char, 4096> buffer;
-        for (;;) {
-          co_await socket.async_read_some(boost::asio::buffer(buffer), boost::asio::use_awaitable);
-        }
-      });
-  ServedModel served("http://127.0.0.1:" + std::to_string(silent.port()) + "/m/model.safetensors",
-                     options(1));
+  SilentServer silent;
+  ServedModel served(silent.url(), options(1));
   served.start_loading();
-  connected.get_future().wait();
+  silent.wait_for_a_connection();
   auto waiting = std::async(std::launch::async, [&] {
     try {
       attach(socket(), 0, {.timeout = std::chrono::seconds(30)});
