@@ -37,6 +37,9 @@ void register_cleanup_command(CLI::App& app);
 /// tensors.
 void register_attach_command(CLI::App& app);
 
+/// `tensorstream status SOCKET ...`: what a store server serves, rank by rank.
+void register_status_command(CLI::App& app);
+
 /// `tensorstream serve SRC --tp N --socket PATH ...`: loads ranks into shared memory and serves
 /// them to workers until SIGTERM or SIGINT.
 void register_serve_command(CLI::App& app);

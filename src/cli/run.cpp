@@ -60,6 +60,7 @@ int run(int argc, char** argv) {
   register_cleanup_command(app);
   register_serve_command(app);
   register_attach_command(app);
+  register_status_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

@@ -1,5 +1,7 @@
 #include "tensorstream/store/store_server.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
@@ -49,6 +51,7 @@ struct StoreServerState {
   asio::strand<asio::any_io_executor> strand;
   std::string source;
   StoreServerOptions options;
+  const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   std::vector<ServedRank> ranks;
   async::ConditionVariable changed;
   asio::cancellation_signal load_cancellation;
@@ -149,7 +152,11 @@ asio::awaitable<Reply> attach(std::shared_ptr<ServerState> state, Request reques
 std::string status_json(const ServerState& state) {
   std::string json = "{\"source\":";
   append_json_string(json, state.source);
-  json += ",\"tp\":" + std::to_string(state.options.tensor_parallel_size) + ",\"ranks\":[";
+  const auto uptime = std::chrono::duration_cast<std::chrono::seconds>(
+      std::chrono::steady_clock::now() - state.started);
+  json += ",\"tp\":" + std::to_string(state.options.tensor_parallel_size) +
+          ",\"pid\":" + std::to_string(::getpid()) +
+          ",\"uptime_seconds\":" + std::to_string(uptime.count()) + ",\"ranks\":[";
   for (std::size_t i = 0; i < state.ranks.size(); ++i) {
     const ServedRank& rank = state.ranks[i];
     if (i != 0) json += ',';

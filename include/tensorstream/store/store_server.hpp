@@ -90,8 +90,10 @@ class TENSORSTREAM_API StoreServer {
       std::function<void(const RankReady&)> on_ready = {},
       std::function<void(std::uint64_t loaded, std::uint64_t total)> on_progress = {});
 
-  /// The reply to a status request, e.g. `{"source":"s3://b/m/","tp":2,"ranks":[{"rank":0,
-  /// "state":"ready","bytes":N,"bytes_loaded":N,"attaches":3,"waiting":0},…]}`: state is queued,
+  /// The reply to a status request, e.g. `{"source":"s3://b/m/","tp":2,"pid":P,
+  /// "uptime_seconds":S,"ranks":[{"rank":0,"state":"ready","bytes":N,"bytes_loaded":N,
+  /// "attaches":3,"waiting":0},…]}`: the server's process and whole seconds since it started;
+  /// state is queued,
   /// loading, ready or failed (with an "error" member), attaches counts the attach replies sent
   /// and waiting the attach requests waiting for the rank.
   boost::asio::awaitable<std::string> status() const;

@@ -1,0 +1,93 @@
+#include <simdjson.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "byte_size.hpp"
+#include "cli/commands.hpp"
+#include "tensorstream/error.hpp"
+#include "tensorstream/store/client.hpp"
+
+namespace tensorstream::cli {
+namespace {
+
+struct StatusArguments {
+  std::string socket;
+  bool json = false;
+  double timeout_seconds = 5;
+};
+
+std::string_view text(simdjson::dom::element value) {
+  std::string_view result;
+  return value.get_string().get(result) == simdjson::SUCCESS ? result : std::string_view();
+}
+
+std::uint64_t count(simdjson::dom::element value) {
+  std::uint64_t result = 0;
+  return value.get_uint64().get(result) == simdjson::SUCCESS ? result : 0;
+}
+
+// "rank 1: ready, 1.9 MiB of 1.9 MiB, 2 attaches, 0 waiting", or "rank 0: failed: why".
+std::string rank_line(simdjson::dom::object rank) {
+  const std::string state(text(rank["state"]));
+  std::string line = "rank " + std::to_string(count(rank["rank"])) + ": " + state;
+  if (state == "failed") return line + ": " + std::string(text(rank["error"]));
+  const std::uint64_t attaches = count(rank["attaches"]);
+  return line + ", " + format_byte_size(count(rank["bytes_loaded"])) + " of " +
+         format_byte_size(count(rank["bytes"])) + ", " + std::to_string(attaches) + " attach" +
+         (attaches == 1 ? "" : "es") + ", " + std::to_string(count(rank["waiting"])) + " waiting";
+}
+
+void run_status(const StatusArguments& arguments) {
+  if (!(arguments.timeout_seconds > 0 && arguments.timeout_seconds <= 3600)) {
+    throw InvalidArgument("--timeout: " + std::to_string(arguments.timeout_seconds) +
+                          " is not between 0 and 3600 seconds");
+  }
+  const auto timeout = std::chrono::milliseconds(
+      static_cast<std::int64_t>(std::llround(arguments.timeout_seconds * 1000)));
+  const store::ReceivedReply reply =
+      store::request(arguments.socket, store::status_request(), timeout);
+  if (arguments.json) {
+    std::puts(reply.json.c_str());
+    std::fflush(stdout);
+    return;
+  }
+  simdjson::dom::parser parser;
+  simdjson::dom::object status;
+  simdjson::dom::array ranks;
+  if (parser.parse(simdjson::padded_string(reply.json)).get(status) != simdjson::SUCCESS ||
+      status["ranks"].get(ranks) != simdjson::SUCCESS) {
+    throw FormatError(arguments.socket + ": the status reply is not one this tool reads");
+  }
+  std::string out = arguments.socket + ": serving " + std::string(text(status["source"])) +
+                    " at tp " + std::to_string(count(status["tp"])) + ", pid " +
+                    std::to_string(count(status["pid"])) + ", up " +
+                    std::to_string(count(status["uptime_seconds"])) + " s\n";
+  for (simdjson::dom::element rank : ranks) {
+    simdjson::dom::object fields;
+    if (rank.get(fields) != simdjson::SUCCESS) continue;
+    out += rank_line(fields) + "\n";
+  }
+  std::fputs(out.c_str(), stdout);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+void register_status_command(CLI::App& app) {
+  auto arguments = std::make_shared<StatusArguments>();
+  auto* command = app.add_subcommand(
+      "status", "Show what a store server serves: each rank's state, bytes and attaches");
+  command->add_option("socket", arguments->socket, "The store server's Unix socket")->required();
+  command->add_flag("--json", arguments->json, "The server's status reply, one JSON line");
+  command->add_option("--timeout", arguments->timeout_seconds, "Seconds to wait for the reply")
+      ->capture_default_str();
+  command->callback([arguments] { run_status(*arguments); });
+}
+
+}  // namespace tensorstream::cli
