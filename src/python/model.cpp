@@ -29,8 +29,8 @@ py::dict tensor_dict(const TensorInfo& tensor) {
 // Each file as a dict: url, size, data_start, metadata and its tensors by name, in file order.
 py::list inspect(const std::string& remote_path, const py::dict& options) {
   StreamerOptions streamer_options = python::streamer_options(options);
-  std::vector<FileHeader> headers;
-  without_gil([&] { headers = tensorstream::inspect(remote_path, std::move(streamer_options)); });
+  const std::vector<FileHeader> headers = run_interruptibly<std::vector<FileHeader>>(
+      [&] { return tensorstream::async_inspect(remote_path, std::move(streamer_options)); });
   py::list files;
   for (const auto& file : headers) {
     py::dict tensors;

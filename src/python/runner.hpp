@@ -5,8 +5,16 @@
 #include <Python.h>
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_future.hpp>
+#include <chrono>
 #include <exception>
 #include <functional>
+#include <future>
+#include <memory>
 #include <pybind11/pybind11.h>
 
 namespace tensorstream::python {
@@ -66,6 +74,33 @@ void without_gil(Call&& call) {
     throw;
   }
   PyEval_RestoreThread(state);
+}
+
+/// Runs the coroutine `make()` returns on the runner and waits for it with the GIL released,
+/// waking every 100 ms to let Python run its signal handlers, as a stream's next() does: one
+/// that raises (Ctrl-C's KeyboardInterrupt) cancels the coroutine, waits for it to end, and is
+/// raised. Returns the coroutine's result or rethrows what it threw. Call with the GIL held.
+template <class T, class Make>
+T run_interruptibly(Make make) {
+  namespace asio = boost::asio;
+  const auto executor = runner_executor();
+  // Emitted on the runner only: a cancellation signal is not thread-safe.
+  auto cancel = std::make_shared<asio::cancellation_signal>();
+  auto running = make();
+  std::future<T> result = asio::co_spawn(executor, std::move(running),
+                                         asio::bind_cancellation_slot(cancel->slot(),
+                                                                      asio::use_future));
+  for (;;) {
+    std::future_status status = std::future_status::timeout;
+    without_gil([&] { status = result.wait_for(std::chrono::milliseconds(100)); });
+    if (status == std::future_status::ready) return result.get();
+    if (PyErr_CheckSignals() != 0) {
+      pybind11::error_already_set interrupted;
+      asio::post(executor, [cancel] { cancel->emit(asio::cancellation_type::terminal); });
+      without_gil([&] { result.wait(); });
+      throw interrupted;
+    }
+  }
 }
 
 }  // namespace tensorstream::python

@@ -19,6 +19,13 @@ namespace py = pybind11;
 namespace tensorstream::python {
 namespace {
 
+// async_attach() with a result co_spawn can default-construct.
+boost::asio::awaitable<std::optional<store::AttachedRank>> attach_on_runner(
+    std::string socket, std::uint32_t rank, store::AttachOptions options) {
+  auto attaching = store::async_attach(std::move(socket), rank, std::move(options));
+  co_return co_await std::move(attaching);
+}
+
 // The manifest's facts and the tensors, split into the weights and the KV cache (by region, so
 // that weights mapped writable with private_weights still count as weights).
 py::dict attach(const std::string& socket, std::int64_t rank, double timeout_seconds,
@@ -39,12 +46,12 @@ py::dict attach(const std::string& socket, std::int64_t rank, double timeout_sec
     }
     options.server_uid = static_cast<uid_t>(*server_uid);
   }
-  std::optional<store::AttachedRank> attached;
+  std::optional<store::AttachedRank> attached =
+      run_interruptibly<std::optional<store::AttachedRank>>([&] {
+        return attach_on_runner(socket, static_cast<std::uint32_t>(rank), options);
+      });
   std::map<std::string, at::Tensor> tensors;
-  without_gil([&] {
-    attached.emplace(store::attach(socket, static_cast<std::uint32_t>(rank), options));
-    tensors = store::torch_tensors(*attached);
-  });
+  without_gil([&] { tensors = store::torch_tensors(*attached); });
   const store::Manifest& manifest = attached->manifest();
   py::dict weights;
   py::dict kv_cache;

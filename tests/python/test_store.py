@@ -142,3 +142,47 @@ def test_an_impostor_whose_memory_is_not_sealed_is_refused(server, tmp_path):
         listener.close()
         for fd in impostor_fds:
             os.close(fd)
+
+
+def _interrupt_after(seconds):
+    """Sends this process SIGINT (Ctrl-C) after `seconds`, from another thread."""
+    import os
+    import signal
+    import threading
+
+    timer = threading.Timer(seconds, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    return timer
+
+
+def test_ctrl_c_interrupts_an_attach_that_waits_for_its_server(tmp_path):
+    timer = _interrupt_after(0.3)
+    started = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            tensorstream.store.attach(tmp_path / "not-yet.sock", 0, timeout=60)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - started < 10
+
+
+def test_ctrl_c_interrupts_an_inspect_that_waits_on_the_network():
+    """A server that accepts and never answers: the header read would wait for its timeout."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/model.safetensors"
+    timer = _interrupt_after(0.3)
+    started = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            tensorstream.inspect(url)
+    finally:
+        timer.cancel()
+        listener.close()
+    assert time.monotonic() - started < 10
+    # The interpreter goes on: the next call works.
+    with pytest.raises(tensorstream.StorageError):
+        tensorstream.store.attach("/nonexistent/dir/x.sock", 0, timeout=0)
