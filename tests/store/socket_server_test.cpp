@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -192,7 +193,15 @@ TEST_F(StoreServerTest, StalledPeersSendingDescriptorsLeaveTheServerBoundedAndAt
   const std::size_t before = open_descriptors();
   // Each stalls after one byte that carries the most descriptors a message can: without room
   // for them, the kernel closes them on the server's side as the byte is read.
-  constexpr std::size_t peers = 400;
+  constexpr std::size_t peers = 1000;
+  rlimit descriptors{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &descriptors), 0);
+  if (descriptors.rlim_max < before + 2 * peers + 64) {
+    GTEST_SKIP() << "RLIMIT_NOFILE's hard limit of " << descriptors.rlim_max
+                 << " leaves no room for " << peers << " connections";
+  }
+  descriptors.rlim_cur = descriptors.rlim_max;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &descriptors), 0);
   std::vector<UniqueFd> clients;
   for (std::size_t i = 0; i < peers; ++i) {
     clients.push_back(connect_raw(socket_path_));
