@@ -1,10 +1,12 @@
 #include <simdjson.h>
+#include <sys/types.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,6 +22,7 @@ struct StatusArguments {
   std::string socket;
   bool json = false;
   double timeout_seconds = 5;
+  std::optional<uid_t> server_uid;
 };
 
 std::string_view text(simdjson::dom::element value) {
@@ -51,7 +54,8 @@ void run_status(const StatusArguments& arguments) {
   const auto timeout = std::chrono::milliseconds(
       static_cast<std::int64_t>(std::llround(arguments.timeout_seconds * 1000)));
   const store::ReceivedReply reply =
-      store::request(arguments.socket, store::status_request(), timeout);
+      store::request(arguments.socket, store::status_request(), timeout,
+                     store::default_max_reply_bytes, arguments.server_uid);
   if (arguments.json) {
     std::puts(reply.json.c_str());
     std::fflush(stdout);
@@ -87,6 +91,8 @@ void register_status_command(CLI::App& app) {
   command->add_flag("--json", arguments->json, "The server's status reply, one JSON line");
   command->add_option("--timeout", arguments->timeout_seconds, "Seconds to wait for the reply")
       ->capture_default_str();
+  command->add_option("--server-uid", arguments->server_uid,
+                      "The uid the server runs as, where it is neither yours nor root's");
   command->callback([arguments] { run_status(*arguments); });
 }
 

@@ -2,6 +2,8 @@
 
 #include <pybind11/stl.h>
 
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -9,6 +11,7 @@
 #include "python/bindings.hpp"
 #include "python/options.hpp"
 #include "python/runner.hpp"
+#include "tensorstream/async/library_thread.hpp"
 #include "tensorstream/model/model_loader_config.hpp"
 #include "tensorstream/model/prefetch.hpp"
 #include "tensorstream/streaming/inspect.hpp"
@@ -51,11 +54,22 @@ py::dict prefetch(const std::string& remote_path, const std::string& local_path,
   PrefetchOptions prefetch_options;
   prefetch_options.exclude_safetensors = exclude_safetensors;
   prefetch_options.store = store_options(options);
-  PrefetchResult result;
-  without_gil([&] {
-    result = prefetch_blocking(remote_path, std::filesystem::path(local_path),
-                               std::move(prefetch_options));
-  });
+  // On a context and thread of its own: the copy writes files with blocking calls, which must
+  // not hold up the runner's waits.
+  boost::asio::io_context io;
+  auto work = boost::asio::make_work_guard(io);
+  async::LibraryThread thread("ts-py-prefetch", [&io] { io.run(); });
+  // Stops the context (the store may keep work of its own pending) before the thread is joined.
+  struct Stop {
+    boost::asio::io_context& io;
+    ~Stop() { io.stop(); }
+  } stop{io};
+  const PrefetchResult result = run_interruptibly<PrefetchResult>(
+      [&] {
+        return tensorstream::prefetch(remote_path, std::filesystem::path(local_path),
+                                      std::move(prefetch_options));
+      },
+      io.get_executor());
   py::dict copied;
   copied["files"] = result.files;
   copied["bytes"] = result.bytes;

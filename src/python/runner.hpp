@@ -76,14 +76,14 @@ void without_gil(Call&& call) {
   PyEval_RestoreThread(state);
 }
 
-/// Runs the coroutine `make()` returns on the runner and waits for it with the GIL released,
-/// waking every 100 ms to let Python run its signal handlers, as a stream's next() does: one
-/// that raises (Ctrl-C's KeyboardInterrupt) cancels the coroutine, waits for it to end, and is
-/// raised. Returns the coroutine's result or rethrows what it threw. Call with the GIL held.
+/// Runs the coroutine `make()` returns on `executor` (by default the runner's) and waits for it
+/// with the GIL released, waking every 100 ms to let Python run its signal handlers, as a
+/// stream's next() does: one that raises (Ctrl-C's KeyboardInterrupt) cancels the coroutine,
+/// waits for it to end, and is raised. Returns the coroutine's result or rethrows what it threw.
+/// Call with the GIL held.
 template <class T, class Make>
-T run_interruptibly(Make make) {
+T run_interruptibly(Make make, boost::asio::any_io_executor executor = runner_executor()) {
   namespace asio = boost::asio;
-  const auto executor = runner_executor();
   // Emitted on the runner only: a cancellation signal is not thread-safe.
   auto cancel = std::make_shared<asio::cancellation_signal>();
   auto running = make();

@@ -186,3 +186,24 @@ def test_ctrl_c_interrupts_an_inspect_that_waits_on_the_network():
     # The interpreter goes on: the next call works.
     with pytest.raises(tensorstream.StorageError):
         tensorstream.store.attach("/nonexistent/dir/x.sock", 0, timeout=0)
+
+
+def test_ctrl_c_interrupts_a_prefetch_that_waits_on_the_network(tmp_path):
+    """An S3 endpoint that accepts and never answers: the listing would wait for its timeout."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    endpoint = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    timer = _interrupt_after(0.3)
+    started = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            tensorstream.prefetch("s3://models/llama/", tmp_path / "local", endpoint_url=endpoint,
+                                  anonymous=True)
+    finally:
+        timer.cancel()
+        listener.close()
+    assert time.monotonic() - started < 10
+    assert not (tmp_path / "local").exists() or not any((tmp_path / "local").iterdir())

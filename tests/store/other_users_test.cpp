@@ -148,6 +148,11 @@ while True:
   EXPECT_EQ(cli.exit_code, 1);
   EXPECT_NE(cli.err.find("refusing the server: it runs as uid 65534"), std::string::npos)
       << cli.err;
+  const ProcessResult trusted = tensorstream::testing::run_cli(
+      {"status", path.string(), "--server-uid", std::to_string(allowed_uid)});
+  // Past the check, the impostor's reply is taken: an invalid_argument error, a usage error.
+  EXPECT_EQ(trusted.exit_code, 2);
+  EXPECT_EQ(trusted.err, "tensorstream: error: " + path.string() + ": answered by the impostor\n");
 }
 
 }  // namespace
