@@ -40,8 +40,12 @@ void register_attach_command(CLI::App& app);
 /// `tensorstream status SOCKET ...`: what a store server serves, rank by rank.
 void register_status_command(CLI::App& app);
 
+/// `tensorstream reload SOCKET [SRC]`: a store server loads its checkpoint again (or SRC) and
+/// serves the new generation once loaded.
+void register_reload_command(CLI::App& app);
+
 /// `tensorstream serve SRC --tp N --socket PATH ...`: loads ranks into shared memory and serves
-/// them to workers until SIGTERM or SIGINT.
+/// them to workers until SIGTERM or SIGINT; SIGHUP reloads.
 void register_serve_command(CLI::App& app);
 
 }  // namespace tensorstream::cli

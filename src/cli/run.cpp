@@ -61,6 +61,7 @@ int run(int argc, char** argv) {
   register_serve_command(app);
   register_attach_command(app);
   register_status_command(app);
+  register_reload_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -26,6 +27,7 @@
 #include "cli/progress_bar.hpp"
 #include "cli/progress_flag.hpp"
 #include "cli/store_flags.hpp"
+#include "exception_message.hpp"
 #include "tensorstream/error.hpp"
 #include "streaming/group_agreement.hpp"
 #include "tensorstream/store/store_server.hpp"
@@ -77,6 +79,8 @@ std::string rank_line(const store::RankReady& ready) {
   std::string line = "{";
   append_key(line, "rank");
   line += std::to_string(ready.rank);
+  append_key(line, "generation");
+  line += std::to_string(ready.generation);
   append_key(line, "tensors");
   line += std::to_string(ready.tensors);
   append_key(line, "bytes");
@@ -100,14 +104,16 @@ std::string utc_text(std::chrono::system_clock::time_point time) {
 
 // The pid and start time tell a reader of the ready file whether the server that wrote it is
 // the one running now: a killed server leaves its file behind.
-std::string ready_line(const std::string& socket, const std::vector<int>& ranks,
-                       std::uint64_t bytes, double seconds,
+std::string ready_line(const std::string& socket, std::uint64_t generation,
+                       const std::vector<int>& ranks, std::uint64_t bytes, double seconds,
                        std::chrono::system_clock::time_point started) {
   std::string line = "{";
   append_key(line, "ready");
   line += '{';
   append_key(line, "socket");
   append_json_string(line, socket);
+  append_key(line, "generation");
+  line += std::to_string(generation);
   append_key(line, "pid");
   line += std::to_string(::getpid());
   append_key(line, "started");
@@ -209,6 +215,7 @@ void run_serve(const ServeArguments& arguments) {
   asio::io_context io;
   // Caught from before the socket exists, so that a SIGTERM never leaves the socket file behind.
   asio::signal_set signals(io, SIGINT, SIGTERM);
+  asio::signal_set reload_signal(io, SIGHUP);
   const auto started_at = std::chrono::system_clock::now();
   store::StoreServer server(io.get_executor(), arguments.source, options);
   // This server owns the socket now: a ready file there is a dead one's, and says nothing yet.
@@ -234,32 +241,17 @@ void run_serve(const ServeArguments& arguments) {
     if (stopping) return;
     stopping = true;
     signals.cancel();
+    reload_signal.cancel();
     asio::co_spawn(io, server.stop(), asio::detached);
   };
   signals.async_wait([&](boost::system::error_code ec, int) {
     if (!ec) shut_down();
   });
-
-  const auto start = std::chrono::steady_clock::now();
-  std::uint64_t bytes = 0;
-  auto on_ready = [&](const store::RankReady& ready) {
-    bytes += ready.weight_bytes;
-    print_line(rank_line(ready));
-  };
-  auto on_progress = [&shared](std::uint64_t loaded, std::uint64_t total) {
-    shared.set(loaded, total);
-  };
-  asio::co_spawn(io, server.load(on_ready, on_progress), [&](std::exception_ptr error) {
-    if (!error && progress) progress->finish();
-    progress.reset();
-    if (error) {
-      if (!stopping) failure = error;
-      shut_down();
-      return;
-    }
-    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  // The ready line goes to stdout and, rewritten whole, to the ready file: once every rank of
+  // generation 1 is ready, and again for each generation a reload serves.
+  const auto announce = [&](std::uint64_t generation, std::uint64_t bytes, double seconds) {
     const std::string line =
-        ready_line(arguments.socket, ranks, bytes, elapsed.count(), started_at);
+        ready_line(arguments.socket, generation, ranks, bytes, seconds, started_at);
     try {
       print_line(line);
       if (!arguments.ready_file.empty()) {
@@ -270,6 +262,63 @@ void run_serve(const ServeArguments& arguments) {
       failure = std::current_exception();
       shut_down();
     }
+  };
+
+  // Reloads, whether asked by SIGHUP or by a reload request, are told here. A failed one leaves
+  // the generation served before, so it is a warning, not the end of the server.
+  std::uint64_t reloads_told = 0;
+  store::StoreServerEvents events;
+  std::uint64_t bytes = 0;
+  events.rank_ready = [&](const store::RankReady& ready) {
+    if (ready.generation == 1) bytes += ready.weight_bytes;
+    print_line(rank_line(ready));
+  };
+  events.progress = [&shared](std::uint64_t loaded, std::uint64_t total) {
+    shared.set(loaded, total);
+  };
+  events.reloaded = [&](const store::ReloadOutcome& outcome) {
+    ++reloads_told;
+    if (outcome.error) {
+      std::fprintf(stderr, "tensorstream: warning: reload of %s failed, still serving generation "
+                           "%llu: %s\n",
+                   outcome.source.c_str(),
+                   static_cast<unsigned long long>(outcome.generation - 1),
+                   tensorstream::detail::exception_message(outcome.error).c_str());
+      return;
+    }
+    std::uint64_t reloaded = 0;
+    for (const auto& rank : outcome.ranks) reloaded += rank.weight_bytes;
+    announce(outcome.generation, reloaded, outcome.seconds.count());
+  };
+  // SIGHUP reloads the source served. A reload that cannot start (one under way, generation 1
+  // still loading) is a warning; one that starts is told by events.reloaded.
+  std::function<void()> await_reload_signal = [&] {
+    reload_signal.async_wait([&](boost::system::error_code ec, int) {
+      if (ec) return;
+      const std::uint64_t told = reloads_told;
+      asio::co_spawn(io, server.reload(),
+                     [&, told](std::exception_ptr error, const store::ReloadOutcome&) {
+                       if (error && reloads_told == told && !stopping) {
+                         std::fprintf(stderr, "tensorstream: warning: SIGHUP: cannot reload: %s\n",
+                                      tensorstream::detail::exception_message(error).c_str());
+                       }
+                     });
+      await_reload_signal();
+    });
+  };
+  await_reload_signal();
+
+  const auto start = std::chrono::steady_clock::now();
+  asio::co_spawn(io, server.load(std::move(events)), [&](std::exception_ptr error) {
+    if (!error && progress) progress->finish();
+    progress.reset();
+    if (error) {
+      if (!stopping) failure = error;
+      shut_down();
+      return;
+    }
+    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+    announce(1, bytes, elapsed.count());
   });
   io.run();
   progress.reset();
@@ -287,7 +336,7 @@ void register_serve_command(CLI::App& app) {
   auto* command = app.add_subcommand(
       "serve",
       "Load a checkpoint's tensor-parallel ranks into shared memory once and hand them to "
-      "worker processes over a Unix socket, until SIGTERM or SIGINT");
+      "worker processes over a Unix socket, until SIGTERM or SIGINT; SIGHUP reloads it");
   command
       ->add_option("src", arguments->source,
                    "A model prefix holding TRAW partitions (tensorstream partition) or rank files "

@@ -46,6 +46,16 @@ std::string rank_line(simdjson::dom::object rank) {
          (attaches == 1 ? "" : "es") + ", " + std::to_string(count(rank["waiting"])) + " waiting";
 }
 
+// "reload: generation 2 of SRC loading, 1.0 MiB of 3.8 MiB", or "...: failed: why".
+std::string reload_line(simdjson::dom::object reload) {
+  const std::string state(text(reload["state"]));
+  std::string line = "reload: generation " + std::to_string(count(reload["generation"])) +
+                     " of " + std::string(text(reload["source"]));
+  if (state == "failed") return line + " failed: " + std::string(text(reload["error"]));
+  return line + " loading, " + format_byte_size(count(reload["bytes_loaded"])) + " of " +
+         format_byte_size(count(reload["bytes"]));
+}
+
 void run_status(const StatusArguments& arguments) {
   if (!(arguments.timeout_seconds > 0 && arguments.timeout_seconds <= 3600)) {
     throw InvalidArgument("--timeout: " + std::to_string(arguments.timeout_seconds) +
@@ -68,7 +78,9 @@ void run_status(const StatusArguments& arguments) {
       status["ranks"].get(ranks) != simdjson::SUCCESS) {
     throw FormatError(arguments.socket + ": the status reply is not one this tool reads");
   }
+  const std::uint64_t generation = count(status["generation"]);
   std::string out = arguments.socket + ": serving " + std::string(text(status["source"])) +
+                    (generation > 1 ? " (generation " + std::to_string(generation) + ")" : "") +
                     " at tp " + std::to_string(count(status["tp"])) + ", pid " +
                     std::to_string(count(status["pid"])) + ", up " +
                     std::to_string(count(status["uptime_seconds"])) + " s\n";
@@ -77,6 +89,8 @@ void run_status(const StatusArguments& arguments) {
     if (rank.get(fields) != simdjson::SUCCESS) continue;
     out += rank_line(fields) + "\n";
   }
+  simdjson::dom::object reload;
+  if (status["reload"].get(reload) == simdjson::SUCCESS) out += reload_line(reload) + "\n";
   std::fputs(out.c_str(), stdout);
   std::fflush(stdout);
 }

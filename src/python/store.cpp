@@ -63,6 +63,7 @@ py::dict attach(const std::string& socket, std::int64_t rank, double timeout_sec
   result["socket"] = socket;
   result["rank"] = manifest.rank;
   result["tensor_parallel_size"] = manifest.tensor_parallel_size;
+  result["generation"] = manifest.generation;
   result["model"] = manifest.model;
   result["config_json"] = manifest.config_json;
   result["fused"] = manifest.fused;

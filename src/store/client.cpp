@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "async/run_on_strand.hpp"
+#include "json_string.hpp"
 #include "store/message.hpp"
 #include "store/race.hpp"
 #include "store/wire.hpp"
@@ -160,6 +161,11 @@ std::string attach_request(std::uint32_t rank, std::chrono::milliseconds timeout
 }
 
 std::string status_request() { return "{\"op\":\"status\"}"; }
+
+std::string reload_request(std::string_view source) {
+  if (source.empty()) return "{\"op\":\"reload\"}";
+  return "{\"op\":\"reload\",\"source\":" + json_string(source) + "}";
+}
 
 ReceivedReply request(const std::filesystem::path& socket_path, std::string_view request_json,
                       std::chrono::milliseconds timeout, std::size_t max_reply_bytes,

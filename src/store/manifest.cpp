@@ -58,6 +58,9 @@ class ManifestParser {
         manifest_.rank = int_in(value, name, 0, std::numeric_limits<int>::max());
       } else if (key == "tp") {
         manifest_.tensor_parallel_size = int_in(value, name, 1, std::numeric_limits<int>::max());
+      } else if (key == "generation") {
+        manifest_.generation = uint64(value, name);
+        if (manifest_.generation == 0) fail(name, "0 is out of range");
       } else if (key == "device") {
         manifest_.device = string(value, name);
       } else if (key == "model") {
@@ -334,6 +337,7 @@ std::string to_json(const Manifest& manifest) {
   append_field(out, "version", number(manifest.version));
   append_field(out, "rank", number(manifest.rank));
   append_field(out, "tp", number(manifest.tensor_parallel_size));
+  append_field(out, "generation", number(manifest.generation));
   append_field(out, "device", json_string(manifest.device));
   append_field(out, "model", json_string(manifest.model));
   append_field(out, "config", manifest.config_json.empty() ? "{}" : manifest.config_json);

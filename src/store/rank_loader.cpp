@@ -78,7 +78,11 @@ void prepare(ServedRank& rank, std::span<const TensorSpec> rank_tensors,
                                        options.tensor_parallel_size, options.fuse,
                                        options.kv_cache);
   layout.manifest.model = model;
-  const std::string name = "tensorstream-rank" + std::to_string(rank.rank);
+  layout.manifest.generation = options.generation;
+  // The generation in the name tells a reloaded rank's memory from its predecessor's in
+  // /proc/PID/maps.
+  const std::string name = "tensorstream-rank" + std::to_string(rank.rank) +
+                           (options.generation == 1 ? "" : "-g" + std::to_string(options.generation));
   rank.weights = std::make_shared<SharedRegion>(name + "-weights",
                                                 layout.manifest.regions.at(0).bytes);
   if (layout.manifest.regions.size() > 1) {

@@ -50,6 +50,8 @@ struct LoadOptions {
   int tensor_parallel_size = 1;
   bool fuse = true;
   KvCacheOptions kv_cache;
+  /// Which of the server's loads this is (Manifest::generation).
+  std::uint64_t generation = 1;
   /// How the source is read; tensor_parallel_size, rank and placement are the loader's.
   StreamerOptions stream;
 };

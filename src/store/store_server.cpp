@@ -6,6 +6,7 @@
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -25,12 +26,11 @@ namespace detail {
 
 namespace asio = boost::asio;
 
-/// What the server's connections and its load share; touched only on `strand`.
-struct StoreServerState {
-  StoreServerState(asio::any_io_executor executor, std::string source_url,
-                   StoreServerOptions server_options)
-      : strand(asio::make_strand(std::move(executor))), source(std::move(source_url)),
-        options(std::move(server_options)) {}
+/// One load of the served ranks: generation 1 by load(), one more by each reload.
+struct Generation {
+  std::uint64_t number = 1;
+  std::string source;
+  std::vector<ServedRank> ranks;
 
   ServedRank* find(std::uint32_t rank) {
     const auto served = std::find_if(ranks.begin(), ranks.end(), [rank](const ServedRank& r) {
@@ -38,9 +38,29 @@ struct StoreServerState {
     });
     return served == ranks.end() ? nullptr : &*served;
   }
+};
+
+/// A reload, under way or ended.
+struct ReloadRun {
+  /// The generation it loads; dropped when it fails, so that its memory goes.
+  std::shared_ptr<Generation> generation;
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  bool done = false;
+  ReloadOutcome outcome;
+};
+
+/// What the server's connections, its load and its reloads share; touched only on `strand`.
+struct StoreServerState {
+  StoreServerState(asio::any_io_executor executor, std::string source_url,
+                   StoreServerOptions server_options)
+      : strand(asio::make_strand(std::move(executor))), options(std::move(server_options)) {
+    current = std::make_shared<Generation>();
+    current->source = std::move(source_url);
+  }
 
   // "ranks 0, 1 of TP 2", for messages.
   std::string served_ranks() const {
+    const auto& ranks = current->ranks;
     std::string text = ranks.size() == 1 ? "rank " : "ranks ";
     for (std::size_t i = 0; i < ranks.size(); ++i) {
       text += (i == 0 ? "" : ", ") + std::to_string(ranks[i].rank);
@@ -49,12 +69,16 @@ struct StoreServerState {
   }
 
   asio::strand<asio::any_io_executor> strand;
-  std::string source;
   StoreServerOptions options;
+  StoreServerEvents events;
   const std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
-  std::vector<ServedRank> ranks;
+  /// What attaches get. An attach holds the generation it started with while it waits.
+  std::shared_ptr<Generation> current;
+  /// The latest reload: under way until done.
+  std::shared_ptr<ReloadRun> reload;
   async::ConditionVariable changed;
   asio::cancellation_signal load_cancellation;
+  asio::cancellation_signal reload_cancellation;
   bool load_started = false;
   bool loading = false;
   bool stopped = false;
@@ -65,7 +89,9 @@ struct StoreServerState {
 namespace {
 
 namespace asio = boost::asio;
+using detail::Generation;
 using detail::RankState;
+using detail::ReloadRun;
 using detail::ServedRank;
 using ServerState = detail::StoreServerState;
 
@@ -110,7 +136,9 @@ std::vector<ServedRank> served_ranks(const StoreServerOptions& options) {
 }
 
 asio::awaitable<Reply> attach(std::shared_ptr<ServerState> state, Request request) {
-  ServedRank* rank = state->find(request.rank);
+  // Held while waiting: a reload may switch `current` meanwhile.
+  const std::shared_ptr<Generation> generation = state->current;
+  ServedRank* rank = generation->find(request.rank);
   if (rank == nullptr) {
     throw InvalidArgument("rank " + std::to_string(request.rank) + " is not served (this server "
                           "serves " + state->served_ranks() + ")");
@@ -149,16 +177,30 @@ asio::awaitable<Reply> attach(std::shared_ptr<ServerState> state, Request reques
   co_return reply;
 }
 
+std::uint64_t total_bytes(const Generation& generation) {
+  std::uint64_t total = 0;
+  for (const auto& rank : generation.ranks) total += rank.bytes;
+  return total;
+}
+
+std::uint64_t loaded_bytes(const Generation& generation) {
+  std::uint64_t loaded = 0;
+  for (const auto& rank : generation.ranks) loaded += rank.bytes_loaded;
+  return loaded;
+}
+
 std::string status_json(const ServerState& state) {
+  const Generation& current = *state.current;
   std::string json = "{\"source\":";
-  append_json_string(json, state.source);
+  append_json_string(json, current.source);
   const auto uptime = std::chrono::duration_cast<std::chrono::seconds>(
       std::chrono::steady_clock::now() - state.started);
   json += ",\"tp\":" + std::to_string(state.options.tensor_parallel_size) +
+          ",\"generation\":" + std::to_string(current.number) +
           ",\"pid\":" + std::to_string(::getpid()) +
           ",\"uptime_seconds\":" + std::to_string(uptime.count()) + ",\"ranks\":[";
-  for (std::size_t i = 0; i < state.ranks.size(); ++i) {
-    const ServedRank& rank = state.ranks[i];
+  for (std::size_t i = 0; i < current.ranks.size(); ++i) {
+    const ServedRank& rank = current.ranks[i];
     if (i != 0) json += ',';
     json += "{\"rank\":" + std::to_string(rank.rank) + ",\"state\":\"" +
             std::string(state_name(rank.state)) + "\",\"bytes\":" + std::to_string(rank.bytes) +
@@ -171,52 +213,80 @@ std::string status_json(const ServerState& state) {
     }
     json += '}';
   }
-  return json + "]}";
+  json += ']';
+  const ReloadRun* reload = state.reload.get();
+  if (reload != nullptr && (!reload->done || reload->outcome.error)) {
+    json += ",\"reload\":{\"generation\":" + std::to_string(reload->outcome.generation) +
+            ",\"source\":";
+    append_json_string(json, reload->outcome.source);
+    if (reload->done) {
+      json += ",\"state\":\"failed\",\"error\":";
+      append_json_string(json, tensorstream::detail::exception_message(reload->outcome.error));
+    } else {
+      json += ",\"state\":\"loading\",\"bytes\":" + std::to_string(total_bytes(*reload->generation)) +
+              ",\"bytes_loaded\":" + std::to_string(loaded_bytes(*reload->generation));
+    }
+    json += '}';
+  }
+  return json + '}';
 }
 
-asio::awaitable<Reply> handle(std::shared_ptr<ServerState> state, Request request) {
-  if (request.op == Operation::attach) co_return co_await attach(std::move(state), request);
-  Reply reply;
-  reply.json = status_json(*state);
-  co_return reply;
+detail::LoadOptions load_options(const ServerState& state, std::uint64_t generation) {
+  detail::LoadOptions load;
+  load.tensor_parallel_size = state.options.tensor_parallel_size;
+  load.fuse = state.options.fuse;
+  load.kv_cache = state.options.kv_cache;
+  load.generation = generation;
+  load.stream = state.options.stream;
+  return load;
 }
 
-// Runs on the strand: the loader's progress is the state the connections read.
-asio::awaitable<void> load_on_strand(
-    std::shared_ptr<ServerState> state, std::function<void(const RankReady&)> on_ready,
-    std::function<void(std::uint64_t, std::uint64_t)> on_progress) {
+// What the loader calls as a rank of `generation` changes: wakes the attaches waiting, reports
+// progress over the generation, and each rank once ready (to `ready` too, where given).
+detail::RankChanged rank_changed(std::shared_ptr<ServerState> state,
+                                 std::shared_ptr<Generation> generation,
+                                 std::chrono::steady_clock::time_point started,
+                                 std::vector<RankReady>* ready = nullptr) {
+  return [state, generation, started, ready](ServedRank& rank) {
+    state->changed.notify_all();
+    if (state->events.progress) {
+      state->events.progress(loaded_bytes(*generation), total_bytes(*generation));
+    }
+    if (rank.state != RankState::ready) return;
+    RankReady report;
+    report.rank = rank.rank;
+    report.generation = generation->number;
+    report.tensors = static_cast<std::size_t>(std::count_if(
+        rank.layout->manifest.tensors.begin(), rank.layout->manifest.tensors.end(),
+        [](const TensorEntry& tensor) { return tensor.region == "weights"; }));
+    report.weight_bytes = rank.bytes;
+    report.kv_cache_bytes = rank.kv_cache ? rank.kv_cache->size() : 0;
+    report.seconds = rank.finished - started;
+    if (ready != nullptr) ready->push_back(report);
+    if (state->events.rank_ready) state->events.rank_ready(report);
+  };
+}
+
+// Loads `generation`'s ranks on the strand, the loader's progress being the state connections
+// read; `cancellation` ends it.
+asio::awaitable<void> load_generation(std::shared_ptr<ServerState> state,
+                                      std::shared_ptr<Generation> generation,
+                                      asio::cancellation_signal& cancellation,
+                                      detail::RankChanged changed) {
+  co_await asio::co_spawn(
+      state->strand,
+      detail::load_ranks(generation->source, load_options(*state, generation->number),
+                         generation->ranks, std::move(changed)),
+      asio::bind_cancellation_slot(cancellation.slot(), asio::use_awaitable));
+}
+
+asio::awaitable<void> load_on_strand(std::shared_ptr<ServerState> state,
+                                     StoreServerEvents events) {
   if (state->load_started) throw StateError("StoreServer::load() was already called");
   if (state->stopped) throw Cancelled("the store server was stopped before loading");
   state->load_started = true;
   state->loading = true;
-  const auto started = std::chrono::steady_clock::now();
-  detail::LoadOptions load;
-  load.tensor_parallel_size = state->options.tensor_parallel_size;
-  load.fuse = state->options.fuse;
-  load.kv_cache = state->options.kv_cache;
-  load.stream = state->options.stream;
-  auto changed = [state, started, &on_ready, &on_progress](ServedRank& rank) {
-    state->changed.notify_all();
-    if (on_progress) {
-      std::uint64_t loaded = 0;
-      std::uint64_t total = 0;
-      for (const auto& served : state->ranks) {
-        loaded += served.bytes_loaded;
-        total += served.bytes;
-      }
-      on_progress(loaded, total);
-    }
-    if (rank.state != RankState::ready || !on_ready) return;
-    RankReady ready;
-    ready.rank = rank.rank;
-    ready.tensors = static_cast<std::size_t>(std::count_if(
-        rank.layout->manifest.tensors.begin(), rank.layout->manifest.tensors.end(),
-        [](const TensorEntry& tensor) { return tensor.region == "weights"; }));
-    ready.weight_bytes = rank.bytes;
-    ready.kv_cache_bytes = rank.kv_cache ? rank.kv_cache->size() : 0;
-    ready.seconds = rank.finished - started;
-    on_ready(ready);
-  };
+  state->events = std::move(events);
   // The caller's cancellation, relayed to this strand by run_on_strand(), ends the load.
   auto slot = (co_await asio::this_coro::cancellation_state).slot();
   if (slot.is_connected()) {
@@ -228,14 +298,14 @@ asio::awaitable<void> load_on_strand(
       if (slot.is_connected()) slot.clear();
     }
   } detach{slot};
+  const std::shared_ptr<Generation> generation = state->current;
   try {
-    co_await asio::co_spawn(
-        state->strand, detail::load_ranks(state->source, load, state->ranks, changed),
-        asio::bind_cancellation_slot(state->load_cancellation.slot(), asio::use_awaitable));
+    co_await load_generation(state, generation, state->load_cancellation,
+                             rank_changed(state, generation, std::chrono::steady_clock::now()));
   } catch (const boost::system::system_error& error) {
     state->loading = false;
     if (error.code() != asio::error::operation_aborted) throw;
-    throw Cancelled("loading " + state->source + " was stopped");
+    throw Cancelled("loading " + generation->source + " was stopped");
   } catch (...) {
     state->loading = false;
     throw;
@@ -243,19 +313,138 @@ asio::awaitable<void> load_on_strand(
   state->loading = false;
 }
 
+// Loads the reload's generation and, once every rank is ready, serves it. Runs detached from
+// whoever asked: its outcome is in `run` and goes to the events.
+asio::awaitable<void> run_reload(std::shared_ptr<ServerState> state,
+                                 std::shared_ptr<ReloadRun> run) {
+  const std::shared_ptr<Generation> generation = run->generation;
+  try {
+    co_await load_generation(
+        state, generation, state->reload_cancellation,
+        rank_changed(state, generation, run->started, &run->outcome.ranks));
+    if (state->stopped) throw Cancelled("the server stopped");
+    state->current = generation;
+  } catch (...) {
+    // stop() ends a reload however the load noticed: a cancelled read, a rank it failed.
+    run->outcome.error =
+        state->stopped ? std::make_exception_ptr(Cancelled("the server stopped while reloading " +
+                                                           generation->source))
+                       : std::current_exception();
+  }
+  run->outcome.seconds = std::chrono::steady_clock::now() - run->started;
+  run->done = true;
+  // A failed generation's memory goes now; a served one's when it is replaced in turn.
+  run->generation.reset();
+  state->changed.notify_all();
+  if (state->events.reloaded) state->events.reloaded(run->outcome);
+}
+
+// On the strand: starts a reload of `source` (empty: the one served), or says why it cannot.
+std::shared_ptr<ReloadRun> start_reload(const std::shared_ptr<ServerState>& state,
+                                        std::string source) {
+  if (state->stopped) throw Cancelled("the server is stopping");
+  if (!state->load_started || state->loading) {
+    throw StateError("generation 1 is " + std::string(state->load_started ? "still loading"
+                                                                          : "not loaded yet") +
+                     "; reload once it is served");
+  }
+  if (state->options.stream.distributed.group) {
+    throw StateError("servers that read a checkpoint together (--world-size) cannot reload one "
+                     "by one; restart them together");
+  }
+  if (state->reload && !state->reload->done) {
+    throw StateError("a reload of " + state->reload->outcome.source + " (generation " +
+                     std::to_string(state->reload->outcome.generation) + ") is under way");
+  }
+  auto run = std::make_shared<ReloadRun>();
+  run->generation = std::make_shared<Generation>();
+  run->generation->number = state->current->number + 1;
+  run->generation->source = source.empty() ? state->current->source : std::move(source);
+  run->generation->ranks = served_ranks(state->options);
+  run->outcome.generation = run->generation->number;
+  run->outcome.source = run->generation->source;
+  state->reload = run;
+  asio::co_spawn(state->strand, run_reload(state, run), asio::detached);
+  return run;
+}
+
+// On the strand: waits for `run` to end. Cancelling the wait leaves the reload going.
+asio::awaitable<ReloadOutcome> reload_outcome(std::shared_ptr<ServerState> state,
+                                              std::shared_ptr<ReloadRun> run) {
+  co_await state->changed.wait([&] { return run->done; });
+  if (run->outcome.error) std::rethrow_exception(run->outcome.error);
+  co_return run->outcome;
+}
+
+// `{"generation":2,"source":"…","seconds":S,"ranks":[{"rank":0,"tensors":T,"bytes":N,
+// "kv_cache_bytes":M,"seconds":S},…]}`.
+std::string reloaded_json(const ReloadOutcome& outcome) {
+  std::string json = "{\"generation\":" + std::to_string(outcome.generation) + ",\"source\":";
+  append_json_string(json, outcome.source);
+  json += ",\"seconds\":" + std::to_string(outcome.seconds.count()) + ",\"ranks\":[";
+  for (std::size_t i = 0; i < outcome.ranks.size(); ++i) {
+    const RankReady& rank = outcome.ranks[i];
+    if (i != 0) json += ',';
+    json += "{\"rank\":" + std::to_string(rank.rank) +
+            ",\"tensors\":" + std::to_string(rank.tensors) +
+            ",\"bytes\":" + std::to_string(rank.weight_bytes) +
+            ",\"kv_cache_bytes\":" + std::to_string(rank.kv_cache_bytes) +
+            ",\"seconds\":" + std::to_string(rank.seconds.count()) + '}';
+  }
+  return json + "]}";
+}
+
+asio::awaitable<Reply> reload(std::shared_ptr<ServerState> state, Request request) {
+  const uid_t own = ::geteuid();
+  if (request.peer.uid != own && request.peer.uid != 0) {
+    // A reload replaces what every worker attaches next: the operator's, not any worker's.
+    throw Error("uid " + std::to_string(request.peer.uid) + " may attach but not reload (" +
+                    (own == 0 ? std::string("only root may")
+                              : "only uid " + std::to_string(own) + ", the server's, and root may") +
+                    ")",
+                ErrorKind::access_denied);
+  }
+  auto run = start_reload(state, std::move(request.source));
+  Reply reply;
+  reply.json = reloaded_json(co_await reload_outcome(state, std::move(run)));
+  co_return reply;
+}
+
+asio::awaitable<Reply> handle(std::shared_ptr<ServerState> state, Request request) {
+  switch (request.op) {
+    case Operation::attach:
+      co_return co_await attach(std::move(state), std::move(request));
+    case Operation::reload:
+      co_return co_await reload(std::move(state), std::move(request));
+    case Operation::status:
+      break;
+  }
+  Reply reply;
+  reply.json = status_json(*state);
+  co_return reply;
+}
+
 // On the strand: a load not yet started never starts, one under way is cancelled, and every
-// rank not ready fails with the reason, which the attaches waiting for it are told.
+// rank not ready fails with the reason, which the attaches waiting for it are told. A reload
+// under way is cancelled the same way.
 void stop_loading(ServerState& state) {
   state.stopped = true;
   if (state.loading) state.load_cancellation.emit(asio::cancellation_type::terminal);
-  for (ServedRank& rank : state.ranks) {
-    if (settled(rank)) continue;
-    const std::string when = rank.state == RankState::loading ? " while rank " : " before rank ";
-    rank.error = std::make_exception_ptr(StateError(
-        "the server stopped" + when + std::to_string(rank.rank) +
-        (rank.state == RankState::loading ? " was loading" : " was loaded")));
-    rank.state = RankState::failed;
-    rank.finished = std::chrono::steady_clock::now();
+  std::vector<Generation*> generations{state.current.get()};
+  if (state.reload && !state.reload->done) {
+    state.reload_cancellation.emit(asio::cancellation_type::terminal);
+    generations.push_back(state.reload->generation.get());
+  }
+  for (Generation* generation : generations) {
+    for (ServedRank& rank : generation->ranks) {
+      if (settled(rank)) continue;
+      const std::string when = rank.state == RankState::loading ? " while rank " : " before rank ";
+      rank.error = std::make_exception_ptr(StateError(
+          "the server stopped" + when + std::to_string(rank.rank) +
+          (rank.state == RankState::loading ? " was loading" : " was loaded")));
+      rank.state = RankState::failed;
+      rank.finished = std::chrono::steady_clock::now();
+    }
   }
   state.changed.notify_all();
 }
@@ -269,7 +458,7 @@ StoreServer::StoreServer(asio::any_io_executor executor, std::string source,
                          StoreServerOptions options)
     : state_(std::make_shared<ServerState>(std::move(executor), std::move(source),
                                            std::move(options))) {
-  state_->ranks = served_ranks(state_->options);
+  state_->current->ranks = served_ranks(state_->options);
   socket_ = std::make_unique<SocketServer>(
       state_->strand, state_->options.socket,
       [state = state_](Request request) { return handle(state, request); });
@@ -279,11 +468,17 @@ StoreServer::~StoreServer() {
   asio::post(state_->strand, [state = state_] { stop_loading(*state); });
 }
 
-asio::awaitable<void> StoreServer::load(
-    std::function<void(const RankReady&)> on_ready,
-    std::function<void(std::uint64_t loaded, std::uint64_t total)> on_progress) {
-  co_await async::run_on_strand(
-      state_->strand, load_on_strand(state_, std::move(on_ready), std::move(on_progress)));
+asio::awaitable<void> StoreServer::load(StoreServerEvents events) {
+  co_await async::run_on_strand(state_->strand, load_on_strand(state_, std::move(events)));
+}
+
+asio::awaitable<ReloadOutcome> StoreServer::reload(std::string source) {
+  co_return co_await async::run_on_strand(
+      state_->strand,
+      [](std::shared_ptr<ServerState> state, std::string what) -> asio::awaitable<ReloadOutcome> {
+        auto run = start_reload(state, std::move(what));
+        co_return co_await reload_outcome(state, std::move(run));
+      }(state_, std::move(source)));
 }
 
 asio::awaitable<std::string> StoreServer::status() const {

@@ -49,8 +49,20 @@ Request parse_request(std::string_view json) {
     parsed.op = Operation::status;
     return parsed;
   }
+  if (op == "reload") {
+    parsed.op = Operation::reload;
+    simdjson::dom::element source;
+    if (request["source"].get(source) == simdjson::NO_SUCH_FIELD) return parsed;
+    std::string_view text;
+    if (source.get_string().get(text) != simdjson::SUCCESS || text.empty()) {
+      throw InvalidArgument("\"source\" must be a non-empty string");
+    }
+    parsed.source = std::string(text);
+    return parsed;
+  }
   if (op != "attach") {
-    throw InvalidArgument("unknown op " + json_string(op) + " (expected \"attach\" or \"status\")");
+    throw InvalidArgument("unknown op " + json_string(op) +
+                          " (expected \"attach\", \"status\" or \"reload\")");
   }
   parsed.op = Operation::attach;
   std::uint64_t rank = 0;

@@ -14,6 +14,7 @@
 
 #include "store/server_fixture.hpp"
 #include "support/child_process.hpp"
+#include "support/files.hpp"
 #include "support/nginx_server.hpp"
 #include "support/process.hpp"
 #include "support/sha256.hpp"
@@ -92,11 +93,11 @@ TEST_F(ServeCli, ReportsEachRankThenReadyAndExitsCleanlyOnSigtermLeavingWorkersT
   wait_for(ready_file(), *server);
   const std::string output = read_text_file(out());
   const std::regex expected(
-      "\\{\"rank\":0,\"tensors\":15,\"bytes\":1976832,\"kv_cache_bytes\":32768,"
+      "\\{\"rank\":0,\"generation\":1,\"tensors\":15,\"bytes\":1976832,\"kv_cache_bytes\":32768,"
       "\"seconds\":[0-9]+\\.[0-9]{3}\\}\n"
-      "\\{\"rank\":1,\"tensors\":15,\"bytes\":1976832,\"kv_cache_bytes\":32768,"
+      "\\{\"rank\":1,\"generation\":1,\"tensors\":15,\"bytes\":1976832,\"kv_cache_bytes\":32768,"
       "\"seconds\":[0-9]+\\.[0-9]{3}\\}\n"
-      "(\\{\"ready\":\\{\"socket\":\"" + socket().string() + "\",\"pid\":" +
+      "(\\{\"ready\":\\{\"socket\":\"" + socket().string() + "\",\"generation\":1,\"pid\":" +
       std::to_string(server->pid()) +
       ",\"started\":\"20[0-9]{2}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z\",\"ranks\":\\[0,1\\],\"bytes\":3953664,\"seconds\":[0-9]+\\.[0-9]{3},"
       "\"gb_per_s\":[0-9]+\\.[0-9]{3}\\}\\})\n");
@@ -215,6 +216,68 @@ TEST_F(ServeCli, AServerStartedWhereAKilledOneLeftItsSocketAndReadyFileTakesThem
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   EXPECT_FALSE(fs::exists(socket()));
   EXPECT_FALSE(fs::exists(ready_file()));
+}
+
+TEST_F(ServeCli, ReloadAndSighupServeNewVersionsWhileAWorkerKeepsItsBytes) {
+  auto server = serve({raw().string(), "--tp", "2", "--socket", socket().string(),
+                       "--ready-file", ready_file().string()});
+  wait_for(ready_file(), *server);
+  const AttachedRank worker = attach(socket(), 1);
+  const TensorEntry* norm = worker.find("model.norm.weight");
+  ASSERT_NE(norm, nullptr);
+  const auto old_norm = tensorstream::testing::sha256_hex(worker.bytes(*norm));
+  const auto norm_of = [&](const AttachedRank& rank) {
+    return tensorstream::testing::sha256_hex(rank.bytes(*rank.find("model.norm.weight")));
+  };
+
+  // Another source, by request.
+  const auto reloaded = run_cli({"reload", socket().string(), model().string()});
+  EXPECT_EQ(reloaded.exit_code, 0) << reloaded.err;
+  EXPECT_TRUE(std::regex_match(
+      reloaded.out, std::regex(socket().string() + ": serving generation 2 of " +
+                               model().string() + ": 2 ranks, 3\\.8 MiB, loaded in [0-9]+\\.[0-9] s\n")))
+      << reloaded.out;
+  EXPECT_EQ(attach(socket(), 1).manifest().model, model().string() + "/");
+
+  // The same source, changed, on SIGHUP: the ready file follows.
+  tensorstream::testing::invert_tensor_data(model() / "model.safetensors");
+  ::kill(server->pid(), SIGHUP);
+  const auto deadline = std::chrono::steady_clock::now() + patience;
+  while (read_text_file(ready_file()).find("\"generation\":3,") == std::string::npos) {
+    ASSERT_FALSE(server->exited()) << read_text_file(err());
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << read_text_file(out());
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const AttachedRank fresh = attach(socket(), 1);
+  EXPECT_EQ(fresh.manifest().generation, 3u);
+  EXPECT_NE(norm_of(fresh), old_norm);
+  EXPECT_EQ(norm_of(worker), old_norm);
+  const std::string output = read_text_file(out());
+  EXPECT_NE(output.find("{\"rank\":1,\"generation\":3,\"tensors\":15,"), std::string::npos)
+      << output;
+  EXPECT_NE(output.find("{\"ready\":{\"socket\":\"" + socket().string() + "\",\"generation\":3,"),
+            std::string::npos)
+      << output;
+  const auto status = run_cli({"status", socket().string()});
+  EXPECT_NE(status.out.find(": serving " + model().string() + " (generation 3) at tp 2,"),
+            std::string::npos)
+      << status.out;
+
+  // A reload that fails is the requester's error and the server's warning; it serves on.
+  const std::string missing = (dir_.path() / "nothere").string();
+  const auto failed = run_cli({"reload", socket().string(), missing});
+  EXPECT_EQ(failed.exit_code, 1);
+  EXPECT_TRUE(failed.err.starts_with("tensorstream: error: " + socket().string() + ": " + missing))
+      << failed.err;
+  EXPECT_EQ(std::count(failed.err.begin(), failed.err.end(), '\n'), 1) << failed.err;
+  EXPECT_TRUE(read_text_file(err()).starts_with("tensorstream: warning: reload of " + missing +
+                                                " failed, still serving generation 3: " + missing))
+      << read_text_file(err());
+  EXPECT_EQ(norm_of(attach(socket(), 1)), norm_of(fresh));
+
+  const int stopped = server->stop();
+  EXPECT_TRUE(WIFEXITED(stopped) && WEXITSTATUS(stopped) == 0) << stopped;
+  EXPECT_EQ(norm_of(worker), old_norm);
 }
 
 TEST_F(ServeCli, ASecondServerOnALiveSocketRefusesToStart) {

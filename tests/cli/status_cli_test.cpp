@@ -50,7 +50,7 @@ TEST_F(StatusCli, ShowsEachRanksStateBytesAndAttaches) {
   const auto json = run_cli({"status", socket().string(), "--json"});
   EXPECT_EQ(json.exit_code, 0) << json.err;
   EXPECT_EQ(json.out.substr(0, json.out.find("\"uptime_seconds\"")),
-            "{\"source\":\"" + source + "\",\"tp\":2,\"pid\":" + std::to_string(::getpid()) + ",");
+            "{\"source\":\"" + source + "\",\"tp\":2,\"generation\":1,\"pid\":" + std::to_string(::getpid()) + ",");
   EXPECT_NE(json.out.find("{\"rank\":1,\"state\":\"ready\",\"bytes\":1976832,"
                           "\"bytes_loaded\":1976832,\"attaches\":1,\"waiting\":0}"),
             std::string::npos)

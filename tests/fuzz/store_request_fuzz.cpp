@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "json_string.hpp"
 #include "store/wire.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/store/protocol.hpp"
@@ -24,13 +25,23 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (request.timeout < std::chrono::milliseconds(0) || request.timeout > store::max_attach_timeout) {
     __builtin_trap();
   }
-  const std::string again =
-      request.op == store::Operation::status
-          ? std::string("{\"op\":\"status\"}")
-          : "{\"op\":\"attach\",\"rank\":" + std::to_string(request.rank) +
-                ",\"timeout_ms\":" + std::to_string(request.timeout.count()) + "}";
+  std::string again;
+  switch (request.op) {
+    case store::Operation::status:
+      again = "{\"op\":\"status\"}";
+      break;
+    case store::Operation::reload:
+      again = request.source.empty()
+                  ? std::string("{\"op\":\"reload\"}")
+                  : "{\"op\":\"reload\",\"source\":" + tensorstream::json_string(request.source) + "}";
+      break;
+    case store::Operation::attach:
+      again = "{\"op\":\"attach\",\"rank\":" + std::to_string(request.rank) +
+              ",\"timeout_ms\":" + std::to_string(request.timeout.count()) + "}";
+      break;
+  }
   const store::Request reparsed = store::parse_request(again);
-  if (reparsed.op != request.op) __builtin_trap();
+  if (reparsed.op != request.op || reparsed.source != request.source) __builtin_trap();
   if (request.op == store::Operation::attach &&
       (reparsed.rank != request.rank || reparsed.timeout != request.timeout)) {
     __builtin_trap();

@@ -5,7 +5,11 @@ from __future__ import annotations
 import gc
 import hashlib
 import json
+import os
+import signal
+import struct
 import subprocess
+import sys
 import time
 
 import pytest
@@ -93,9 +97,7 @@ def test_no_server_is_an_os_error_naming_the_socket(tmp_path):
 def test_an_impostor_whose_memory_is_not_sealed_is_refused(server, tmp_path):
     """Whoever answers on a socket must hand out sealed memory, or attach refuses it."""
     import array
-    import os
     import socket
-    import struct
     import threading
 
     # A real reply to copy, with the descriptors dropped.
@@ -146,8 +148,6 @@ def test_an_impostor_whose_memory_is_not_sealed_is_refused(server, tmp_path):
 
 def _interrupt_after(seconds):
     """Sends this process SIGINT (Ctrl-C) after `seconds`, from another thread."""
-    import os
-    import signal
     import threading
 
     timer = threading.Timer(seconds, lambda: os.kill(os.getpid(), signal.SIGINT))
@@ -207,3 +207,107 @@ def test_ctrl_c_interrupts_a_prefetch_that_waits_on_the_network(tmp_path):
         listener.close()
     assert time.monotonic() - started < 10
     assert not (tmp_path / "local").exists() or not any((tmp_path / "local").iterdir())
+
+
+_WORKER = r"""
+import hashlib, sys
+import tensorstream, torch
+
+attached = tensorstream.store.attach(sys.argv[1], int(sys.argv[2]))
+
+def digest():
+    total = hashlib.sha256()
+    for name in sorted(attached.weights):
+        tensor = attached.weights[name].contiguous().reshape(-1)
+        total.update(tensor.view(torch.uint8).numpy().tobytes())
+    return total.hexdigest()
+
+print(attached.generation, digest(), flush=True)
+sys.stdin.readline()
+print(attached.generation, digest(), flush=True)
+"""
+
+
+def _serve(cli, model, socket_path, ready):
+    process = subprocess.Popen(
+        [cli, "serve", str(model), "--tp", "2", "--socket", str(socket_path),
+         "--ready-file", str(ready)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    _wait_for(lambda: ready.exists(), process, "the store server was not ready")
+    return process
+
+
+def _wait_for(condition, process, what, seconds=60):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert process.poll() is None, process.stderr.read()
+        assert time.monotonic() < deadline, f"{what} within {seconds} s"
+        time.sleep(0.02)
+
+
+def _digest(attached):
+    total = hashlib.sha256()
+    for name in sorted(attached.weights):
+        total.update(tensor_bytes(attached.weights[name]))
+    return total.hexdigest()
+
+
+def _invert_tensor_data(path):
+    """A new version of the model in place: every tensor byte inverted, renamed over the old."""
+    data = bytearray(path.read_bytes())
+    start = 8 + struct.unpack("<Q", data[:8])[0]
+    data[start:] = bytes(255 - byte for byte in data[start:])
+    path.with_suffix(".next").write_bytes(data)
+    os.replace(path.with_suffix(".next"), path)
+
+
+def test_a_reload_serves_the_new_version_while_eight_worker_processes_keep_their_bytes(
+        tmp_path, cli):
+    """SIGHUP, then `tensorstream reload`: each a new generation in new memory, which new
+    attaches get byte for byte as a fresh server serves it, while eight workers attached before
+    keep theirs."""
+    work = tmp_path / "store"
+    work.mkdir(mode=0o700)
+    subprocess.run([cli, "gen-model", str(work / "model")], check=True, capture_output=True)
+    socket_path, ready = work / "store.sock", work / "ready.json"
+    server = _serve(cli, work / "model", socket_path, ready)
+    workers = [subprocess.Popen([sys.executable, "-c", _WORKER, str(socket_path), str(i % 2)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+               for i in range(8)]
+    try:
+        before = [worker.stdout.readline().split() for worker in workers]
+        assert all(generation == "1" for generation, _ in before), before
+        old = {rank: before[rank][1] for rank in range(2)}
+        assert all(digest == old[i % 2] for i, (_, digest) in enumerate(before))
+
+        _invert_tensor_data(work / "model" / "model.safetensors")
+        server.send_signal(signal.SIGHUP)
+        _wait_for(lambda: '"generation":2,' in ready.read_text(), server, "no generation 2")
+
+        # The same bytes as a server started afresh on the new version.
+        fresh_socket, fresh_ready = work / "fresh.sock", work / "fresh.json"
+        fresh = _serve(cli, work / "model", fresh_socket, fresh_ready)
+        try:
+            for rank in range(2):
+                reloaded = tensorstream.store.attach(socket_path, rank)
+                assert reloaded.generation == 2
+                assert _digest(reloaded) != old[rank]
+                assert _digest(reloaded) == _digest(tensorstream.store.attach(fresh_socket, rank))
+        finally:
+            stop(fresh)
+
+        for worker in workers:
+            worker.stdin.write("\n")
+            worker.stdin.flush()
+        after = [worker.stdout.readline().split() for worker in workers]
+        assert after == before
+        for worker in workers:
+            assert worker.wait(timeout=30) == 0
+
+        reply = subprocess.run([cli, "reload", str(socket_path), "--json"], check=True,
+                               capture_output=True, text=True).stdout
+        assert json.loads(reply)["generation"] == 3
+        assert tensorstream.store.attach(socket_path, 0).generation == 3
+    finally:
+        for worker in workers:
+            worker.kill()
+        stop(server)

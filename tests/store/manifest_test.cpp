@@ -49,7 +49,7 @@ TEST(Manifest, WritesTheDocumentedForm) {
   manifest.config_json = "{\"a\":1}";
   manifest.tensors.resize(1);
   EXPECT_EQ(to_json(manifest),
-            "{\"version\":1,\"rank\":1,\"tp\":2,\"device\":\"cpu\","
+            "{\"version\":1,\"rank\":1,\"tp\":2,\"generation\":1,\"device\":\"cpu\","
             "\"model\":\"s3://bucket/model \\\"q\\\"/\",\"config\":{\"a\":1},\"fused\":true,"
             "\"regions\":[{\"name\":\"weights\",\"bytes\":1024,\"writable\":false,\"fd_index\":0},"
             "{\"name\":\"kv_cache\",\"bytes\":512,\"writable\":true,\"fd_index\":1}],"
@@ -79,6 +79,15 @@ TEST(Manifest, RoundTripsWithoutAKvCache) {
 TEST(Manifest, IgnoresUnknownMembers) {
   EXPECT_EQ(parse_manifest(edited("\"fused\"", "\"later\":[1,{\"x\":2}],\"fused\""), "s"),
             sample());
+}
+
+TEST(Manifest, SaysItsGenerationWhichIsOneWhereAnOlderServerLeftItOut) {
+  Manifest reloaded = sample();
+  reloaded.generation = 7;
+  EXPECT_EQ(parse_manifest(to_json(reloaded), "s").generation, 7u);
+  EXPECT_EQ(parse_manifest(edited("\"generation\":1,", ""), "s"), sample());
+  EXPECT_EQ(error_of(edited("\"generation\":1", "\"generation\":0")),
+            "/run/store.sock: invalid manifest: generation 0 is out of range");
 }
 
 TEST(Manifest, RejectsInvalidJson) {

@@ -85,6 +85,15 @@ TEST_F(OtherUsers, AListedUidAndAListedGidAttachAndAnotherUserIsRefused) {
   EXPECT_EQ(refused.exit_code, 1);
   EXPECT_EQ(refused.err, "tensorstream: error: " + socket().string() + ": uid " +
                              std::to_string(other_uid) + " is not allowed to attach\n");
+
+  // Attaching is theirs; what everyone attaches next is the server's user's.
+  const ProcessResult reload = run_as(allowed_uid, allowed_uid,
+                                      {TENSORSTREAM_CLI_PATH, "reload", socket().string()});
+  EXPECT_EQ(reload.exit_code, 1);
+  EXPECT_EQ(reload.err, "tensorstream: error: " + socket().string() + ": uid " +
+                            std::to_string(allowed_uid) +
+                            " may attach but not reload (only root may)\n");
+  EXPECT_NE(served.status().find("\"generation\":1,"), std::string::npos);
 }
 
 TEST_F(OtherUsers, AClientRefusesAServerRunningAsAnUnexpectedUser) {

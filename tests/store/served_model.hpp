@@ -51,6 +51,14 @@ class ServedModel {
   /// Waits for the load start_loading() began; rethrows what it threw.
   void wait_loaded() { loaded_.get(); }
 
+  /// StoreServer::reload(source), started; get() the future for its outcome.
+  std::future<ReloadOutcome> start_reload(std::string source = {}) {
+    return boost::asio::co_spawn(io_, server_->reload(std::move(source)), boost::asio::use_future);
+  }
+
+  /// StoreServer::reload(source), waited for; rethrows what it threw.
+  ReloadOutcome reload(std::string source = {}) { return start_reload(std::move(source)).get(); }
+
   /// StoreServer::stop(), waited for.
   void stop() { boost::asio::co_spawn(io_, server_->stop(), boost::asio::use_future).get(); }
 

@@ -108,7 +108,7 @@ TEST_F(StoreServerTest, MalformedRequestsGetAnErrorReplyAndTheServerGoesOn) {
   const std::string over_limit("\x01\x00\x01\x00", 4);  // 65537
   const std::vector<std::pair<std::string, std::string>> cases = {
       {framed("{\"op\":\"detach\",\"rank\":0}"),
-       reply_json("unknown op \\\"detach\\\" (expected \\\"attach\\\" or \\\"status\\\")",
+       reply_json("unknown op \\\"detach\\\" (expected \\\"attach\\\", \\\"status\\\" or \\\"reload\\\")",
                   "invalid_argument")},
       {"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
        reply_json("a message of 542393671 bytes exceeds the limit of 65536 bytes",

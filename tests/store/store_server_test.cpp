@@ -20,6 +20,7 @@
 #include "store/server_fixture.hpp"
 #include "store/served_model.hpp"
 #include "support/child_process.hpp"
+#include "support/files.hpp"
 #include "support/loopback_listener.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
@@ -149,7 +150,7 @@ TEST_F(StoreServerLoad, StatusReportsEachRanksBytesAndAttaches) {
   auto served_options = options(2);
   served_options.ranks = {1};
   ServedModel served(raw().string(), served_options);
-  const std::string server = "{\"source\":\"" + raw().string() + "\",\"tp\":2,\"pid\":" +
+  const std::string server = "{\"source\":\"" + raw().string() + "\",\"tp\":2,\"generation\":1,\"pid\":" +
                              std::to_string(::getpid()) + ",\"uptime_seconds\":U,";
   EXPECT_EQ(with_any_uptime(served.status()),
             server + "\"ranks\":[{\"rank\":1,\"state\":\"queued\",\"bytes\":0,"
@@ -352,6 +353,142 @@ TEST_F(StoreServerLoad, EightWorkerProcessesAttachAtOnceAndAKilledOneDisturbsNon
             std::string::npos)
       << outputs[0];
   EXPECT_NE(served.status().find("\"attaches\":5"), std::string::npos) << served.status();
+}
+
+// A reload: the model's data overwritten in place (every byte inverted, renamed over the old
+// file as a deployment would), read again into new regions.
+class StoreServerReload : public StoreServerLoad {
+ protected:
+  void invert_model() const {
+    tensorstream::testing::invert_tensor_data(model() / "model.safetensors");
+  }
+
+  static std::vector<std::byte> inverted(std::vector<std::byte> bytes) {
+    for (auto& byte : bytes) byte = ~byte;
+    return bytes;
+  }
+
+  // Tensors of both ranks whose cut the oracle knows, vocabulary padding included.
+  static constexpr std::array<const char*, 4> checked = {
+      "model.embed_tokens.weight", "model.layers.1.self_attn.o_proj.weight",
+      "model.layers.0.mlp.down_proj.weight", "model.norm.weight"};
+
+  static void expect_version(const AttachedRank& rank, bool new_version) {
+    for (const char* name : checked) {
+      const auto old_bytes = expected(name, 2, rank.manifest().rank);
+      expect_bytes(rank, name, new_version ? inverted(old_bytes) : old_bytes);
+    }
+  }
+};
+
+TEST_F(StoreServerReload, ServesTheNewVersionWhileEightAttachedWorkersKeepTheirBytes) {
+  ServedModel served(model().string(), options(2));
+  served.load();
+  std::vector<AttachedRank> workers;
+  for (std::uint32_t i = 0; i < 8; ++i) workers.push_back(attach(socket(), i % 2));
+  invert_model();
+
+  const ReloadOutcome outcome = served.reload();
+  EXPECT_EQ(outcome.generation, 2u);
+  EXPECT_EQ(outcome.source, model().string());
+  ASSERT_EQ(outcome.ranks.size(), 2u);
+  EXPECT_FALSE(outcome.error);
+  for (const RankReady& ready : outcome.ranks) {
+    EXPECT_EQ(ready.generation, 2u);
+    EXPECT_EQ(ready.weight_bytes, 1976832u);
+  }
+
+  // The server has dropped generation 1; the workers' mappings hold it, byte for byte.
+  for (const AttachedRank& worker : workers) {
+    EXPECT_EQ(worker.manifest().generation, 1u);
+    expect_version(worker, false);
+  }
+  for (const std::uint32_t r : {0u, 1u}) {
+    const AttachedRank fresh = attach(socket(), r);
+    EXPECT_EQ(fresh.manifest().generation, 2u);
+    expect_version(fresh, true);
+  }
+  const std::string status = served.status();
+  EXPECT_NE(status.find("\"generation\":2,"), std::string::npos) << status;
+  EXPECT_EQ(status.find("\"reload\""), std::string::npos) << status;
+}
+
+TEST_F(StoreServerReload, AnotherSourceCanBeLoadedAndAReloadRequestSaysWhatIsServed) {
+  ServedModel served(model().string(), options(2));
+  served.load();
+  const AttachedRank before = attach(socket(), 1);
+  const ReceivedReply reply = request(socket(), reload_request(raw().string()), patience);
+  EXPECT_TRUE(std::regex_match(
+      reply.json,
+      std::regex("\\{\"generation\":2,\"source\":\"" + raw().string() +
+                 "\",\"seconds\":[0-9.]+,\"ranks\":\\[\\{\"rank\":0,\"tensors\":15,"
+                 "\"bytes\":1976832,\"kv_cache_bytes\":0,\"seconds\":[0-9.]+\\},\\{\"rank\":1,"
+                 "\"tensors\":15,\"bytes\":1976832,\"kv_cache_bytes\":0,\"seconds\":[0-9.]+\\}\\]\\}")))
+      << reply.json;
+  const AttachedRank after = attach(socket(), 1);
+  EXPECT_EQ(after.manifest().model, raw().string() + "/");
+  EXPECT_EQ(before.manifest().model, model().string() + "/");
+  expect_version(after, false);
+  expect_version(before, false);
+}
+
+TEST_F(StoreServerReload, AFailedReloadLeavesTheServedGenerationAndStatusSaysWhy) {
+  ServedModel served(model().string(), options(2));
+  served.load();
+  const std::string missing = (dir_.path() / "nothere").string();
+  try {
+    served.reload(missing);
+    FAIL() << "reloaded";
+  } catch (const NotFoundError& error) {
+    EXPECT_TRUE(std::string(error.what()).starts_with(missing)) << error.what();
+  }
+  const AttachedRank rank = attach(socket(), 0);
+  EXPECT_EQ(rank.manifest().generation, 1u);
+  expect_version(rank, false);
+  const std::string status = served.status();
+  EXPECT_NE(status.find("\"generation\":1,"), std::string::npos) << status;
+  EXPECT_NE(status.find(",\"reload\":{\"generation\":2,\"source\":\"" + missing +
+                        "\",\"state\":\"failed\",\"error\":\"" + missing),
+            std::string::npos)
+      << status;
+  // The next reload is generation 2 again: a failed one serves nothing.
+  invert_model();
+  EXPECT_EQ(served.reload().generation, 2u);
+  expect_version(attach(socket(), 0), true);
+}
+
+TEST_F(StoreServerReload, IsRefusedBeforeTheFirstLoadAndWhileAnotherIsUnderWay) {
+  ServedModel served(model().string(), options(2));
+  try {
+    served.reload();
+    FAIL() << "reloaded";
+  } catch (const StateError& error) {
+    EXPECT_EQ(std::string(error.what()), "generation 1 is not loaded yet; reload once it is served");
+  }
+  served.load();
+  SilentServer silent;
+  auto first = served.start_reload(silent.url());
+  silent.wait_for_a_connection();
+  ASSERT_TRUE(eventually([&] {
+    return served.status().find("\"reload\":{\"generation\":2,\"source\":\"" + silent.url() +
+                                "\",\"state\":\"loading\"") != std::string::npos;
+  })) << served.status();
+  try {
+    request(socket(), reload_request(), patience);
+    FAIL() << "reloaded";
+  } catch (const StateError& error) {
+    EXPECT_EQ(std::string(error.what()), socket().string() + ": a reload of " + silent.url() +
+                                             " (generation 2) is under way");
+  }
+  // Attaches meanwhile get generation 1.
+  expect_version(attach(socket(), 1), false);
+  served.stop();
+  try {
+    first.get();
+    FAIL() << "reloaded";
+  } catch (const Cancelled& error) {
+    EXPECT_EQ(std::string(error.what()), "the server stopped while reloading " + silent.url());
+  }
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "support/files.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
@@ -18,6 +20,19 @@ void write_file(const std::filesystem::path& path, std::string_view bytes) {
   std::ofstream out(path, std::ios::binary);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   if (!out.flush()) throw std::runtime_error("cannot write " + path.string());
+}
+
+void invert_tensor_data(const std::filesystem::path& path) {
+  std::string bytes = read_file(path);
+  std::uint64_t header = 0;
+  if (bytes.size() < sizeof header) throw std::runtime_error(path.string() + " is not safetensors");
+  std::memcpy(&header, bytes.data(), sizeof header);
+  for (std::size_t i = sizeof header + header; i < bytes.size(); ++i) {
+    bytes[i] = static_cast<char>(~bytes[i]);
+  }
+  const auto next = path.string() + ".next";
+  write_file(next, bytes);
+  std::filesystem::rename(next, path);
 }
 
 std::vector<std::string> files_under(const std::filesystem::path& root) {

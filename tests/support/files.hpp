@@ -15,6 +15,11 @@ std::string read_file(const std::filesystem::path& path);
 /// std::runtime_error when it cannot be written.
 void write_file(const std::filesystem::path& path, std::string_view bytes);
 
+/// Rewrites the safetensors file at `path` with every byte of its tensors inverted (header kept),
+/// under a temporary name renamed over it, as a deployment replaces a model: a new version whose
+/// every tensor differs from the old, its expected bytes the old ones inverted.
+void invert_tensor_data(const std::filesystem::path& path);
+
 /// Every regular file under `root`, as paths relative to it, sorted; none when `root` does not
 /// exist.
 std::vector<std::string> files_under(const std::filesystem::path& root);

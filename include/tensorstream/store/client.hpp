@@ -49,6 +49,11 @@ std::string attach_request(std::uint32_t rank, std::chrono::milliseconds timeout
 TENSORSTREAM_API
 std::string status_request();
 
+/// The JSON text of a reload request: load `source` (empty: the source served now, afresh) and
+/// serve it once every rank is loaded. The reply comes when the new generation is served.
+TENSORSTREAM_API
+std::string reload_request(std::string_view source = {});
+
 /// Sends `request_json` to the server at `socket_path` and returns its reply; blocks the
 /// calling thread for at most about `timeout` in all (connecting, sending, waiting for the
 /// reply; an attach's own wait counts too, so give more than its timeout_ms).

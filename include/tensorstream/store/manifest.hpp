@@ -61,6 +61,8 @@ struct Manifest {
   int version = manifest_version;
   int rank = 0;                       ///< Tensor-parallel rank.
   int tensor_parallel_size = 1;       ///< "tp" in JSON.
+  /// Which of the server's loads this rank comes from: 1, then one more for every reload.
+  std::uint64_t generation = 1;
   std::string device = "cpu";         ///< Where the memory is: "cpu" (shared memory).
   std::string model;                  ///< The URL the weights came from.
   std::string config_json;            ///< The model's config.json, verbatim ("config" in JSON).
@@ -74,7 +76,7 @@ struct Manifest {
 
 /// The manifest as the JSON object of an attach reply:
 ///
-///     {"version":1,"rank":1,"tp":2,"device":"cpu","model":"s3://…","config":{…},"fused":true,
+///     {"version":1,"rank":1,"tp":2,"generation":1,"device":"cpu","model":"s3://…","config":{…},"fused":true,
 ///      "regions":[{"name":"weights","bytes":N,"writable":false,"fd_index":0},…],
 ///      "kv_cache":{"num_layers":L,"num_blocks":B,"block_size":16,"kv_heads":H,"head_dim":D,
 ///                  "dtype":"BF16"},
@@ -88,7 +90,8 @@ std::string to_json(const Manifest& manifest);
 
 /// Parses and checks a manifest: the version, every field's type, regions whose fd_index values
 /// are 0..n-1 without repeats, tensors of known dtypes whose bytes match their shape and lie
-/// inside their region at aligned offsets. Every member but "kv_cache" is required; unknown
+/// inside their region at aligned offsets. Every member but "kv_cache" and "generation" (1 when
+/// absent, as from servers before reloads) is required; unknown
 /// members are ignored. config_json is the raw text of "config" as it appears in `json` (not
 /// re-serialized), so that parse_manifest(to_json(m)) == m. `where` names the source in messages
 /// (the socket).

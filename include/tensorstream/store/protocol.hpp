@@ -37,6 +37,7 @@ struct PeerCredentials {
 enum class Operation {
   attach,  ///< A rank's manifest and region descriptors.
   status,  ///< The server's state; no descriptors.
+  reload,  ///< Load the checkpoint again (or another) and serve it once loaded; no descriptors.
 };
 
 /// A validated request, as the server hands it to its handler.
@@ -45,6 +46,8 @@ struct Request {
   std::uint32_t rank = 0;            ///< The rank to attach (attach only).
   /// How long the handler may wait for the rank to be ready (attach only).
   std::chrono::milliseconds timeout = default_attach_timeout;
+  /// What to load (reload only); empty: the source served now, read afresh.
+  std::string source;
   PeerCredentials peer;  ///< Who asked.
 };
 

@@ -24,11 +24,14 @@ class AttachedRank:
     server, are gone. Writes to ``kv_cache`` tensors are the server's memory, seen by every
     worker of the rank. ``kv_cache_info`` describes the paged cache (num_layers, num_blocks,
     block_size, kv_heads, head_dim, dtype), or is None when the server serves none.
+    ``generation`` says which of the server's loads the rank comes from: 1, then one more for
+    each reload (``tensorstream reload``, SIGHUP); what is mapped stays that generation's.
     """
 
     socket: str
     rank: int
     tensor_parallel_size: int
+    generation: int
     model: str
     config: Dict[str, Any]
     fused: bool
