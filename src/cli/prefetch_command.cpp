@@ -7,6 +7,7 @@
 #include "cli/number_checks.hpp"
 #include "cli/commands.hpp"
 #include "cli/store_flags.hpp"
+#include "tensorstream/storage/url.hpp"
 #include "tensorstream/model/model_loader_config.hpp"
 #include "tensorstream/model/prefetch.hpp"
 
@@ -39,7 +40,7 @@ void run_prefetch(const PrefetchArguments& arguments) {
 
   const PrefetchResult result = prefetch_blocking(url, directory, options);
   std::printf("prefetched %zu files (%s) from %s to %s\n", result.files.size(),
-              format_byte_size(result.bytes).c_str(), url.c_str(), directory.c_str());
+              format_byte_size(result.bytes).c_str(), redact_query(url).c_str(), directory.c_str());
   std::fflush(stdout);
 }
 

@@ -14,6 +14,7 @@
 #include "cli/sha256.hpp"
 #include "cli/store_flags.hpp"
 #include "cli/tensor_filter_flags.hpp"
+#include "tensorstream/storage/url.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/model_loader_config.hpp"
 #include "tensorstream/streaming/raw_streamer.hpp"
@@ -154,7 +155,7 @@ void run_stream(const StreamArguments& arguments) {
     std::printf("streamed %llu tensors (%s) from %s in %.3f s: %.3f GB/s, first tensor after "
                 "%.1f ms [%s, %llu requests, %llu retries, peak memory %s%s]\n",
                 static_cast<unsigned long long>(stats.tensors),
-                format_byte_size(stats.bytes).c_str(), url.c_str(),
+                format_byte_size(stats.bytes).c_str(), redact_query(url).c_str(),
                 stats.elapsed_seconds, stats.gigabytes_per_second(),
                 stats.first_tensor_seconds * 1e3, stats.io_mode.c_str(),
                 static_cast<unsigned long long>(stats.requests),

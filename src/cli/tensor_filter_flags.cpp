@@ -1,5 +1,6 @@
 #include "cli/tensor_filter_flags.hpp"
 
+#include "tensorstream/storage/url.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/streaming/tensor_selection.hpp"
 
@@ -29,7 +30,7 @@ void require_selected(const TensorFilterFlags& flags, std::uint64_t tensors,
   std::string patterns;
   for (const auto& pattern : flags.include) patterns += " --include '" + pattern + "'";
   for (const auto& pattern : flags.exclude) patterns += " --exclude '" + pattern + "'";
-  throw StorageError(url, "no tensor matches" + patterns);
+  throw StorageError(redact_query(url), "no tensor matches" + patterns);
 }
 
 }  // namespace tensorstream::cli

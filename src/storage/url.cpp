@@ -30,7 +30,7 @@ std::string known_schemes() {
 
 Url Url::parse(std::string_view text) {
   const auto fail = [&](std::string_view why) -> InvalidArgument {
-    return InvalidArgument("invalid URL '" + std::string(text) + "': " + std::string(why));
+    return InvalidArgument("invalid URL '" + redact_query(text) + "': " + std::string(why));
   };
   Url url;
   const auto scheme_end = text.find("://");
@@ -114,7 +114,24 @@ std::string Url::origin() const {
 
 std::string Url::str() const {
   if (scheme == "file") return path;
+  return origin() + path + (query.empty() ? "" : "?…");
+}
+
+std::string Url::str_with_query() const {
+  if (scheme == "file") return path;
   return origin() + path + (query.empty() ? "" : "?" + query);
+}
+
+std::string redact_query(std::string_view url) {
+  const auto scheme_end = url.find("://");
+  const auto question = url.find('?');
+  if (scheme_end == std::string_view::npos || question == std::string_view::npos ||
+      question < scheme_end || question + 1 == url.size()) {
+    return std::string(url);
+  }
+  const auto scheme = find_scheme(ascii_lowercase(url.substr(0, scheme_end)));
+  if (!scheme || scheme->form != UrlForm::server) return std::string(url);
+  return std::string(url.substr(0, question)) + "?…";
 }
 
 }  // namespace tensorstream

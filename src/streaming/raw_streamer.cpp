@@ -74,9 +74,9 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
   /// With `executor` the engine runs on it; without, on an io_context and threads of its own.
   Engine(std::string remote_path, StreamerOptions options, const StoreFactory& make_store,
          std::optional<asio::any_io_executor> executor)
-      : remote_path_(std::move(remote_path)),
+      : remote_path_(redact_query(remote_path)),
         options_(resolve(std::move(options))),
-        url_(resolve_url(remote_path_)),
+        url_(resolve_url(remote_path)),
         own_io_(executor ? std::nullopt : std::make_optional<asio::io_context>()),
         executor_(executor ? *executor : asio::any_io_executor(own_io_->get_executor())),
         strand_(asio::make_strand(executor_)),

@@ -21,8 +21,23 @@ TEST(Url, BracketsInsideABracketedHostAreRejected) {
     Url::parse("http://[[s]]?1p//");
     FAIL() << "parsed";
   } catch (const InvalidArgument& error) {
-    EXPECT_STREQ(error.what(), "invalid URL 'http://[[s]]?1p//': bad IPv6 address");
+    EXPECT_STREQ(error.what(), "invalid URL 'http://[[s]]?…': bad IPv6 address");
   }
+}
+
+// A query may be a signature: requests carry it, messages never show it.
+TEST(Url, AQueryIsKeptForRequestsAndShownAsAnEllipsis) {
+  const Url url = Url::parse("https://cdn.example/m/model.safetensors?Expires=9&Signature=abc");
+  EXPECT_EQ(url.query, "Expires=9&Signature=abc");
+  EXPECT_EQ(url.str(), "https://cdn.example/m/model.safetensors?…");
+  EXPECT_EQ(url.str_with_query(), "https://cdn.example/m/model.safetensors?Expires=9&Signature=abc");
+  EXPECT_EQ(Url::parse("https://cdn.example/m/a?").str(), "https://cdn.example/m/a");
+  EXPECT_EQ(redact_query("HTTP://h:81/a?sig=1?x"), "HTTP://h:81/a?…");
+  EXPECT_EQ(redact_query("http://h/a?"), "http://h/a?");
+  // Bucket keys and paths hold '?' literally: nothing to hide.
+  EXPECT_EQ(redact_query("s3://bucket/what?.safetensors"), "s3://bucket/what?.safetensors");
+  EXPECT_EQ(redact_query("/data/what?/model.safetensors"), "/data/what?/model.safetensors");
+  EXPECT_EQ(redact_query("not a url?really"), "not a url?really");
 }
 
 TEST(Url, ASchemeWithoutItsSlashesIsAMistakeNotALocalPath) {

@@ -21,7 +21,10 @@ namespace tensorstream {
 /// connections.
 ///
 /// Keys are URL paths as they go on the wire (already percent-encoded), e.g.
-/// "/models/a.safetensors"; a query string may follow. Bodies are read straight into the
+/// "/models/a.safetensors"; a query string may follow. The query of the URL the store is opened
+/// with (a presigned URL's signature, a SAS token) goes with the request of every key that has
+/// none of its own, and is never shown: url() and every message and log line show it as `?…`.
+/// Bodies are read straight into the
 /// destination. Transient failures (resets, timeouts, truncated bodies, 408, 429, 5xx) are retried
 /// with jittered exponential backoff, resuming after the last byte received. A server that
 /// ignores `Range` is read correctly, at the cost of transferring the skipped prefix. Redirects
@@ -34,7 +37,8 @@ class TENSORSTREAM_API HttpStore final : public ObjectStore {
  public:
   /// @param executor where the store's network I/O runs; its io_context may be run by several
   ///        threads.
-  /// @param origin an http or https URL; only its scheme, host and port are used.
+  /// @param origin an http or https URL; its scheme, host and port, and its query for every
+  ///        request.
   /// @param options timeouts, retries, pool size and TLS trust.
   /// Throws InvalidArgument for another scheme or a CA file that cannot be loaded.
   HttpStore(boost::asio::any_io_executor executor, Url origin, HttpOptions options = {});
@@ -45,7 +49,7 @@ class TENSORSTREAM_API HttpStore final : public ObjectStore {
   HttpStore(const HttpStore&) = delete;
   HttpStore& operator=(const HttpStore&) = delete;
 
-  /// The origin followed by `key`.
+  /// The origin followed by `key`, any query shown as `?…`.
   std::string url(const std::string& key) const override;
 
   /// The object's Content-Length, from a HEAD request, whose ETag or Last-Modified pins it.

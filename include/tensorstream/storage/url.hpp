@@ -35,8 +35,20 @@ struct TENSORSTREAM_API Url {
   /// "scheme://host[:port]" for network URLs, "scheme://" for paths ("file://").
   std::string origin() const;
 
-  /// The full URL, with the default port omitted.
+  /// The URL as messages and logs show it: the default port omitted, and a query shown as `?…`,
+  /// since it may hold a signature (presigned S3 and GCS URLs, Azure SAS tokens, signed CDN
+  /// links) that must not end up in logs.
   std::string str() const;
+
+  /// The whole URL, query included, for requests; never for messages.
+  std::string str_with_query() const;
 };
+
+/// `url` as messages and logs may show it: for a URL of a server scheme (http, https), whatever
+/// follows its first '?' is shown as `…` (see Url::str()); anything else, paths and bucket keys
+/// (which may hold '?') included, comes back unchanged. For text that is not parsed, e.g. a
+/// redirect's Location or the URL a user typed.
+TENSORSTREAM_API
+std::string redact_query(std::string_view url);
 
 }  // namespace tensorstream

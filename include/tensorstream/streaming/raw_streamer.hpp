@@ -33,7 +33,9 @@ using StoreFactory =
 /// listed tensor missing from its file is a FormatError. Without an index (or with one that is not
 /// JSON or has no "weight_map"), the `*.safetensors` files directly under the prefix are streamed
 /// in lexicographic order, and when two hold a tensor of the same name, the first file's wins.
-/// Over plain HTTP, which cannot list, that fallback is `model.safetensors` alone. With
+/// Over plain HTTP, which cannot list, that fallback is `model.safetensors` alone. An http(s)
+/// URL's query (a presigned URL's signature, a SAS token) goes with every request for every
+/// object it leads to, and messages show it as `?…`. With
 /// tensor_parallel_size > 1 the index is ignored and the rank's files
 /// `model-rank-{rank}-part-*.safetensors` are streamed.
 ///
@@ -106,7 +108,8 @@ class TENSORSTREAM_API RawStreamer {
   /// A snapshot of the stream's counters.
   StreamStats stats() const;
 
-  /// The path this streamer was created with.
+  /// The path this streamer was created with, as messages show it: an http(s) URL's query (a
+  /// signature) as `?…`.
   const std::string& remote_path() const;
 
  private:

@@ -60,7 +60,8 @@ std::size_t max_connections(const HttpOptions& options) {
 template <class Request>
 std::string describe_attempt(Request& request, const Url& origin) {
   const RequestHead head = request.head();
-  std::string text = std::string(head.method) + ' ' + origin.origin() + std::string(head.target);
+  std::string text =
+      std::string(head.method) + ' ' + redact_query(origin.origin() + std::string(head.target));
   for (const auto& [name, value] : head.headers) {
     if (name == "Range") text += ' ' + std::string(value);
   }
@@ -279,8 +280,11 @@ asio::awaitable<void> HttpClient::follow(Request& request, std::string_view targ
       continue;
     }
     if (failure.location.empty()) throw_failure(url, failure, outcome->attempts);
-    const std::string next =
+    const std::string location =
         resolve_location(at.endpoint->origin.origin(), at.target, failure.location);
+    // Where a redirect leads may be signed too (a presigned S3 or CDN URL): messages show it
+    // without its query.
+    const std::string next = redact_query(location);
     if (++redirects > options_.max_redirects) {
       throw StorageError(url,
                          "too many redirects: stopped after " +
@@ -289,7 +293,7 @@ asio::awaitable<void> HttpClient::follow(Request& request, std::string_view targ
     }
     Url to;
     try {
-      to = Url::parse(next);
+      to = Url::parse(location);
     } catch (const InvalidArgument& error) {
       throw StorageError(url, "cannot follow the redirect to " + next + ": " + error.what(),
                          false);

@@ -36,18 +36,29 @@ const Url& checked_origin(const Url& origin) {
 
 struct HttpStore::Impl {
   std::string origin;
+  // The opened URL's query, which goes with every request: a signature (a SAS token, a signed
+  // CDN policy) that grants this path and what lies under it.
+  std::string query;
   HttpClient client;
   ObjectPins<ObjectVersion> pins;
+
+  // What goes on the request line for `key`: the key, with the store's query unless it has one.
+  std::string target(const std::string& key) const {
+    if (query.empty() || key.find('?') != std::string::npos) return key;
+    return key + '?' + query;
+  }
 };
 
 HttpStore::HttpStore(boost::asio::any_io_executor executor, Url origin, HttpOptions options)
-    : impl_(new Impl{checked_origin(origin).origin(),
+    : impl_(new Impl{checked_origin(origin).origin(), origin.query,
                      HttpClient(std::move(executor), origin, std::move(options)),
                      {}}) {}
 
 HttpStore::~HttpStore() = default;
 
-std::string HttpStore::url(const std::string& key) const { return impl_->origin + key; }
+std::string HttpStore::url(const std::string& key) const {
+  return redact_query(impl_->origin + impl_->target(key));
+}
 
 boost::asio::awaitable<ObjectStat> HttpStore::stat(std::string key) {
   return pinned_stat(*this, impl_->pins, std::move(key));
@@ -57,7 +68,8 @@ boost::asio::awaitable<std::uint64_t> HttpStore::size(std::string key) {
   const std::string object = url(key);
   check_key(object, key);
   ObjectVersion version;
-  const std::uint64_t size = co_await impl_->client.content_length(key, object, version);
+  const std::uint64_t size =
+      co_await impl_->client.content_length(impl_->target(key), object, version);
   pin_version(impl_->pins, key, object, version);
   co_return size;
 }
@@ -75,7 +87,7 @@ boost::asio::awaitable<void> HttpStore::read_range(std::string key, std::uint64_
   if (destination.empty()) co_return;
   check_byte_range(object, offset, destination.size());
   ObjectVersion version = impl_->pins.find(key).value_or(ObjectVersion{});
-  co_await impl_->client.read_range(key, object, offset, destination, version);
+  co_await impl_->client.read_range(impl_->target(key), object, offset, destination, version);
   pin_version(impl_->pins, key, object, version);
 }
 
