@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <limits>
 
+#include "byte_size.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream::detail {
@@ -38,12 +39,21 @@ std::optional<EnvironmentSetting> environment_setting(std::string_view name) {
   return std::nullopt;
 }
 
-std::uint64_t positive_u64(const EnvironmentSetting& setting) {
-  return positive_number<std::uint64_t>(setting);
-}
-
 std::size_t positive_size(const EnvironmentSetting& setting) {
   return positive_number<std::size_t>(setting);
+}
+
+std::uint64_t positive_byte_size(const EnvironmentSetting& setting) {
+  std::uint64_t size = 0;
+  try {
+    size = parse_byte_size(setting.value, setting.variable);
+  } catch (const InvalidArgument&) {
+  }
+  if (size == 0) {
+    throw InvalidArgument(setting.variable + "='" + setting.value +
+                          "' is not a positive size (e.g. 4096, 512KiB, 16MiB)");
+  }
+  return size;
 }
 
 bool is_true(std::string_view text) {

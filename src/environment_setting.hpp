@@ -23,8 +23,11 @@ std::optional<EnvironmentSetting> environment_setting(std::string_view name);
 
 /// The setting as a positive decimal integer; InvalidArgument naming the variable and its value
 /// otherwise, or when it does not fit.
-std::uint64_t positive_u64(const EnvironmentSetting& setting);
 std::size_t positive_size(const EnvironmentSetting& setting);
+
+/// The setting as a size above zero in the syntax of the tool's flags (`16MiB`, `100KB`, `4096`:
+/// parse_byte_size()); InvalidArgument naming the variable and its value otherwise.
+std::uint64_t positive_byte_size(const EnvironmentSetting& setting);
 
 /// Whether the value is "true" in any case, as the Python original tests booleans.
 bool is_true(std::string_view text);

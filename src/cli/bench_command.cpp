@@ -99,10 +99,7 @@ void run_bench(const BenchArguments& arguments) {
   grid.chunk_sizes.clear();
   grid.concurrencies.clear();
   for (const auto& text : arguments.chunk_sizes) {
-    grid.chunk_sizes.push_back(parse_byte_size(text, "--chunk-size"));
-    if (grid.chunk_sizes.back() == 0) {
-      throw InvalidArgument("--chunk-size: " + text + " is not a positive size");
-    }
+    grid.chunk_sizes.push_back(parse_chunk_size(text));
   }
   for (const auto& text : arguments.concurrencies) {
     grid.concurrencies.push_back(parse_concurrency(text));

@@ -5,6 +5,7 @@
 
 #include "byte_size.hpp"
 #include "cli/commands.hpp"
+#include "cli/number_checks.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/store_flags.hpp"
 #include "cli/tensor_filter_flags.hpp"
@@ -119,6 +120,7 @@ void register_inspect_command(CLI::App& app) {
   add_tensor_filter_flags(*command, arguments->filter);
   add_store_flags(*command, arguments->store);
   command->callback([arguments] {
+    check_rank_flags(arguments->rank, arguments->tensor_parallel_size);
     StreamerOptions options;
     options.store = apply_store_flags(arguments->store);
     options.rank = arguments->rank;

@@ -83,6 +83,11 @@ void run_ls(const LsArguments& arguments) {
                                       boost::asio::use_future);
   io.run();
   const Listing listing = listed.get();
+  // As `aws s3 ls` exits 1 there: a mistyped prefix is not an empty model.
+  if (listing.objects.empty() && listing.prefixes.empty()) {
+    const std::string prefix = url.is_prefix() ? url.path : url.path + "/";
+    throw NotFoundError(store->url(prefix), "nothing under this prefix");
+  }
 
   // Prefixes first, as `aws s3 ls` shows them, in the column where sizes go.
   for (const auto& prefix : listing.prefixes) {

@@ -4,8 +4,13 @@
 
 #include <CLI/Error.hpp>
 #include <CLI/Validators.hpp>
+#include <cstdint>
 #include <cstdlib>
+#include <optional>
 #include <string>
+
+#include "byte_size.hpp"
+#include "tensorstream/error.hpp"
 
 namespace tensorstream::cli {
 namespace detail {
@@ -36,5 +41,46 @@ inline const CLI::Validator non_negative_number(
       return detail::check_number(text, [](double value) { return value >= 0; }, "zero or more");
     },
     "NONNEGATIVE");
+
+/// The smallest --chunk-size the tool takes: every chunk is a request of its own, so 1 byte
+/// would read a 4 MiB file with four million of them.
+inline constexpr std::uint64_t min_chunk_size = 64 * 1024;
+
+/// A --chunk-size value: a size (parse_byte_size()) of at least min_chunk_size.
+/// @throws InvalidArgument, a usage error, saying why.
+inline std::uint64_t parse_chunk_size(const std::string& text) {
+  const std::uint64_t size = parse_byte_size(text, "--chunk-size");
+  if (size < min_chunk_size) {
+    throw InvalidArgument("--chunk-size: " + text + " is below the minimum of 64KiB (each chunk "
+                          "is a request of its own)");
+  }
+  return size;
+}
+
+/// A --memory-limit value: a size above zero.
+/// @throws InvalidArgument, a usage error naming the flag.
+inline std::uint64_t parse_memory_limit(const std::string& text) {
+  const std::uint64_t size = parse_byte_size(text, "--memory-limit");
+  if (size == 0) throw InvalidArgument("--memory-limit: " + text + " is not a positive size");
+  return size;
+}
+
+/// Checks --rank against --tp as a user wrote them, naming the flags (the library's own check
+/// names StreamerOptions' fields).
+/// @throws InvalidArgument, a usage error: "--rank needs --tp", or "--rank 7 is outside --tp 4
+///   (ranks 0 to 3)".
+inline void check_rank_flags(int rank, const std::optional<int>& tensor_parallel_size) {
+  if (!tensor_parallel_size) {
+    if (rank != 0) {
+      throw InvalidArgument("--rank needs --tp (the tensor-parallel size the rank is one of)");
+    }
+    return;
+  }
+  if (rank < 0 || rank >= *tensor_parallel_size) {
+    throw InvalidArgument("--rank " + std::to_string(rank) + " is outside --tp " +
+                          std::to_string(*tensor_parallel_size) + " (ranks 0 to " +
+                          std::to_string(*tensor_parallel_size - 1) + ")");
+  }
+}
 
 }  // namespace tensorstream::cli

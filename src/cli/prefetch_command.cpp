@@ -28,7 +28,7 @@ void run_prefetch(const PrefetchArguments& arguments) {
   options.exclude_safetensors = !arguments.include_safetensors;
   options.store = apply_store_flags(arguments.store);
   options.max_concurrency = arguments.concurrency;
-  options.chunk_size = parse_byte_size(arguments.chunk_size, "--chunk-size");
+  options.chunk_size = parse_chunk_size(arguments.chunk_size);
 
   // The environment is read only for what the command line leaves out, so that a malformed
   // variable this command does not need cannot fail it.

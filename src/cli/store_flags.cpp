@@ -88,9 +88,9 @@ void add_source_read_flags(CLI::App& command, SourceReadFlags& flags,
 
 StreamerOptions apply_source_read_flags(const SourceReadFlags& flags, const StoreFlags& store,
                                         StreamerOptions options) {
-  options.chunk_size = parse_byte_size(flags.chunk_size, "--chunk-size");
+  options.chunk_size = parse_chunk_size(flags.chunk_size);
   options.max_concurrency = flags.concurrency;
-  options.memory_limit = parse_byte_size(flags.memory_limit, "--memory-limit");
+  options.memory_limit = parse_memory_limit(flags.memory_limit);
   options.store = apply_store_flags(store, options.store);
   return options;
 }

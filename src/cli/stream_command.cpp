@@ -91,16 +91,17 @@ void run_stream(const StreamArguments& arguments) {
   }
   StreamerOptions options;
   if (arguments.chunk_size) {
-    options.chunk_size = parse_byte_size(*arguments.chunk_size, "--chunk-size");
+    options.chunk_size = parse_chunk_size(*arguments.chunk_size);
   }
   options.max_concurrency = arguments.concurrency;
-  options.memory_limit = parse_byte_size(arguments.memory_limit, "--memory-limit");
+  options.memory_limit = parse_memory_limit(arguments.memory_limit);
   options.io_threads = arguments.io_threads;
   // In a world of processes, --rank is the process's rank there; the tensor-parallel rank is
   // its remainder by --tp, as when consecutive ranks form a model's tensor-parallel group.
   options.distributed = distributed_options(arguments.group, arguments.rank);
   options.rank = arguments.rank;
   const int tensor_parallel_size = arguments.tensor_parallel_size.value_or(1);
+  if (!options.distributed.enabled()) check_rank_flags(arguments.rank, arguments.tensor_parallel_size);
   if (options.distributed.enabled()) {
     if (arguments.group.world_size % tensor_parallel_size != 0) {
       throw InvalidArgument("--world-size " + std::to_string(arguments.group.world_size) +

@@ -99,6 +99,8 @@ asio::awaitable<PrefetchResult> copy_all(ObjectStore& source, std::string prefix
                                          ObjectStore& destination, std::string destination_prefix,
                                          PrefetchOptions options) {
   auto objects = co_await source.list(prefix, ListDepth::recursive);
+  // A mistyped prefix, not a model without artifacts: nothing is created.
+  if (objects.empty()) throw NotFoundError(source.url(prefix), "nothing under this prefix");
   std::string name = destination.url(destination_prefix);
   name.pop_back();  // The directory or prefix without its '/', as users name it.
   const auto copies = select(source, prefix, std::move(objects), name, options);
@@ -157,7 +159,7 @@ asio::awaitable<PrefetchResult> prefetch(ObjectStore& store, std::string prefix,
   FileStore files(co_await asio::this_coro::executor, options.store.file());
   auto result = co_await prefetch(store, std::move(prefix), files, directory_prefix(local_path),
                                   std::move(options));
-  // Created even when there was nothing to copy.
+  // Created even when every object was excluded (a prefix of weights alone).
   make_directories(local_path);
   co_return result;
 }

@@ -1,6 +1,7 @@
 #include "streaming/discovery.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <exception>
@@ -314,6 +315,29 @@ asio::awaitable<std::vector<SourceFile>> prefix_files(ObjectStore& store, const 
                           "file or index to stream");
 }
 
+// `tensorstream shard`'s output streamed whole would be rank 0's slices and every other rank's
+// beside them, each tensor name many times: a prefix of rank files needs a rank chosen.
+void refuse_rank_files(const PrefixLayout& layout, const Url& url) {
+  constexpr std::string_view marker = "model-rank-";
+  int ranks = 0;
+  for (const ObjectInfo& object : layout.safetensors) {
+    const std::string_view name = std::string_view(object.key).substr(object.key.rfind('/') + 1);
+    if (!name.starts_with(marker)) continue;
+    int rank = 0;
+    const char* digits = name.data() + marker.size();
+    const auto [end, ec] = std::from_chars(digits, name.data() + name.size(), rank);
+    if (ec != std::errc{} || !std::string_view(end, name.data() + name.size()).starts_with("-part-")) {
+      continue;
+    }
+    ranks = std::max(ranks, rank + 1);
+  }
+  if (ranks == 0) return;
+  throw InvalidArgument(url.str() + ": holds the rank files of TP " + std::to_string(ranks) +
+                        " (model-rank-{r}-part-*.safetensors); choose one with --tp " +
+                        std::to_string(ranks) +
+                        " --rank R (StreamerOptions tensor_parallel_size and rank)");
+}
+
 // Every file and tensor the URL names, before the caller's selection.
 asio::awaitable<std::vector<SourceFile>> discover_all(ObjectStore& store, const Url& url,
                                                       const StreamerOptions& options) {
@@ -326,6 +350,7 @@ asio::awaitable<std::vector<SourceFile>> discover_all(ObjectStore& store, const 
     auto traw = traw_sources(*layout, url, options);
     if (traw) co_return co_await read_headers(store, std::move(*traw), max_concurrency);
   }
+  if (layout && !options.tensor_parallel_size) refuse_rank_files(*layout, url);
   if (options.tensor_parallel_size.value_or(1) > 1) {
     co_return co_await rank_files(store, url, options, layout);
   }

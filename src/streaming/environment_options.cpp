@@ -9,7 +9,7 @@ StreamerOptions environment_streamer_options(StreamerOptions explicit_options) {
   const auto chunk_setting = detail::environment_setting("CHUNK_SIZE");
   const auto concurrency_setting = detail::environment_setting("MAX_CONCURRENCY");
   const std::uint64_t chunk_size =
-      chunk_setting ? detail::positive_u64(*chunk_setting) : default_chunk_size;
+      chunk_setting ? detail::positive_byte_size(*chunk_setting) : default_chunk_size;
   const std::size_t max_concurrency =
       concurrency_setting ? detail::positive_size(*concurrency_setting) : default_max_concurrency;
   if (!explicit_options.chunk_size) explicit_options.chunk_size = chunk_size;

@@ -223,7 +223,7 @@ TEST_F(BenchCli, BadInputIsOneLineErrorBeforeTheSweepStarts) {
   const auto csv = out_.path() / "sweep.csv";
   const std::vector<std::pair<std::vector<std::string>, std::string>> usage_errors{
       {{"--chunk-size", ""}, "--chunk-size: the list has an empty item"},
-      {{"--chunk-size", "0"}, "--chunk-size: 0 is not a positive size"},
+      {{"--chunk-size", "0"}, "--chunk-size: 0 is below the minimum of 64KiB (each chunk is a request of its own)"},
       {{"--chunk-size", "1MiB,lots"}, "--chunk-size: invalid size 'lots' (examples: 4096, 512KiB, 16MiB, 2GiB)"},
       {{"--concurrency", "4,0"}, "--concurrency: 0 is not a positive number"},
       {{"--concurrency", "x"}, "--concurrency: 'x' is not a number"},

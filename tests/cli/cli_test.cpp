@@ -218,6 +218,41 @@ TEST(CliErrors, BadSizeNamesTheOption) {
   EXPECT_NE(result.err.find("--chunk-size: invalid size '12XB'"), std::string::npos) << result.err;
 }
 
+// Each chunk is a request: a chunk size of one byte would read a 4 MiB model with four million.
+TEST(CliErrors, AChunkSizeBelowTheMinimumIsAUsageErrorSayingWhy) {
+  for (const std::vector<std::string>& command :
+       {std::vector<std::string>{"stream", "/tmp/x.safetensors", "--chunk-size", "1"},
+        std::vector<std::string>{"prefetch", "/tmp/x/", "/tmp/y", "--chunk-size", "1"},
+        std::vector<std::string>{"bench", "/tmp/x/", "--chunk-size", "1MiB,1"},
+        std::vector<std::string>{"shard", "/tmp/x/", "/tmp/y", "--tp", "2", "--chunk-size", "1"}}) {
+    const auto result = run_cli(command);
+    EXPECT_EQ(result.exit_code, 2) << command[0];
+    EXPECT_EQ(result.err, "tensorstream: error: --chunk-size: 1 is below the minimum of 64KiB "
+                          "(each chunk is a request of its own)\n")
+        << command[0];
+  }
+  EXPECT_EQ(run_cli({"stream", "/tmp/nothing-here.safetensors", "--chunk-size", "64KiB"}).exit_code,
+            1)
+      << "64KiB is allowed; the missing file is the error";
+}
+
+// Messages name the flags a user wrote, not the library's fields.
+TEST(CliErrors, RankAndTpMistakesAreUsageErrorsNamingTheFlags) {
+  const auto expect_usage = [](const std::vector<std::string>& command, const std::string& why) {
+    const auto result = run_cli(command);
+    EXPECT_EQ(result.exit_code, 2) << command[0];
+    EXPECT_EQ(result.err, "tensorstream: error: " + why + "\n") << command[0];
+  };
+  for (const std::string command : {"stream", "inspect"}) {
+    expect_usage({command, "/tmp/x/", "--rank", "1"},
+                 "--rank needs --tp (the tensor-parallel size the rank is one of)");
+    expect_usage({command, "/tmp/x/", "--tp", "4", "--rank", "7"},
+                 "--rank 7 is outside --tp 4 (ranks 0 to 3)");
+  }
+  expect_usage({"stream", "/tmp/x/", "--memory-limit", "0"},
+               "--memory-limit: 0 is not a positive size");
+}
+
 TEST(CliErrors, MalformedHeaderIsOneLineNamingTheFile) {
   TempDir dir;
   const auto path = (dir.path() / "bad.safetensors").string();

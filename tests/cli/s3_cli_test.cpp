@@ -130,6 +130,28 @@ TEST_F(S3Cli, AMissingBucketIsAClearError) {
             "not exist (HTTP 404)\n");
 }
 
+// A mistyped prefix is an error naming it, as `aws s3 ls` exits 1 there: never "0 objects" or
+// "prefetched 0 files" with success, and no directory made for nothing.
+TEST_F(S3Cli, AnEmptyPrefixIsAnErrorForLsAndPrefetch) {
+  const auto listed = run_cli({"ls", "s3://models/nokey/", "--endpoint-url", s3rver_->endpoint()});
+  EXPECT_EQ(listed.exit_code, 1);
+  EXPECT_EQ(listed.out, "");
+  EXPECT_EQ(listed.err, "tensorstream: error: s3://models/nokey/: nothing under this prefix\n");
+  const auto without_slash =
+      run_cli({"ls", "s3://models/nokey", "--endpoint-url", s3rver_->endpoint()});
+  EXPECT_EQ(without_slash.err, listed.err);
+
+  TempDir local;
+  const auto target = local.path() / "dir";
+  const auto prefetched = run_cli({"prefetch", "s3://models/nothere/", target.string(),
+                                   "--endpoint-url", s3rver_->endpoint()});
+  EXPECT_EQ(prefetched.exit_code, 1);
+  EXPECT_EQ(prefetched.out, "");
+  EXPECT_EQ(prefetched.err,
+            "tensorstream: error: s3://models/nothere/: nothing under this prefix\n");
+  EXPECT_FALSE(std::filesystem::exists(target));
+}
+
 TEST_F(S3Cli, PrefetchAndShardReadFromTheEndpointTheyAreGiven) {
   TempDir local;
   const auto prefetched = run_cli({"prefetch", "s3://models/tiny/", local.path().string(),

@@ -76,6 +76,25 @@ TEST_F(ShardCommand, WritesRankFilesThatStreamWithRankAndTp) {
   }
 }
 
+// Streamed whole, rank files would be every rank's slices under the same names.
+TEST_F(ShardCommand, RankFilesStreamedWithoutTpAreAUsageErrorThatSaysHowToChoose) {
+  ASSERT_EQ(run_cli({"shard", source_.path().string(), destination_.path().string(), "--tp", "2"})
+                .exit_code,
+            0);
+  const std::string prefix = destination_.path().string() + "/";
+  for (const std::string command : {"stream", "inspect"}) {
+    const auto refused = run_cli({command, prefix});
+    EXPECT_EQ(refused.exit_code, 2) << command;
+    EXPECT_EQ(refused.out, "") << command;
+    EXPECT_EQ(refused.err, "tensorstream: error: " + prefix +
+                               ": holds the rank files of TP 2 (model-rank-{r}-part-*.safetensors); "
+                               "choose one with --tp 2 --rank R (StreamerOptions "
+                               "tensor_parallel_size and rank)\n")
+        << command;
+  }
+  EXPECT_EQ(run_cli({"stream", prefix, "--tp", "2", "--rank", "1"}).exit_code, 0);
+}
+
 TEST_F(ShardCommand, ATensorThatCannotBeSplitIsOneErrorLine) {
   const auto shard =
       run_cli({"shard", source_.path().string(), destination_.path().string(), "--tp", "3"});

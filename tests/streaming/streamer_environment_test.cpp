@@ -71,11 +71,11 @@ TEST_F(StreamerEnvironment, AMalformedVariableFailsTheStreamerAtConstruction) {
 }
 
 TEST_F(StreamerEnvironment, AMalformedVariableFailsEvenWhereAnExplicitOptionOverridesIt) {
-  environment_.set("TENSORSTREAM_CHUNK_SIZE", "16MB");
+  environment_.set("TENSORSTREAM_CHUNK_SIZE", "16XB");
   StreamerOptions options;
   options.chunk_size = 2500;
   EXPECT_EQ(construction_error(options),
-            "TENSORSTREAM_CHUNK_SIZE='16MB' is not a positive decimal integer");
+            "TENSORSTREAM_CHUNK_SIZE='16XB' is not a positive size (e.g. 4096, 512KiB, 16MiB)");
 }
 
 TEST_F(StreamerEnvironment, AnExplicitZeroIsStillRejected) {

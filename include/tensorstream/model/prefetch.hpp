@@ -50,8 +50,9 @@ struct PrefetchResult {
 /// Needs a store that can list: file://, s3://, gs:// (InvalidArgument for http(s)://, whose
 /// servers cannot list a prefix). Runs on the awaiting coroutine's executor; the local writes are
 /// ordinary blocking writes of at most `chunk_size` bytes on its threads. Throws InvalidArgument
-/// for bad options, StorageError naming the object or file that failed, including an object whose
-/// key would land outside `local_path`.
+/// for bad options, NotFoundError for a prefix with nothing under it (`…/: nothing under this
+/// prefix`; nothing is created), StorageError naming the object or file that failed, including an
+/// object whose key would land outside `local_path`.
 ///
 /// `local_path` may also be a URL of a store that can write (`file://…`, `s3://bucket/prefix`,
 /// `gs://bucket/prefix`): the objects are then written below that prefix through
