@@ -107,12 +107,20 @@ TEST_F(ModelLoaderCli, StreamWithoutUrlOrVariableNamesBothVariables) {
 }
 
 TEST_F(ModelLoaderCli, StreamWithAMalformedVariableNamesIt) {
-  environment_.set("FLYTE_MODEL_LOADER_CHUNK_SIZE", "16MB");
+  environment_.set("FLYTE_MODEL_LOADER_CHUNK_SIZE", "16XB");
   const auto result = run_cli({"stream", model()});
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_EQ(result.err,
-            "tensorstream: error: FLYTE_MODEL_LOADER_CHUNK_SIZE='16MB' is not a positive decimal "
-            "integer\n");
+            "tensorstream: error: FLYTE_MODEL_LOADER_CHUNK_SIZE='16XB' is not a positive size "
+            "(e.g. 4096, 512KiB, 16MiB)\n");
+}
+
+// One syntax everywhere: the environment takes the flags' sizes.
+TEST_F(ModelLoaderCli, StreamTakesAChunkSizeInTheFlagsSyntaxFromTheEnvironment) {
+  environment_.set("TENSORSTREAM_CHUNK_SIZE", "64KB");
+  const auto result = run_cli({"stream", model(), "--json"});
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("\"chunk_size\":64000,"), std::string::npos) << result.out;
 }
 
 }  // namespace
