@@ -4,6 +4,7 @@
 
 #include "byte_size.hpp"
 #include "cli/commands.hpp"
+#include "cli/counted.hpp"
 #include "cli/store_flags.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
 
@@ -29,9 +30,9 @@ void register_gen_model_command(CLI::App& app) {
   command->callback([destination, options, store] {
     options->store = apply_store_flags(*store);
     const SyntheticModel model = generate_synthetic_model(*destination, *options);
-    std::printf("wrote %zu tensors (%s) in %zu shard(s) to %s\n", model.tensors,
-                format_byte_size(model.tensor_bytes).c_str(), model.shards.size(),
-                destination->c_str());
+    std::printf("wrote %s (%s) in %s to %s\n", counted(model.tensors, "tensor").c_str(),
+                format_byte_size(model.tensor_bytes).c_str(),
+                counted(model.shards.size(), "shard").c_str(), destination->c_str());
   });
 }
 

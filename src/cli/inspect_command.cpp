@@ -5,6 +5,7 @@
 
 #include "byte_size.hpp"
 #include "cli/commands.hpp"
+#include "cli/counted.hpp"
 #include "cli/number_checks.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/store_flags.hpp"
@@ -89,8 +90,9 @@ void print_table(const std::vector<FileHeader>& files) {
   std::uint64_t tensors = 0;
   std::uint64_t bytes = 0;
   for (const auto& file : files) {
-    std::printf("%s (%s, %zu tensors, data at byte %llu)\n", file.url.c_str(),
-                format_byte_size(file.size).c_str(), file.header.tensors.size(),
+    std::printf("%s (%s, %s, data at byte %llu)\n", file.url.c_str(),
+                format_byte_size(file.size).c_str(),
+                counted(file.header.tensors.size(), "tensor").c_str(),
                 static_cast<unsigned long long>(file.header.data_start));
     for (const auto& tensor : file.header.tensors) {
       std::printf("  %-60s %-8s %-20s [%llu, %llu) %s\n", tensor.name.c_str(),
@@ -102,8 +104,8 @@ void print_table(const std::vector<FileHeader>& files) {
       bytes += tensor.byte_size();
     }
   }
-  std::printf("total: %llu tensors, %s in %zu files\n", static_cast<unsigned long long>(tensors),
-              format_byte_size(bytes).c_str(), files.size());
+  std::printf("total: %s, %s in %s\n", counted(tensors, "tensor").c_str(),
+              format_byte_size(bytes).c_str(), counted(files.size(), "file").c_str());
 }
 
 }  // namespace

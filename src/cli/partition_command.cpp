@@ -9,10 +9,12 @@
 #include "byte_size.hpp"
 #include "cli/number_checks.hpp"
 #include "cli/commands.hpp"
+#include "cli/counted.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/progress_bar.hpp"
 #include "cli/progress_flag.hpp"
 #include "cli/store_flags.hpp"
+#include "tensorstream/storage/url.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/partition_checkpoint.hpp"
 
@@ -138,12 +140,13 @@ void run_partition(const PartitionArguments& arguments) {
                   arguments.destination.c_str());
     }
     std::printf(
-        "partitioned %zu tensors (%s) from %s for TP %s into %zu %s objects (%s) and %zu other "
-        "files in %s in %.3f s\n",
-        report.tensors, format_byte_size(report.source_bytes).c_str(), arguments.source.c_str(),
-        joined(arguments.sizes).c_str(), report.objects, arguments.format.c_str(),
-        format_byte_size(report.bytes_written).c_str(), report.artifacts.size(),
-        arguments.destination.c_str(), elapsed.count());
+        "partitioned %s (%s) from %s for TP %s into %s (%s) and %s in %s in %.3f s\n",
+        counted(report.tensors, "tensor").c_str(), format_byte_size(report.source_bytes).c_str(),
+        redact_query(arguments.source).c_str(), joined(arguments.sizes).c_str(),
+        counted(report.objects, arguments.format + " object").c_str(),
+        format_byte_size(report.bytes_written).c_str(),
+        counted(report.artifacts.size(), "other file").c_str(), arguments.destination.c_str(),
+        elapsed.count());
   }
   std::fflush(stdout);
 }

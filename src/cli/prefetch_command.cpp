@@ -6,6 +6,7 @@
 #include "byte_size.hpp"
 #include "cli/number_checks.hpp"
 #include "cli/commands.hpp"
+#include "cli/counted.hpp"
 #include "cli/store_flags.hpp"
 #include "tensorstream/storage/url.hpp"
 #include "tensorstream/model/model_loader_config.hpp"
@@ -39,7 +40,7 @@ void run_prefetch(const PrefetchArguments& arguments) {
       arguments.directory ? *arguments.directory : config->required_local_model_path();
 
   const PrefetchResult result = prefetch_blocking(url, directory, options);
-  std::printf("prefetched %zu files (%s) from %s to %s\n", result.files.size(),
+  std::printf("prefetched %s (%s) from %s to %s\n", counted(result.files.size(), "file").c_str(),
               format_byte_size(result.bytes).c_str(), redact_query(url).c_str(), directory.c_str());
   std::fflush(stdout);
 }

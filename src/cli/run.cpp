@@ -62,6 +62,16 @@ int run(int argc, char** argv) {
   register_attach_command(app);
   register_status_command(app);
   register_reload_command(app);
+  // Global flags are listed once, at the top; each command's help says they exist.
+  for (CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; })) {
+    command->footer("Every command also takes -v (-vv: every HTTP request) and -q; see "
+                    "tensorstream --help.");
+  }
+  // A bare `tensorstream` is someone looking for the commands: show them, as a usage error.
+  if (argc <= 1) {
+    std::fputs(app.help().c_str(), stderr);
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

@@ -7,6 +7,7 @@
 #include "byte_size.hpp"
 #include "cli/number_checks.hpp"
 #include "cli/commands.hpp"
+#include "cli/counted.hpp"
 #include "cli/store_flags.hpp"
 #include "model/shard_checkpoint.hpp"
 
@@ -34,10 +35,11 @@ void run_shard(const ShardArguments& arguments) {
   const ShardReport report = shard_checkpoint(arguments.source, arguments.destination, options);
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   std::printf(
-      "sharded %zu tensors (%s) from %s over %d ranks into %zu files (%s) in %s "
-      "in %.3f s\n",
-      report.tensors, format_byte_size(report.source_bytes).c_str(), arguments.source.c_str(),
-      arguments.tensor_parallel_size, report.files.size(), format_byte_size(report.bytes).c_str(),
+      "sharded %s (%s) from %s over %s into %s (%s) in %s in %.3f s\n",
+      counted(report.tensors, "tensor").c_str(), format_byte_size(report.source_bytes).c_str(),
+      redact_query(arguments.source).c_str(),
+      counted(static_cast<std::uint64_t>(arguments.tensor_parallel_size), "rank").c_str(),
+      counted(report.files.size(), "file").c_str(), format_byte_size(report.bytes).c_str(),
       arguments.destination.c_str(), elapsed.count());
   std::fflush(stdout);
 }

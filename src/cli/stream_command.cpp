@@ -7,6 +7,7 @@
 #include "process_cpu.hpp"
 #include "cli/number_checks.hpp"
 #include "cli/commands.hpp"
+#include "cli/counted.hpp"
 #include "cli/group_flags.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/progress_bar.hpp"
@@ -153,14 +154,13 @@ void run_stream(const StreamArguments& arguments) {
               std::to_string(stats.group_size - 1) + " other rank" +
               (stats.group_size > 2 ? "s" : "");
     }
-    std::printf("streamed %llu tensors (%s) from %s in %.3f s: %.3f GB/s, first tensor after "
-                "%.1f ms [%s, %llu requests, %llu retries, peak memory %s%s]\n",
-                static_cast<unsigned long long>(stats.tensors),
-                format_byte_size(stats.bytes).c_str(), redact_query(url).c_str(),
-                stats.elapsed_seconds, stats.gigabytes_per_second(),
+    std::printf("streamed %s (%s) from %s in %.3f s: %.3f GB/s, first tensor after "
+                "%.1f ms [%s, %s, %s, peak memory %s%s]\n",
+                counted(stats.tensors, "tensor").c_str(), format_byte_size(stats.bytes).c_str(),
+                redact_query(url).c_str(), stats.elapsed_seconds, stats.gigabytes_per_second(),
                 stats.first_tensor_seconds * 1e3, stats.io_mode.c_str(),
-                static_cast<unsigned long long>(stats.requests),
-                static_cast<unsigned long long>(stats.retries),
+                counted(stats.requests, "request").c_str(),
+                counted(stats.retries, "retry", "retries").c_str(),
                 format_byte_size(stats.peak_memory).c_str(), group.c_str());
   }
   std::fflush(stdout);

@@ -95,12 +95,52 @@ asio::awaitable<void> copy_object(ObjectStore& source, const Copy& copy, ObjectS
   }
 }
 
+// Where the source cannot list (an HTTP server), the artifacts a model directory holds by
+// convention, asked for by name; those that are not there are skipped.
+asio::awaitable<std::vector<ObjectInfo>> known_artifacts(ObjectStore& source,
+                                                         const std::string& prefix,
+                                                         std::size_t max_concurrency) {
+  std::vector<std::optional<std::uint64_t>> sizes(known_artifact_names.size());
+  std::size_t next = 0;
+  co_await detail::run_concurrently(
+      std::min(max_concurrency, sizes.size()), [&](std::size_t) -> asio::awaitable<void> {
+        while (next < sizes.size()) {
+          const std::size_t index = next++;
+          try {
+            sizes[index] = co_await source.size(prefix + std::string(known_artifact_names[index]));
+          } catch (const NotFoundError&) {
+          }
+        }
+      });
+  std::vector<ObjectInfo> objects;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i]) objects.push_back({prefix + std::string(known_artifact_names[i]), *sizes[i]});
+  }
+  // In key order, as a listing gives them.
+  std::sort(objects.begin(), objects.end(),
+            [](const ObjectInfo& a, const ObjectInfo& b) { return a.key < b.key; });
+  co_return objects;
+}
+
 asio::awaitable<PrefetchResult> copy_all(ObjectStore& source, std::string prefix,
                                          ObjectStore& destination, std::string destination_prefix,
                                          PrefetchOptions options) {
-  auto objects = co_await source.list(prefix, ListDepth::recursive);
+  const bool listed = source.can_list();
+  // Not a conditional expression of two co_awaits, whose temporaries GCC 12 miscompiles.
+  std::vector<ObjectInfo> objects;
+  if (listed) {
+    objects = co_await source.list(prefix, ListDepth::recursive);
+  } else {
+    objects = co_await known_artifacts(source, prefix, options.max_concurrency);
+  }
   // A mistyped prefix, not a model without artifacts: nothing is created.
-  if (objects.empty()) throw NotFoundError(source.url(prefix), "nothing under this prefix");
+  if (objects.empty()) {
+    throw NotFoundError(source.url(prefix),
+                        listed ? "nothing under this prefix"
+                               : "none of the files a model directory holds is there (this "
+                                 "store cannot list; config.json, tokenizer.json, ... were asked "
+                                 "for by name)");
+  }
   std::string name = destination.url(destination_prefix);
   name.pop_back();  // The directory or prefix without its '/', as users name it.
   const auto copies = select(source, prefix, std::move(objects), name, options);
@@ -135,11 +175,6 @@ asio::awaitable<PrefetchResult> prefetch(ObjectStore& source, std::string prefix
                                          std::string destination_prefix,
                                          PrefetchOptions options) {
   validate(options);
-  if (!source.can_list()) {
-    throw InvalidArgument(source.url(prefix) +
-                          ": prefetch needs a store that can list a prefix (file://, s3://, "
-                          "gs://); HTTP servers cannot");
-  }
   if (!destination_prefix.ends_with('/')) destination_prefix += '/';
   if (!destination.can_write()) {
     // The store's own refusal says why.

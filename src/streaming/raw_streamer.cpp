@@ -387,11 +387,23 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
   void select_tensors() {
     std::uint64_t tensors = 0;
     std::uint64_t bytes = 0;
+    const TensorInfo* largest = nullptr;
     for (const auto& file : files_) {
       for (const auto& info : file.header.tensors) {
         ++tensors;
         bytes += info.byte_size();
+        if (largest == nullptr || info.byte_size() > largest->byte_size()) largest = &info;
       }
+    }
+    // The budget lets such a tensor in alone rather than never: the limit then does not hold,
+    // which a user who set it should hear once rather than find in the peak.
+    if (largest != nullptr && !options_.placement &&
+        largest->byte_size() > options_.memory_limit) {
+      log(LogLevel::warning, "tensor " + largest->name + " (" +
+                                 format_byte_size(largest->byte_size()) +
+                                 ") is larger than the memory limit (" +
+                                 format_byte_size(options_.memory_limit) +
+                                 "): tensors that large are read one at a time, over the limit");
     }
     reads_ = detail::plan_reads(files_, *options_.chunk_size, options_.memory_limit,
                                 options_.read_order);

@@ -26,7 +26,7 @@ TEST_F(BucketDestinationCli, GenModelAndShardToABucketStreamBackLikeTheirLocalFi
   ASSERT_EQ(run_cli({"gen-model", source.string(), "--shards", "2"}).exit_code, 0);
   const auto generated = run_cli({"gen-model", "s3://models/tiny", "--shards", "2"});
   ASSERT_EQ(generated.exit_code, 0) << generated.err;
-  EXPECT_EQ(generated.out, "wrote 21 tensors (3.8 MiB) in 2 shard(s) to s3://models/tiny\n");
+  EXPECT_EQ(generated.out, "wrote 21 tensors (3.8 MiB) in 2 shards to s3://models/tiny\n");
 
   ASSERT_EQ(run_cli({"shard", source.string(), ranks.string(), "--tp", "2", "--max-part-size",
                      "1MiB"})

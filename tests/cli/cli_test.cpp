@@ -18,6 +18,7 @@
 #include "support/sha256.hpp"
 #include "support/skip.hpp"
 #include "support/temp_dir.hpp"
+#include "byte_size.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
 
 namespace tensorstream {
@@ -116,6 +117,26 @@ TEST_F(Cli, StreamWithoutJsonPrintsOneSummaryLine) {
   ASSERT_EQ(lines.size(), 1u) << result.out;
   EXPECT_EQ(lines[0].rfind("streamed " + std::to_string(tiny_tensors().size()) + " tensors", 0), 0u)
       << lines[0];
+}
+
+// A limit below the largest tensor cannot hold; the user who set it hears so once.
+TEST_F(Cli, AMemoryLimitBelowTheLargestTensorIsAWarningOnce) {
+  std::uint64_t largest_bytes = 0;
+  for (const auto& [name, spec] : tiny_tensors()) {
+    largest_bytes = std::max<std::uint64_t>(largest_bytes, tensor_byte_size(spec));
+  }
+  const auto result = run_cli({"stream", model_.path().string(), "--memory-limit", "100KB",
+                               "--json", "--checksum", "sha256"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  // The first of the largest tensors (two are 512 KiB) is named.
+  const std::regex warning("tensorstream: warning: tensor [a-z_.0-9]+ \\(" +
+                           std::regex_replace(format_byte_size(largest_bytes), std::regex("\\."),
+                                              "\\.") +
+                           "\\) is larger than the memory limit \\(97\\.7 KiB\\): tensors that "
+                           "large are read one at a time, over the limit\n");
+  EXPECT_TRUE(std::regex_match(result.err, warning)) << result.err;
+  const auto within = run_cli({"stream", model_.path().string(), "--json"});
+  EXPECT_EQ(within.err, "");
 }
 
 TEST_F(Cli, InspectJsonReportsEveryTensorWithoutStreaming) {
@@ -277,10 +298,48 @@ TEST(CliErrors, Http404IsOneLineNamingTheUrl) {
   EXPECT_EQ(result.err, "tensorstream: error: " + url + ": HTTP 404 Not Found\n");
 }
 
+// nginx answers a directory named without its slash with a 301 to the name with it, and then with
+// an index page: neither is a model, and the fix is one character.
+TEST(CliErrors, AnHttpDirectoryWithoutItsSlashSaysToAddIt) {
+  if (!testing::NginxServer::available()) TENSORSTREAM_SKIP_UNLESS_CI("nginx is not installed");
+  TempDir root;
+  generate_synthetic_model(root.path() / "tiny", {.preset = "tiny"});
+  testing::NginxServer nginx({.root = root.path()});
+  const auto url = nginx.base_url() + "/tiny";
+  for (const std::string command : {"stream", "inspect"}) {
+    const auto result = run_cli({command, url});
+    EXPECT_EQ(result.exit_code, 2) << command;
+    EXPECT_EQ(result.err, "tensorstream: error: " + url + ": a directory (the server redirects to " +
+                              url + "/); add a trailing slash to stream what it holds\n")
+        << command;
+  }
+  EXPECT_EQ(run_cli({"stream", url + "/"}).exit_code, 0);
+}
+
+TEST(CliUsage, ABareCommandShowsTheCommandsAsAUsageError) {
+  const auto result = run_cli({});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.out, "");
+  for (const std::string command : {"stream", "serve", "reload", "-v,--verbose", "-q,--quiet"}) {
+    EXPECT_NE(result.err.find("  " + command), std::string::npos) << result.err;
+  }
+}
+
+TEST(CliUsage, EveryCommandsHelpMentionsTheGlobalFlags) {
+  for (const std::string command : {"stream", "inspect", "ls", "bench", "prefetch", "shard",
+                                    "partition", "serve", "attach", "status", "reload"}) {
+    const auto result = run_cli({command, "--help"});
+    EXPECT_EQ(result.exit_code, 0) << command;
+    EXPECT_NE(result.out.find("Every command also takes -v (-vv: every HTTP request) and -q"),
+              std::string::npos)
+        << command;
+  }
+}
+
 // CLI11's own exit codes (105, 106, 109) and multi-line texts were what a typo used to give.
 TEST(CliUsage, ParseErrorsAreOneLineUsageErrorsWithExitStatus2) {
   for (const std::vector<std::string>& arguments :
-       {std::vector<std::string>{}, {"strem", "x"}, {"stream", "x", "--no-such-flag"},
+       {std::vector<std::string>{"strem", "x"}, {"stream", "x", "--no-such-flag"},
         {"stream", "x", "--concurrency", "many"}, {"stream", "x", "--concurrency", "1.5"}}) {
     const auto result = run_cli(arguments);
     EXPECT_EQ(result.exit_code, 2) << result.err;

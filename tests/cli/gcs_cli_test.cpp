@@ -109,7 +109,7 @@ TEST_F(GcsCli, GenModelToABucketStreamsBackLikeItsLocalFiles) {
   ASSERT_EQ(cli({"gen-model", local.path().string(), "--shards", "2"}).exit_code, 0);
   const auto generated = cli({"gen-model", "gs://models/generated", "--shards", "2"});
   ASSERT_EQ(generated.exit_code, 0) << generated.err;
-  EXPECT_EQ(generated.out, "wrote 21 tensors (3.8 MiB) in 2 shard(s) to gs://models/generated\n");
+  EXPECT_EQ(generated.out, "wrote 21 tensors (3.8 MiB) in 2 shards to gs://models/generated\n");
   EXPECT_EQ(emulator_.unfinished_sessions(), 0u);
   const auto expected = cli({"stream", local.path().string() + "/", "--checksum", "sha256"});
   const auto uploaded = cli({"stream", "gs://models/generated/", "--checksum", "sha256"});

@@ -12,7 +12,10 @@
 #include "storage/s3_upload_test.hpp"
 #include "support/child_process.hpp"
 #include "support/fault_proxy.hpp"
+#include "support/files.hpp"
+#include "support/nginx_server.hpp"
 #include "support/process.hpp"
+#include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
 #include "tensorstream/safetensors/writer.hpp"
@@ -53,6 +56,22 @@ TEST_F(PartitionCli, PrintsASummaryAndTheTreeStreamsBackRankByRank) {
             std::string::npos)
       << rank.out;
   EXPECT_TRUE(rank.out.find("{\"summary\":{\"tensors\":21,") != std::string::npos) << rank.out;
+}
+
+// An HTTP server cannot list: config.json and the tokenizer are fetched by name, after the
+// weights, as from a store that lists.
+TEST_F(PartitionCli, FromHttpTheArtifactsComeByName) {
+  if (!testing::NginxServer::available()) TENSORSTREAM_SKIP_UNLESS_CI("nginx is not installed");
+  testing::NginxServer nginx({.root = dir_.path()});
+  const std::string source = nginx.base_url() + "/model/model.safetensors";
+  const auto result = run_cli({"partition", source, raw().string(), "--tp", "2"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("and 3 other files in " + raw().string()), std::string::npos)
+      << result.out;
+  for (const char* file : {"config.json", "generation_config.json", "tokenizer.json"}) {
+    EXPECT_EQ(testing::read_file(raw() / file), testing::read_file(model() / file)) << file;
+  }
+  EXPECT_EQ(run_cli({"stream", raw().string(), "--tp", "2", "--rank", "1"}).exit_code, 0);
 }
 
 TEST_F(PartitionCli, JsonPrintsOneSummaryObject) {

@@ -151,7 +151,7 @@ TEST(ProgressCliLog, WithoutATerminalPlainLinesComeWhileTheStreamRuns) {
       std::regex("tensorstream: 256\\.0 KiB in [0-9]+\\.[0-9] s, average [0-9.]+ (B|KiB)/s, "
                  "1/1 tensors")))
       << lines[lines.size() - 2];
-  EXPECT_TRUE(lines.back().starts_with("streamed 1 tensors (256.0 KiB) from ")) << lines.back();
+  EXPECT_TRUE(lines.back().starts_with("streamed 1 tensor (256.0 KiB) from ")) << lines.back();
 }
 
 TEST_F(ProgressCli, PartitionAndServeTakeTheFlagToo) {

@@ -86,10 +86,10 @@ TEST_F(TrawCli, InspectTableOfASingleObject) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto lines = lines_of(result.out);
   ASSERT_EQ(lines.size(), 3u) << result.out;
-  EXPECT_EQ(lines[0], object + " (512.0 KiB, 1 tensors, data at byte 40)");
+  EXPECT_EQ(lines[0], object + " (512.0 KiB, 1 tensor, data at byte 40)");
   EXPECT_NE(lines[1].find("model.embed_tokens.weight"), std::string::npos) << lines[1];
   EXPECT_NE(lines[1].find("[1024,256]"), std::string::npos) << lines[1];
-  EXPECT_EQ(lines[2].rfind("total: 1 tensors", 0), 0u) << lines[2];
+  EXPECT_EQ(lines[2].rfind("total: 1 tensor, 512.0 KiB in 1 file", 0), 0u) << lines[2];
 }
 
 TEST_F(TrawCli, AModelPrefixWithoutTpIsAUsageErrorListingTheSizes) {

@@ -17,6 +17,8 @@
 #include <thread>
 
 #include "support/files.hpp"
+#include "support/nginx_server.hpp"
+#include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
@@ -245,15 +247,30 @@ TEST_F(Prefetch, AMissingPrefixIsNotFound) {
   }
 }
 
-TEST_F(Prefetch, HttpCannotBePrefetched) {
-  try {
-    prefetch_blocking("http://127.0.0.1:9/models/llama/", local());
-    FAIL() << "expected InvalidArgument";
-  } catch (const InvalidArgument& error) {
-    EXPECT_EQ(std::string(error.what()),
-              "http://127.0.0.1:9/models/llama/: prefetch needs a store that can list a prefix "
-              "(file://, s3://, gs://); HTTP servers cannot");
+// An HTTP server cannot list: the files a model directory holds by convention are asked for by
+// name, and those that are there are copied, exactly as a listing would have found them.
+TEST_F(Prefetch, FromHttpTheKnownArtifactsAreFetchedByName) {
+  if (!testing::NginxServer::available()) TENSORSTREAM_SKIP_UNLESS_CI("nginx is not installed");
+  generate_synthetic_model(remote_.path() / "tiny", {.preset = "tiny", .shards = 2, .index = true});
+  testing::NginxServer nginx({.root = remote_.path()});
+  const auto result = prefetch_blocking(nginx.base_url() + "/tiny/", local());
+  const Paths expected{"config.json", "generation_config.json", "model.safetensors.index.json",
+                       "tokenizer.json"};
+  EXPECT_EQ(result.files, expected);
+  EXPECT_EQ(files_under(local()), expected);
+  for (const auto& file : expected) {
+    EXPECT_EQ(read_file(local() / file), read_file(remote_.path() / "tiny" / file)) << file;
   }
+  try {
+    prefetch_blocking(nginx.base_url() + "/nothere/", local() / "none");
+    FAIL() << "expected NotFoundError";
+  } catch (const NotFoundError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              nginx.base_url() + "/nothere/: none of the files a model directory holds is there "
+                                 "(this store cannot list; config.json, tokenizer.json, ... were "
+                                 "asked for by name)");
+  }
+  EXPECT_FALSE(fs::exists(local() / "none"));
 }
 
 TEST_F(Prefetch, BadOptionsAreRejected) {

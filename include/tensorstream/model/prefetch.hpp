@@ -3,11 +3,13 @@
 /// Copying a model's other artifacts (config.json, tokenizer files, generation_config.json, ...)
 /// to local disk, for loaders that read them from files while the weights are streamed.
 
+#include <array>
 #include <boost/asio/awaitable.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tensorstream/export.hpp"
@@ -32,6 +34,15 @@ struct PrefetchOptions {
   std::vector<std::string> exclude_suffixes{};
 };
 
+/// The files a model directory holds besides its weights, by the conventions of Hugging Face
+/// repositories: what prefetch() asks for by name from a store that cannot list (http(s)://).
+inline constexpr std::array<std::string_view, 13> known_artifact_names = {
+    "config.json",          "generation_config.json", "tokenizer.json",
+    "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model",
+    "vocab.json",           "merges.txt",             "vocab.txt",
+    "added_tokens.json",    "chat_template.json",     "preprocessor_config.json",
+    "model.safetensors.index.json"};
+
 /// What prefetch() copied.
 struct PrefetchResult {
   std::vector<std::string> files;  ///< Paths written, relative to the local directory, sorted.
@@ -47,8 +58,8 @@ struct PrefetchResult {
 /// renamed into place once complete, so no partial file is ever visible under its own name, and
 /// an existing file is replaced whole. On failure the files already copied stay; none is partial.
 ///
-/// Needs a store that can list: file://, s3://, gs:// (InvalidArgument for http(s)://, whose
-/// servers cannot list a prefix). Runs on the awaiting coroutine's executor; the local writes are
+/// From a store that can list (file://, s3://, gs://) every object under the prefix is copied;
+/// from one that cannot (http(s)://), the known_artifact_names that are there. Runs on the awaiting coroutine's executor; the local writes are
 /// ordinary blocking writes of at most `chunk_size` bytes on its threads. Throws InvalidArgument
 /// for bad options, NotFoundError for a prefix with nothing under it (`…/: nothing under this
 /// prefix`; nothing is created), StorageError naming the object or file that failed, including an

@@ -17,7 +17,9 @@
 #include <boost/system/errc.hpp>
 #include <algorithm>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_set>
 #include <utility>
 
 #include "storage/http/status_failure.hpp"
@@ -49,12 +51,41 @@ Failure descriptor_failure(const beast::error_code& ec) {
   return permanent_failure(cause + "; lower the concurrency or raise the limit (ulimit -n)");
 }
 
-Failure connect_failure(const beast::error_code& ec, std::chrono::milliseconds timeout) {
+// "host:port" of every server (or proxy) this process has connected to. A refusal from one of
+// them is a restart or an overload, worth retrying; from one never reached, nothing listens
+// there, and retrying only makes a typo look like a hang (curl fails at once too).
+class ReachedServers {
+ public:
+  void add(const std::string& server) {
+    std::lock_guard lock(mutex_);
+    servers_.insert(server);
+  }
+
+  bool contains(const std::string& server) const {
+    std::lock_guard lock(mutex_);
+    return servers_.contains(server);
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_set<std::string> servers_;
+};
+
+ReachedServers& reached_servers() {
+  static ReachedServers servers;
+  return servers;
+}
+
+Failure connect_failure(const beast::error_code& ec, std::chrono::milliseconds timeout,
+                        const std::string& server) {
   if (is_descriptor_exhaustion(ec)) return descriptor_failure(ec);
   if (ec == beast::error::timeout) {
     return transient_failure("connect timed out after " + milliseconds_text(timeout));
   }
-  if (ec == asio::error::connection_refused) return transient_failure("connection refused");
+  if (ec == asio::error::connection_refused) {
+    if (reached_servers().contains(server)) return transient_failure("connection refused");
+    return permanent_failure("connection refused (nothing listens there)");
+  }
   return transient_failure("cannot connect: " + ec.message());
 }
 
@@ -158,11 +189,13 @@ asio::awaitable<std::optional<Failure>> Connection::connect(
 
   // The connect operation reports a failure to create its socket only as its last error, which
   // a timeout can replace; creating one here first names descriptor exhaustion reliably.
+  const std::string server = host + ':' + std::to_string(port);
   tcp().socket().open(endpoints.begin()->endpoint().protocol(), ec);
-  if (ec) co_return connect_failure(ec, timeout);
+  if (ec) co_return connect_failure(ec, timeout, server);
   tcp().expires_at(deadline);
   auto [connect_error, endpoint] = co_await tcp().async_connect(endpoints, token());
-  if (connect_error) co_return connect_failure(connect_error, timeout);
+  if (connect_error) co_return connect_failure(connect_error, timeout, server);
+  reached_servers().add(server);
   // Requests are written in one piece; Nagle would only delay them behind the previous ACK.
   tcp().socket().set_option(tcp::no_delay(true), ec);
   co_return std::nullopt;

@@ -89,6 +89,17 @@ bool is_stale_location(const Failure& failure) {
   return failure.status == 403 || failure.status == 404 || failure.status == 410;
 }
 
+// Whether `to` is `target` on `origin` with a '/' added to its path: a directory's redirect.
+bool adds_a_slash(const Url& origin, std::string_view target, const Url& to) {
+  const auto question = target.find('?');
+  const std::string_view path = target.substr(0, question);
+  const std::string_view query =
+      question == std::string_view::npos ? std::string_view() : target.substr(question + 1);
+  return to.scheme == origin.scheme && to.host == origin.host && to.port == origin.port &&
+         to.query == query && to.path.size() == path.size() + 1 && to.path.back() == '/' &&
+         std::string_view(to.path).starts_with(path);
+}
+
 // The origin-form target of `url`: its path and query.
 std::string target_of(const Url& url) {
   return url.query.empty() ? url.path : url.path + "?" + url.query;
@@ -304,6 +315,12 @@ asio::awaitable<void> HttpClient::follow(Request& request, std::string_view targ
     }
     if (at.endpoint->origin.scheme == "https" && to.scheme == "http") {
       throw StorageError(url, "refusing the redirect from https to " + next, false);
+    }
+    if (adds_a_slash(at.endpoint->origin, at.target, to)) {
+      // What a web server answers for a directory named without its slash: its index page would
+      // be read as the object.
+      throw InvalidArgument(url + ": a directory (the server redirects to " + next +
+                            "); add a trailing slash to stream what it holds");
     }
     log(LogLevel::debug, [&] {
       return url + ": following HTTP " + std::to_string(failure.status) + " to " + next;

@@ -331,15 +331,33 @@ TEST(HttpStore, RefusedConnectionIsReported) {
   ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length), 0);
   const std::string origin = "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
 
+  // Never reached by this process: nothing listens there, and retrying would only delay saying so.
   asio::io_context io;
   HttpStore store(io.get_executor(), Url::parse(origin), quick_retries(4));
   const auto error = expect_throw<StorageError>([&] { read(io, store, "/object.bin", 0, 1); });
   ::close(fd);
   EXPECT_EQ(std::string(error.what()),
-            origin + "/object.bin: connection refused (after 5 attempts)");
-  EXPECT_TRUE(error.transient());
+            origin + "/object.bin: connection refused (nothing listens there)");
+  EXPECT_FALSE(error.transient());
   EXPECT_EQ(store.stats().connections, 0u);
-  EXPECT_EQ(store.stats().retries, 4u);
+  EXPECT_EQ(store.stats().retries, 0u);
+}
+
+// A server this process has reached before that refuses now is restarting: worth retrying.
+TEST(HttpStore, ARefusalFromAServerReachedBeforeIsRetried) {
+  std::string origin;
+  asio::io_context io;
+  {
+    FaultServer server("/object.bin", "abc", {});
+    origin = server.base_url();
+    HttpStore first(io.get_executor(), Url::parse(origin), quick_retries(0));
+    EXPECT_EQ(read(io, first, "/object.bin", 0, 3), "abc");
+  }
+  HttpStore store(io.get_executor(), Url::parse(origin), quick_retries(2));
+  const auto error = expect_throw<StorageError>([&] { read(io, store, "/object.bin", 0, 1); });
+  EXPECT_EQ(std::string(error.what()), origin + "/object.bin: connection refused (after 3 attempts)");
+  EXPECT_TRUE(error.transient());
+  EXPECT_EQ(store.stats().retries, 2u);
 }
 
 // nginx over TLS with a CA made for the test.
