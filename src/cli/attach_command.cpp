@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "cli/number_checks.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/sha256.hpp"
 #include "tensorstream/error.hpp"
@@ -23,7 +24,7 @@ struct AttachArguments {
 };
 
 // The protocol's limit on timeout_ms (docs/spec/store-protocol.md).
-constexpr double max_timeout_seconds = 86400;
+constexpr int max_timeout_seconds = 86400;
 
 std::string tensor_json(const store::TensorEntry& tensor, const std::string& digest) {
   std::string line = "{";
@@ -98,13 +99,8 @@ void run_attach(const AttachArguments& arguments) {
     throw InvalidArgument("--checksum: unsupported algorithm '" + arguments.checksum +
                           "' (supported: sha256)");
   }
-  if (!(arguments.timeout_seconds >= 0 && arguments.timeout_seconds <= max_timeout_seconds)) {
-    throw InvalidArgument("--timeout: " + std::to_string(arguments.timeout_seconds) +
-                          " is not between 0 and 86400 seconds");
-  }
   store::AttachOptions options;
-  options.timeout = std::chrono::milliseconds(
-      static_cast<std::int64_t>(std::llround(arguments.timeout_seconds * 1000)));
+  options.timeout = timeout_flag(arguments.timeout_seconds, max_timeout_seconds, true);
   options.server_uid = arguments.server_uid;
   const store::AttachedRank rank = store::attach(arguments.socket, arguments.rank, options);
   const auto& manifest = rank.manifest();

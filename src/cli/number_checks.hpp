@@ -4,6 +4,8 @@
 
 #include <CLI/Error.hpp>
 #include <CLI/Validators.hpp>
+#include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <optional>
@@ -55,6 +57,19 @@ inline std::uint64_t parse_chunk_size(const std::string& text) {
                           "is a request of its own)");
   }
   return size;
+}
+
+/// A `--timeout SECONDS` value as milliseconds, checked to lie in (0, most], or [0, most] where
+/// `zero_allowed`.
+/// @throws InvalidArgument, a usage error: "--timeout: 9000.000000 is not between 0 and 3600
+///   seconds".
+inline std::chrono::milliseconds timeout_flag(double seconds, int most, bool zero_allowed = false) {
+  const bool low_ok = zero_allowed ? seconds >= 0 : seconds > 0;
+  if (!(low_ok && seconds <= most)) {
+    throw InvalidArgument("--timeout: " + std::to_string(seconds) + " is not between 0 and " +
+                          std::to_string(most) + " seconds");
+  }
+  return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(seconds * 1000)));
 }
 
 /// A --memory-limit value: a size above zero.

@@ -12,6 +12,7 @@
 
 #include "byte_size.hpp"
 #include "cli/commands.hpp"
+#include "cli/number_checks.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/store/client.hpp"
 
@@ -56,12 +57,7 @@ std::string summary(const std::string& socket, std::string_view json) {
 }
 
 void run_reload(const ReloadArguments& arguments) {
-  if (!(arguments.timeout_seconds > 0 && arguments.timeout_seconds <= 86400)) {
-    throw InvalidArgument("--timeout: " + std::to_string(arguments.timeout_seconds) +
-                          " is not between 0 and 86400 seconds");
-  }
-  const auto timeout = std::chrono::milliseconds(
-      static_cast<std::int64_t>(std::llround(arguments.timeout_seconds * 1000)));
+  const auto timeout = timeout_flag(arguments.timeout_seconds, 86400);
   const store::ReceivedReply reply =
       store::request(arguments.socket, store::reload_request(arguments.source), timeout,
                      store::default_max_reply_bytes, arguments.server_uid);

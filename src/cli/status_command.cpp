@@ -12,6 +12,7 @@
 
 #include "byte_size.hpp"
 #include "cli/commands.hpp"
+#include "cli/number_checks.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/store/client.hpp"
 
@@ -57,12 +58,7 @@ std::string reload_line(simdjson::dom::object reload) {
 }
 
 void run_status(const StatusArguments& arguments) {
-  if (!(arguments.timeout_seconds > 0 && arguments.timeout_seconds <= 3600)) {
-    throw InvalidArgument("--timeout: " + std::to_string(arguments.timeout_seconds) +
-                          " is not between 0 and 3600 seconds");
-  }
-  const auto timeout = std::chrono::milliseconds(
-      static_cast<std::int64_t>(std::llround(arguments.timeout_seconds * 1000)));
+  const auto timeout = timeout_flag(arguments.timeout_seconds, 3600);
   const store::ReceivedReply reply =
       store::request(arguments.socket, store::status_request(), timeout,
                      store::default_max_reply_bytes, arguments.server_uid);
