@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test: `bash scripts/test.sh`.
-# BUILD_DIR (default build), JOBS (default: the number of cores), CMAKE_ARGS and TARGETS (default:
-# everything; the sanitizer builds name tensorstream_tests, what ctest runs) can be set.
+# BUILD_DIR (default build), JOBS (default: the number of cores), CMAKE_ARGS, TARGETS (default:
+# everything; the sanitizer builds name tensorstream_tests, what ctest runs) and CTEST_ARGS (e.g.
+# `-LE cli` to leave out an area: each test is labelled with its area) can be set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,7 +16,7 @@ log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 status=0
 env -u http_proxy -u https_proxy -u HTTP_PROXY -u HTTPS_PROXY -u no_proxy -u NO_PROXY \
-  ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j "${JOBS:-$(nproc)}" \
+  ctest --test-dir "${BUILD_DIR:-build}" --output-on-failure -j "${JOBS:-$(nproc)}" ${CTEST_ARGS:-} \
   | tee "$log" || status=$?
 # What to look at first when the suite's time grows: its slowest tests.
 echo "the 15 slowest tests:"

@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <fstream>
-#include <iterator>
 #include <map>
 #include <regex>
 #include <set>
@@ -12,6 +11,7 @@
 
 #include "support/child_process.hpp"
 #include "support/fault_server.hpp"
+#include "support/files.hpp"
 #include "support/nginx_server.hpp"
 #include "cli/shape_json.hpp"
 #include "support/process.hpp"
@@ -89,8 +89,7 @@ TEST_F(Cli, StreamJsonPrintsOneExactLinePerTensorThenASummary) {
 TEST(CliStreamJson, EachLineIsWrittenAsItsTensorCompletes) {
   TempDir dir;
   generate_synthetic_model(dir.path(), {.preset = "tiny"});
-  std::ifstream in(dir.path() / "model.safetensors", std::ios::binary);
-  const std::string object{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const std::string object = testing::read_file(dir.path() / "model.safetensors");
   // The header, then one 64 KiB read at a time: the first read yields tensors, the second hangs.
   testing::FaultServer server("/model.safetensors", object, {.stall_from_request = 3});
   const auto log = dir.path() / "stdout.txt";

@@ -3,13 +3,12 @@
 
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <iterator>
 #include <regex>
 #include <string>
 #include <vector>
 
 #include "support/fault_server.hpp"
+#include "support/files.hpp"
 #include "support/process.hpp"
 #include "support/scoped_environment.hpp"
 #include "support/temp_dir.hpp"
@@ -25,8 +24,7 @@ using testing::TempDir;
 
 std::string tiny_model_bytes(const TempDir& dir) {
   generate_synthetic_model(dir.path(), {.preset = "tiny"});
-  std::ifstream in(dir.path() / "model.safetensors", std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return testing::read_file(dir.path() / "model.safetensors");
 }
 
 std::vector<std::string> lines_matching(const std::string& text, const std::regex& pattern) {

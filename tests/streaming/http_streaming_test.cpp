@@ -4,12 +4,12 @@
 
 #include <chrono>
 #include <cstring>
-#include <fstream>
 #include <memory>
 #include <thread>
 
 #include "support/certificates.hpp"
 #include "support/fault_server.hpp"
+#include "support/files.hpp"
 #include "support/held_read_server.hpp"
 #include "support/nginx_server.hpp"
 #include "support/skip.hpp"
@@ -34,8 +34,7 @@ using testing::small_chunks;
 std::string tiny_model_file() {
   TempDir dir;
   generate_synthetic_model(dir.path(), {.preset = "tiny"});
-  std::ifstream in(dir.path() / "model.safetensors", std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return testing::read_file(dir.path() / "model.safetensors");
 }
 
 class HttpStreaming : public ::testing::Test {

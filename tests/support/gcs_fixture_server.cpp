@@ -14,8 +14,6 @@
 #include <charconv>
 #include <chrono>
 #include <exception>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <optional>
 #include <string_view>
@@ -23,6 +21,7 @@
 
 #include "json_string.hpp"
 #include "support/byte_range.hpp"
+#include "support/files.hpp"
 #include "support/use_tuple.hpp"
 
 namespace tensorstream::testing {
@@ -236,9 +235,7 @@ void GcsFixtureServer::put_directory(const std::string& bucket, const std::strin
                                      const std::filesystem::path& directory) {
   for (const auto& entry : std::filesystem::directory_iterator(directory)) {
     if (!entry.is_regular_file()) continue;
-    std::ifstream file(entry.path(), std::ios::binary);
-    put(bucket, prefix + entry.path().filename().string(),
-        {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()});
+    put(bucket, prefix + entry.path().filename().string(), read_file(entry.path()));
   }
 }
 

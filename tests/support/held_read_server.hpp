@@ -6,13 +6,12 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "support/fault_server.hpp"
+#include "support/files.hpp"
 #include "tensorstream/safetensors/writer.hpp"
 
 namespace tensorstream::testing {
@@ -28,8 +27,7 @@ inline std::unique_ptr<FaultServer> serve_one_tensor_holding_its_read(
   write_safetensors(path, specs, [](const TensorSpec&, std::uint64_t, std::span<std::byte> out) {
     std::fill(out.begin(), out.end(), std::byte{7});
   });
-  std::ifstream in(path, std::ios::binary);
-  const std::string object{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const std::string object = read_file(path);
   std::uint64_t header_size = 0;
   std::memcpy(&header_size, object.data(), sizeof header_size);
   const std::uint64_t data_start = 8 + header_size;
