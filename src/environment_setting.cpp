@@ -1,7 +1,9 @@
 #include "environment_setting.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 
@@ -54,6 +56,20 @@ std::uint64_t positive_byte_size(const EnvironmentSetting& setting) {
                           "' is not a positive size (e.g. 4096, 512KiB, 16MiB)");
   }
   return size;
+}
+
+std::chrono::milliseconds positive_seconds(const EnvironmentSetting& setting) {
+  double seconds = 0;
+  const std::string_view text = setting.value;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+  // A day at most: beyond it a limit is no limit, and the count of milliseconds stays exact.
+  if (ec != std::errc{} || end != text.data() + text.size() || !(seconds > 0) ||
+      seconds > 86'400) {
+    throw InvalidArgument(setting.variable + "='" + setting.value +
+                          "' is not a number of seconds above 0 and at most 86400 (e.g. 10, 2.5)");
+  }
+  return std::max(std::chrono::milliseconds(1),
+                  std::chrono::milliseconds(std::llround(seconds * 1000)));
 }
 
 bool is_true(std::string_view text) {

@@ -152,13 +152,24 @@ std::string ProgressRenderer::time_left() const {
   return "ETA " + duration_text(seconds);
 }
 
+std::string ProgressRenderer::waiting() const {
+  if (last_.waiting_for.empty() ||
+      last_.waiting_seconds < Seconds(waiting_shown_after).count()) {
+    return "";
+  }
+  return "waiting for " + last_.waiting_for + " (" +
+         std::to_string(static_cast<long long>(last_.waiting_seconds)) + " s)";
+}
+
 std::string ProgressRenderer::bar_line(int columns) const {
   // The last column stays empty: writing it makes some terminals wrap.
   const int room = std::max(columns - 1, 1);
   const bool known = last_.total > 0;
   const std::string percent_done = known ? percent() : "";
-  const std::string left = known ? time_left() : "";
-  const std::string speed = rate_text(rate());
+  // While a server keeps the transfer waiting, what for says more than a rate of nothing.
+  const std::string waited = waiting();
+  const std::string left = known && waited.empty() ? time_left() : "";
+  const std::string speed = waited.empty() ? rate_text(rate()) : waited;
   // As the width shrinks, the detail goes first, then the bar, the time left and the rate.
   std::string text;
   for (int dropped = 0; dropped <= 4; ++dropped) {
@@ -179,6 +190,8 @@ std::string ProgressRenderer::plain_line() const {
   const bool known = last_.total > 0;
   std::string line = "tensorstream: " + amount();
   if (known) line += " (" + percent() + ")";
+  const std::string waited = waiting();
+  if (!waited.empty()) return line + ", " + joined({waited, last_.detail}, ", ");
   return line + ", " + joined({rate_text(rate()), known ? time_left() : "", last_.detail}, ", ");
 }
 

@@ -20,6 +20,10 @@ struct ProgressSample {
   std::uint64_t done = 0;   ///< Bytes done.
   std::uint64_t total = 0;  ///< Bytes in all; 0 while unknown.
   std::string detail;       ///< Shown last where it fits, e.g. "3/7 tensors"; may be empty.
+  /// What the transfer waits for longest, "a response from HOST" (StoreStats::waiting_for), and
+  /// for how many seconds; shown in place of the rate once the wait is long enough to notice.
+  std::string waiting_for{};
+  double waiting_seconds = 0;
 };
 
 /// How a display writes to stderr.
@@ -41,6 +45,8 @@ class ProgressRenderer {
   static constexpr std::chrono::seconds rate_window{5};
   /// How often the plain style writes a line.
   static constexpr std::chrono::seconds plain_interval{5};
+  /// A wait for a server shorter than this is a request's normal course, and not shown.
+  static constexpr std::chrono::seconds waiting_shown_after{2};
 
   /// A display of a transfer that started at `start`.
   ProgressRenderer(ProgressStyle style, Clock::time_point start);
@@ -73,6 +79,8 @@ class ProgressRenderer {
   std::string amount() const;
   std::string percent() const;
   std::string time_left() const;
+  // "waiting for a response from HOST (12 s)" once the sample's wait is long enough; else "".
+  std::string waiting() const;
   std::string bar_line(int columns) const;
   std::string plain_line() const;
   std::string final_line(Clock::time_point now) const;

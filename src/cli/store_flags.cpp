@@ -2,6 +2,7 @@
 #include "cli/store_flags.hpp"
 
 #include "byte_size.hpp"
+#include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
 
 #include <algorithm>
@@ -50,11 +51,20 @@ void add_store_flags(CLI::App& command, StoreFlags& flags) {
                       seconds_text(defaults.connect_timeout) + ")")
       ->check(positive_number);
   command
-      .add_option("--timeout", flags.timeout,
-                  "Seconds a request may go without receiving a byte before it is retried "
-                  "(default " +
+      .add_option("--response-timeout", flags.response_timeout,
+                  "Seconds a request waits for the server's response before it is retried "
+                  "(default: TENSORSTREAM_RESPONSE_TIMEOUT, else " +
+                      seconds_text(HttpOptions::default_response_timeout) + ")")
+      ->check(positive_number);
+  command
+      .add_option("--read-timeout", flags.read_timeout,
+                  "Seconds a response may go without a byte of its body before the request is "
+                  "retried (default " +
                       seconds_text(defaults.read_timeout) + ")")
       ->check(positive_number);
+  // The name --read-timeout had before `attach --timeout` gave --timeout another meaning; kept
+  // out of the help, so that new scripts use the new one.
+  command.add_option("--timeout", flags.timeout)->check(positive_number)->group("");
 }
 
 StoreOptions apply_store_flags(const StoreFlags& flags, StoreOptions options) {
@@ -72,7 +82,15 @@ StoreOptions apply_store_flags(const StoreFlags& flags, StoreOptions options) {
   }
   if (flags.retries) options.http().max_retries = *flags.retries;
   if (flags.connect_timeout) options.http().connect_timeout = milliseconds(*flags.connect_timeout);
-  if (flags.timeout) options.http().read_timeout = milliseconds(*flags.timeout);
+  if (flags.response_timeout) {
+    options.http().response_timeout = milliseconds(*flags.response_timeout);
+  }
+  if (flags.timeout) {
+    if (flags.read_timeout) throw InvalidArgument("--timeout and --read-timeout: give one");
+    log(LogLevel::warning, "--timeout is now --read-timeout; the old name will go");
+    options.http().read_timeout = milliseconds(*flags.timeout);
+  }
+  if (flags.read_timeout) options.http().read_timeout = milliseconds(*flags.read_timeout);
   return options;
 }
 

@@ -20,7 +20,10 @@ struct StoreFlags {
   bool insecure = false;         ///< Do not verify TLS certificates.
   std::optional<int> retries;    ///< Attempts after the first for transient failures.
   std::optional<double> connect_timeout;  ///< Seconds to resolve, connect and handshake.
-  std::optional<double> timeout;  ///< Seconds without a byte before a request is retried.
+  std::optional<double> response_timeout;  ///< Seconds to wait for a response header.
+  std::optional<double> read_timeout;  ///< Seconds a body may go without a byte.
+  /// The old name of --read-timeout, accepted with a warning.
+  std::optional<double> timeout;
 };
 
 /// How a command that rewrites a checkpoint (shard, partition) reads its source.

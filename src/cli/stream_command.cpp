@@ -128,7 +128,8 @@ void run_stream(const StreamArguments& arguments) {
         tensors = std::to_string(stats.tensors) + "/" + std::to_string(stats.total_tensors) +
                   " tensors";
       }
-      return ProgressSample{stats.bytes, stats.total_bytes, tensors};
+      return ProgressSample{stats.bytes, stats.total_bytes, tensors, stats.waiting_for,
+                            stats.waiting_seconds};
     });
   }
 

@@ -147,6 +147,9 @@ StoreOptions store_options(const py::dict& options) {
   if (auto ca_bundle = text(options, "ca_bundle")) store.http().ca_file = *ca_bundle;
   if (auto verify = boolean(options, "verify")) store.http().verify_peer = *verify;
   if (auto timeout = seconds(options, "connect_timeout")) store.http().connect_timeout = *timeout;
+  if (auto timeout = seconds(options, "response_timeout")) {
+    store.http().response_timeout = *timeout;
+  }
   if (auto timeout = seconds(options, "read_timeout")) store.http().read_timeout = *timeout;
   if (auto retries = at_most<std::int64_t>("max_retries", non_negative(options, "max_retries"),
                                            1000)) {

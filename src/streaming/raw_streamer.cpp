@@ -276,6 +276,8 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     stats.connections = store.connections;
     stats.tls_resumed = store.tls_resumed;
     stats.io_mode = store.io_mode;
+    stats.waiting_for = store.waiting_for;
+    stats.waiting_seconds = store.waiting_seconds;
     stats.peak_memory = budget_->peak();
     {
       std::lock_guard lock(outbox_->mutex);

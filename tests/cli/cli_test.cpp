@@ -95,7 +95,7 @@ TEST(CliStreamJson, EachLineIsWrittenAsItsTensorCompletes) {
   const auto log = dir.path() / "stdout.txt";
   testing::ChildProcess stream(
       {TENSORSTREAM_CLI_PATH, "stream", server.base_url() + "/model.safetensors", "--json",
-       "--chunk-size", "64KiB", "--concurrency", "1", "--timeout", "120"},
+       "--chunk-size", "64KiB", "--concurrency", "1", "--read-timeout", "120"},
       log);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   std::string text;

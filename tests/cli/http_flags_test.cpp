@@ -28,9 +28,12 @@ TEST(CliHttpFlags, EveryStorageCommandTakesThem) {
   for (const std::string command : {"stream", "inspect", "ls", "prefetch", "shard"}) {
     const auto result = run_cli({command, "--help"});
     EXPECT_EQ(result.exit_code, 0) << command << ": " << result.err;
-    for (const std::string flag : {"--retries", "--connect-timeout", "--timeout", "--insecure"}) {
+    for (const std::string flag :
+         {"--retries", "--connect-timeout", "--response-timeout", "--read-timeout", "--insecure"}) {
       EXPECT_NE(result.out.find(flag), std::string::npos) << command << " lacks " << flag;
     }
+    // The old name of --read-timeout still works, but is no longer taught.
+    EXPECT_EQ(result.out.find("--timeout"), std::string::npos) << command;
   }
 }
 
@@ -45,12 +48,37 @@ TEST(CliHttpFlags, RetriesSetTheNumberOfAttempts) {
   EXPECT_EQ(server.requests(), 3);
 }
 
-TEST(CliHttpFlags, TimeoutBoundsAStalledResponse) {
+TEST(CliHttpFlags, ReadTimeoutBoundsAStalledBody) {
   FaultServer server("/model.safetensors", std::string(1000, 'x'), {.stall = true});
-  const auto result = run_cli(
-      {"stream", server.base_url() + "/model.safetensors", "--retries", "0", "--timeout", "0.05"});
-  EXPECT_NE(result.exit_code, 0);
+  const auto result = run_cli({"stream", server.base_url() + "/model.safetensors", "--retries",
+                               "0", "--read-timeout", "0.05"});
+  EXPECT_EQ(result.exit_code, 1);
   EXPECT_NE(result.err.find("no data for 50 ms"), std::string::npos) << result.err;
+}
+
+TEST(CliHttpFlags, ResponseTimeoutBoundsTheWaitForAServerThatNeverAnswers) {
+  FaultServer server("/model.safetensors", std::string(1000, 'x'), {.silent_from_request = 0});
+  const std::string url = server.base_url() + "/model.safetensors";
+  const auto result = run_cli({"stream", url, "--retries", "0", "--response-timeout", "0.05"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.err,
+            "tensorstream: error: " + url + ": no response for 50 ms (after 1 attempt)\n");
+}
+
+TEST(CliHttpFlags, TheOldTimeoutNameWorksWithAWarningAndNotWithTheNewOne) {
+  FaultServer server("/model.safetensors", std::string(1000, 'x'), {.stall = true});
+  const std::string url = server.base_url() + "/model.safetensors";
+  auto result = run_cli({"stream", url, "--retries", "0", "--timeout", "0.05"});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_NE(result.err.find("tensorstream: warning: --timeout is now --read-timeout; the old name "
+                            "will go\n"),
+            std::string::npos)
+      << result.err;
+  EXPECT_NE(result.err.find("no data for 50 ms"), std::string::npos) << result.err;
+
+  result = run_cli({"stream", url, "--timeout", "1", "--read-timeout", "1"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.err, "tensorstream: error: --timeout and --read-timeout: give one\n");
 }
 
 TEST(CliHttpFlags, NegativeRetriesAreRejected) {

@@ -100,6 +100,23 @@ TEST(ProgressBar, PlainLinesComeEveryFiveSecondsWithoutEscapes) {
             "tensorstream: 5.0 MiB in 20.0 s, average 256.0 KiB/s, 1/1 tensors\n");
 }
 
+TEST(ProgressBar, AWaitForAServerTakesThePlaceOfTheRateOnceItLastsTwoSeconds) {
+  const std::string server = "a response from 127.0.0.1:8080";
+  ProgressRenderer plain(ProgressStyle::plain, start);
+  EXPECT_EQ(plain.update({0, 0, {}, server, 12.7}, start + seconds(5), 80),
+            "tensorstream: 0 B, waiting for a response from 127.0.0.1:8080 (12 s)\n");
+  EXPECT_EQ(plain.update({MiB, 4 * MiB, "1/7 tensors", server, 3}, start + seconds(10), 80),
+            "tensorstream: 1.0 MiB / 4.0 MiB (25%), waiting for a response from 127.0.0.1:8080 "
+            "(3 s), 1/7 tensors\n");
+  // Shorter waits are requests on their normal way: the rate shows.
+  EXPECT_EQ(plain.update({2 * MiB, 4 * MiB, {}, server, 1.9}, start + seconds(15), 80),
+            "tensorstream: 2.0 MiB / 4.0 MiB (50%), 204.8 KiB/s, ETA 10s\n");
+
+  ProgressRenderer bar(ProgressStyle::bar, start);
+  EXPECT_EQ(bar.update({0, 0, {}, server, 2}, start + seconds(2), 80),
+            "\r0 B  waiting for a response from 127.0.0.1:8080 (2 s)\033[K");
+}
+
 TEST(ProgressBar, AQuickRunLeavesNoPlainLine) {
   ProgressRenderer renderer(ProgressStyle::plain, start);
   EXPECT_EQ(renderer.update({MiB, MiB, {}}, start + seconds(1), 80), "");

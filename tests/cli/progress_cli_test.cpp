@@ -118,7 +118,7 @@ TEST(ProgressCliLog, WithoutATerminalPlainLinesComeWhileTheStreamRuns) {
   const auto log = dir.path() / "output.txt";
   testing::ChildProcess stream({TENSORSTREAM_CLI_PATH, "stream",
                                 server.base_url() + "/one.safetensors", "--chunk-size", "1MiB",
-                                "--timeout", "120"},
+                                "--read-timeout", "120"},
                                log);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   std::string text;
@@ -152,6 +152,28 @@ TEST(ProgressCliLog, WithoutATerminalPlainLinesComeWhileTheStreamRuns) {
                  "1/1 tensors")))
       << lines[lines.size() - 2];
   EXPECT_TRUE(lines.back().starts_with("streamed 1 tensor (256.0 KiB) from ")) << lines.back();
+}
+
+// A server that takes the request and never answers: after 2 s the bar says what the stream waits
+// for instead of a rate of nothing, until the response timeout ends the wait.
+TEST(ProgressCliWaiting, ASilentServerIsNamedWithTheSecondsWaited) {
+  testing::FaultServer server("/model.safetensors", "x", {.silent_from_request = 0});
+  const auto result = run_cli({"stream", server.base_url() + "/model.safetensors", "--progress",
+                               "always", "--retries", "0", "--response-timeout", "2.5"});
+  EXPECT_EQ(result.exit_code, 1);
+  const std::string url = server.base_url() + "/model.safetensors";
+  const std::string waiting =
+      "0 B  waiting for a response from 127.0.0.1:" + std::to_string(server.port()) + " (2 s)";
+  auto lines = redrawn_lines(result.err);
+  // The last redraw is the erasure before the error line.
+  ASSERT_GE(lines.size(), 2u) << result.err;
+  EXPECT_EQ(lines.back(), "");
+  lines.pop_back();
+  EXPECT_EQ(lines.back(), waiting) << result.err;
+  EXPECT_TRUE(lines.front() == "0 B  -- B/s" || lines.front() == "0 B  0 B/s") << result.err;
+  EXPECT_TRUE(result.err.ends_with(
+      "\r\033[Ktensorstream: error: " + url + ": no response for 2500 ms (after 1 attempt)\n"))
+      << result.err;
 }
 
 TEST_F(ProgressCli, PartitionAndServeTakeTheFlagToo) {

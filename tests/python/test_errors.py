@@ -95,6 +95,18 @@ def test_an_unreachable_host_is_an_os_error_naming_the_url(model_dir):
     assert error.object == url and str(error).startswith(url + ": ")
 
 
+def test_a_server_that_never_answers_fails_after_the_response_timeout():
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        url = f"http://127.0.0.1:{listener.getsockname()[1]}/model.safetensors"
+        error = first_error(url, max_retries=0, response_timeout=0.05, read_timeout=3600)
+    assert type(error) is tensorstream.StorageError and error.transient
+    assert str(error) == url + ": no response for 50 ms (after 1 attempt)"
+
+
 def test_missing_credentials_are_a_permission_error(tmp_path, monkeypatch):
     for variable in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
                      "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE",
@@ -117,6 +129,7 @@ def test_missing_credentials_are_a_permission_error(tmp_path, monkeypatch):
     ({"connect_timeout": -1.0}, "connect_timeout must be a positive number of seconds, got -1.0"),
     ({"io_threads": 100000}, "io_threads 100000 is too large (at most 256)"),
     ({"max_concurrency": 10**9}, "max_concurrency 1000000000 is above the limit of 4096"),
+    ({"response_timeout": 0}, "response_timeout must be a positive number of seconds, got 0"),
     ({"read_timeout": 10**400}, "read_timeout must be a positive number of seconds, got " +
      str(10**400)),
 ])

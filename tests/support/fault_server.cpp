@@ -69,6 +69,11 @@ asio::awaitable<void> FaultServer::serve(tcp::socket socket) {
       std::lock_guard lock(mutex_);
       ranges_.push_back(range_header);
     }
+    if (behaviour_.silent_from_request >= 0 && index >= behaviour_.silent_from_request) {
+      // Until the client gives up and closes the connection.
+      co_await socket.async_wait(tcp::socket::wait_read, use_tuple);
+      co_return;
+    }
 
     std::string status = "200 OK";
     std::string headers;

@@ -44,6 +44,8 @@ class FaultServer {
     bool stall = false;                 ///< Send the response header, then nothing at all.
     int stall_from_request = -1;        ///< Stall every request from this one on (counting
                                         ///< from 0); -1: none.
+    int silent_from_request = -1;       ///< Read every request from this one on (counting from
+                                        ///< 0) and never answer it; -1: none.
     bool wrong_content_range = false;   ///< Announce a Content-Range one byte off.
     bool close_after_response = false;  ///< Close every connection after its response without
                                         ///< announcing it, like a short keep-alive timeout.

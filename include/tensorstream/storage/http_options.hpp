@@ -32,10 +32,17 @@ struct TENSORSTREAM_API HttpOptions {
   /// The most connections open to one host at a time; requests beyond it wait for one to be
   /// free rather than open more sockets.
   static constexpr std::size_t max_connections_limit = 256;
+  /// response_timeout where neither the options nor the environment set it.
+  static constexpr std::chrono::milliseconds default_response_timeout{10'000};
 
   /// Limit for resolving and connecting (TCP and TLS handshake together).
   std::chrono::milliseconds connect_timeout{10'000};
-  /// A connection that delivers no byte for this long is abandoned and the request retried.
+  /// Limit for the response header to arrive once a request was sent: a server that accepts
+  /// connections but does not answer is retried after this, not after read_timeout. Unset:
+  /// TENSORSTREAM_RESPONSE_TIMEOUT (seconds, e.g. "2.5"), else default_response_timeout; read
+  /// when the client is made.
+  std::optional<std::chrono::milliseconds> response_timeout{};
+  /// A response whose body delivers no byte for this long is abandoned and the request retried.
   std::chrono::milliseconds read_timeout{30'000};
   /// Attempts after the first for transient failures (resets, timeouts, 5xx, truncated bodies).
   int max_retries = 9;

@@ -56,6 +56,11 @@ struct StoreStats {
   std::uint64_t connections = 0;///< Connections opened (network stores).
   std::uint64_t tls_resumed = 0;///< Of those, TLS connections that resumed an earlier session.
   std::string io_mode;  ///< How bytes are read: "io_uring", "pread (...why...)", "http", "https".
+  /// Of the requests waiting for their server (network stores), the one that has waited
+  /// longest: what for ("a response from HOST", "a connection to HOST") and for how many
+  /// seconds so far; empty and 0 while none waits. Body bytes end a request's wait.
+  std::string waiting_for{};
+  double waiting_seconds = 0;
 };
 
 /// One upload of a writer that never finished, removed by ObjectStore::abort_stale_uploads.

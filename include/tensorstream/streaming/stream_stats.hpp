@@ -24,6 +24,10 @@ struct StreamStats {
   std::uint64_t tls_resumed = 0;      ///< Of those, TLS connections that resumed a session.
   std::uint64_t peak_memory = 0;      ///< Most tensor bytes held at once.
   std::string io_mode;                ///< How the store reads, e.g. "io_uring", "http", "https".
+  /// What the request that has waited longest for its server waits for, "a response from
+  /// HOST", and for how many seconds so far; empty and 0 while none waits (StoreStats).
+  std::string waiting_for{};
+  double waiting_seconds = 0;
   /// Processes streaming together (StreamerOptions::distributed), 1 for a stream of its own.
   int group_size = 1;
   /// Of `bytes`, those broadcast by other members of the group rather than read from the store.

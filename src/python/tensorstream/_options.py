@@ -13,7 +13,8 @@ STORE_OPTIONS = {
     "ca_bundle": "PEM file of the certificate authorities trusted for https",
     "verify": "verify the server's certificate (default True)",
     "connect_timeout": "seconds to connect (TCP and TLS)",
-    "read_timeout": "seconds without a byte before a request is retried",
+    "response_timeout": "seconds a request waits for its response header before it is retried",
+    "read_timeout": "seconds a response body may go without a byte before it is retried",
     "max_retries": "retries of a transient failure",
     "use_io_uring": "read local files through io_uring (default True)",
 }

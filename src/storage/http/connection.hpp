@@ -28,6 +28,7 @@
 
 #include "storage/http/failure.hpp"
 #include "storage/http/proxy.hpp"
+#include "storage/http/response_waits.hpp"
 #include "storage/http/tls_stream.hpp"
 
 namespace tensorstream {
@@ -139,6 +140,17 @@ class Connection {
   bool reusable() const { return reusable_; }
   void set_reusable(bool reusable) { reusable_ = reusable; }
 
+  /// How requests on this connection wait for a response header: at most `timeout`, shown in
+  /// `waits` as a wait for `host` (both outliving the requests). The client sets it before each
+  /// request; without it the request's own timeout bounds the wait, and nothing shows it.
+  struct ResponseWatch {
+    ResponseWaits* waits = nullptr;
+    const std::string* host = nullptr;
+    std::chrono::milliseconds timeout{0};
+  };
+  void watch_responses(const ResponseWatch& watch) { response_watch_ = watch; }
+  const std::optional<ResponseWatch>& response_watch() const { return response_watch_; }
+
   /// The status of the last response header read, 0 before the first: for the trace log.
   unsigned last_status() const { return last_status_; }
   void set_last_status(unsigned status) { last_status_ = status; }
@@ -186,6 +198,7 @@ class Connection {
   boost::beast::flat_buffer buffer_;
   std::string request_;
   bool reusable_ = false;
+  std::optional<ResponseWatch> response_watch_;
   unsigned last_status_ = 0;
 };
 

@@ -41,8 +41,15 @@ boost::asio::awaitable<std::optional<Failure>> exchange(Connection& connection,
   if (auto ec = co_await connection.write_body(body, timeout)) {
     co_return exchange_failure(ec, timeout, true);
   }
-  if (auto ec = co_await connection.read_header(parser, timeout)) {
-    co_return exchange_failure(ec, timeout, !parser.got_some() && connection.buffer().size() == 0);
+  // The client bounds the wait for the response by a timeout of its own, shorter than a body's:
+  // a server that accepts requests and never answers is found out in seconds, not minutes.
+  const auto& watch = connection.response_watch();
+  const auto response_timeout = watch ? watch->timeout : timeout;
+  ResponseWaits::Wait waiting;
+  if (watch) waiting = watch->waits->begin(ResponseWaits::Phase::response, *watch->host);
+  if (auto ec = co_await connection.read_header(parser, response_timeout)) {
+    co_return exchange_failure(ec, response_timeout,
+                               !parser.got_some() && connection.buffer().size() == 0);
   }
   connection.set_last_status(parser.get().result_int());
   co_return std::nullopt;

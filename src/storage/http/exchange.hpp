@@ -23,9 +23,11 @@ inline constexpr std::uint32_t header_limit = 16 * 1024;
 void begin_request(Connection& connection, std::string_view method, std::string_view target,
                    std::string_view host);
 
-/// Sends connection.request(), then `body` (which the request's header announced), and reads the response header into `parser`, leaving the
-/// connection marked not reusable until the caller has read the body. A failure before any byte
-/// of the response arrived is marked before_response.
+/// Sends connection.request(), then `body` (which the request's header announced), and reads the
+/// response header into `parser`, leaving the connection marked not reusable until the caller has
+/// read the body. Each operation is bounded by `timeout`, but for the wait for the response when
+/// the connection has a response watch, whose timeout bounds it and whose waits show it. A
+/// failure before any byte of the response arrived is marked before_response.
 boost::asio::awaitable<std::optional<Failure>> exchange(Connection& connection,
                                                         HeaderParser& parser,
                                                         std::chrono::milliseconds timeout,

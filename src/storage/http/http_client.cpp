@@ -12,6 +12,7 @@
 #include <exception>
 #include <utility>
 
+#include "environment_setting.hpp"
 #include "storage/http/head_request.hpp"
 #include "storage/http/open_file_limit.hpp"
 #include "storage/http/range_request.hpp"
@@ -46,6 +47,12 @@ asio::awaitable<void> throw_if_cancelled() {
   if (state.cancelled() != asio::cancellation_type::none) {
     throw boost::system::system_error(asio::error::operation_aborted);
   }
+}
+
+// HttpOptions::response_timeout where the options leave it unset.
+std::chrono::milliseconds response_timeout_from_environment() {
+  const auto setting = detail::environment_setting("RESPONSE_TIMEOUT");
+  return setting ? detail::positive_seconds(*setting) : HttpOptions::default_response_timeout;
 }
 
 std::size_t max_connections(const HttpOptions& options) {
@@ -120,6 +127,7 @@ HttpClient::HttpClient(asio::any_io_executor executor, const Url& origin, HttpOp
     : options_(std::move(options)),
       adapter_(std::move(adapter)),
       proxies_(options_.proxies.value_or(proxies_from_environment())),
+      response_timeout_(options_.response_timeout.value_or(response_timeout_from_environment())),
       jitter_(full_jitter),
       connect_([executor](const ServerAddress& server) {
         return std::make_unique<Connection>(executor, server);
@@ -132,6 +140,7 @@ HttpClient::HttpClient(std::string host_header, HttpOptions options,
                        ConnectionPool::Factory connect, Jitter jitter)
     : options_(std::move(options)),
       proxies_(options_.proxies.value_or(ProxyOptions{})),
+      response_timeout_(options_.response_timeout.value_or(HttpOptions::default_response_timeout)),
       jitter_(std::move(jitter)),
       connect_([connect = std::move(connect)](const ServerAddress&) { return connect(); }) {
   endpoint(Url::parse("http://" + host_header));
@@ -165,8 +174,10 @@ asio::awaitable<std::optional<Failure>> HttpClient::attempt(Request& request,
                                                             Connection& connection,
                                                             const Endpoint& endpoint) {
   if (!connection.is_open()) {
+    auto connecting = waits_.begin(ResponseWaits::Phase::connection, endpoint.host_header);
     auto failure = co_await connection.open(options_.connect_timeout);
     if (failure) co_return failure;
+    connecting.end();
     connections_.fetch_add(1, std::memory_order_relaxed);
     if (connection.tls_resumed()) tls_resumed_.fetch_add(1, std::memory_order_relaxed);
     log(LogLevel::debug, [&] {
@@ -177,6 +188,7 @@ asio::awaitable<std::optional<Failure>> HttpClient::attempt(Request& request,
     });
   }
   requests_.fetch_add(1, std::memory_order_relaxed);
+  connection.watch_responses({&waits_, &endpoint.host_header, response_timeout_});
   co_return co_await request.attempt(connection);
 }
 
@@ -403,6 +415,10 @@ StoreStats HttpClient::stats() const {
   stats.connections = connections_.load(std::memory_order_relaxed);
   stats.tls_resumed = tls_resumed_.load(std::memory_order_relaxed);
   stats.io_mode = home_->origin.scheme == "https" ? "https" : "http";
+  if (const auto longest = waits_.longest()) {
+    stats.waiting_for = longest->what;
+    stats.waiting_seconds = longest->waited.count();
+  }
   return stats;
 }
 

@@ -21,6 +21,7 @@
 #include "storage/http/connection.hpp"
 #include "storage/http/connection_pool.hpp"
 #include "storage/http/proxy.hpp"
+#include "storage/http/response_waits.hpp"
 #include "storage/http/service_adapter.hpp"
 #include "storage/http/text_request.hpp"
 #include "storage/object_version.hpp"
@@ -140,8 +141,12 @@ class HttpClient {
   HttpOptions options_;
   std::shared_ptr<ServiceAdapter> adapter_;
   ProxyRoutes proxies_;
+  // HttpOptions::response_timeout, or what the environment or the default gives.
+  std::chrono::milliseconds response_timeout_;
   Jitter jitter_;
   Connect connect_;
+  // Declared before the endpoints, whose requests' waits end in it, so that it outlives them.
+  ResponseWaits waits_;
   // Guards tls_, home_'s creation, others_ and locations_.
   std::mutex mutex_;
   // Shared by the https endpoints; made with the first.

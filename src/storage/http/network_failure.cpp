@@ -35,7 +35,11 @@ std::string no_data(std::chrono::milliseconds timeout) {
 
 Failure exchange_failure(const beast::error_code& ec, std::chrono::milliseconds timeout,
                          bool nothing_received) {
-  if (ec == beast::error::timeout) return transient_failure(no_data(timeout));
+  if (ec == beast::error::timeout) {
+    return transient_failure(nothing_received
+                                 ? "no response for " + std::to_string(timeout.count()) + " ms"
+                                 : no_data(timeout));
+  }
   if (is_closed(ec) || is_reset(ec)) {
     Failure failure =
         transient_failure(is_reset(ec) ? "connection reset by peer before the response"

@@ -42,6 +42,7 @@
 #include "support/print_error_kind.hpp"
 #include "support/random_bytes.hpp"
 #include "support/run_task.hpp"
+#include "support/scoped_environment.hpp"
 #include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
@@ -653,6 +654,66 @@ TEST_F(HttpStoreFaults, StalledResponseTimesOut) {
   EXPECT_EQ(error.cause(),
             "body stalled after 0 of 10000 bytes: no data for 50 ms (after 2 attempts)");
   EXPECT_TRUE(error.transient());
+}
+
+TEST_F(HttpStoreFaults, AServerThatNeverAnswersIsRetriedAfterTheResponseTimeout) {
+  start({.silent_from_request = 0});
+  HttpOptions options = quick_retries(1);
+  options.response_timeout = std::chrono::milliseconds(50);
+  // Far longer, so that only the response timeout can end the wait.
+  options.read_timeout = std::chrono::hours(1);
+  HttpStore store = make_store(options);
+  const auto error =
+      expect_throw<StorageError>([&] { read(io_, store, "/object.bin", 0, 10'000); });
+  EXPECT_EQ(error.cause(), "no response for 50 ms (after 2 attempts)");
+  EXPECT_TRUE(error.transient());
+  EXPECT_EQ(server_->requests(), 2);
+}
+
+TEST_F(HttpStoreFaults, TheResponseTimeoutComesFromTheEnvironmentWhereTheOptionsLeaveIt) {
+  start({.silent_from_request = 0});
+  testing::ScopedEnvironment environment({"FLYTE_MODEL_LOADER_RESPONSE_TIMEOUT"});
+  environment.set("TENSORSTREAM_RESPONSE_TIMEOUT", "0.05");
+  {
+    HttpOptions options = quick_retries(0);
+    options.read_timeout = std::chrono::hours(1);
+    HttpStore store = make_store(options);
+    const auto error =
+        expect_throw<StorageError>([&] { read(io_, store, "/object.bin", 0, 10); });
+    EXPECT_EQ(error.cause(), "no response for 50 ms (after 1 attempt)");
+  }
+  environment.set("TENSORSTREAM_RESPONSE_TIMEOUT", "10s");
+  const auto error = expect_throw<InvalidArgument>([&] { make_store(); });
+  EXPECT_EQ(std::string(error.what()),
+            "TENSORSTREAM_RESPONSE_TIMEOUT='10s' is not a number of seconds above 0 and at most "
+            "86400 (e.g. 10, 2.5)");
+}
+
+TEST_F(HttpStoreFaults, TheStatsSayWhatARequestWaitsForAndSinceWhen) {
+  start({.silent_from_request = 1});
+  HttpStore store = make_store(quick_retries(0));
+  EXPECT_TRUE(same_bytes(expected(0, 10), read(io_, store, "/object.bin", 0, 10)));
+  EXPECT_EQ(store.stats().waiting_for, "");
+  EXPECT_EQ(store.stats().waiting_seconds, 0);
+
+  asio::cancellation_signal cancel;
+  std::string bytes(10, '\0');
+  auto done = asio::co_spawn(
+      io_, store.read_range("/object.bin", 0, std::as_writable_bytes(std::span(bytes))),
+      asio::bind_cancellation_slot(cancel.slot(), asio::use_future));
+  std::thread io_thread([this] {
+    io_.restart();
+    io_.run();
+  });
+  while (server_->requests() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const StoreStats waiting = store.stats();
+  EXPECT_EQ(waiting.waiting_for, "a response from 127.0.0.1:" + std::to_string(server_->port()));
+  EXPECT_GE(waiting.waiting_seconds, 0.1);
+  asio::post(io_, [&] { cancel.emit(asio::cancellation_type::terminal); });
+  io_thread.join();
+  EXPECT_THROW(done.get(), boost::system::system_error);
+  EXPECT_EQ(store.stats().waiting_for, "");
 }
 
 TEST_F(HttpStoreFaults, ResetMidBodyIsRetried) {
