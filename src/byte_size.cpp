@@ -1,5 +1,6 @@
 #include "byte_size.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <charconv>
@@ -53,6 +54,10 @@ std::string format_byte_size(std::uint64_t bytes) {
     std::snprintf(text, sizeof text, "%.1f %s", value, units[unit]);
   }
   return text;
+}
+
+std::string format_byte_rate(double bytes_per_second) {
+  return format_byte_size(static_cast<std::uint64_t>(std::max(bytes_per_second, 0.0))) + "/s";
 }
 
 }  // namespace tensorstream

@@ -14,4 +14,8 @@ std::uint64_t parse_byte_size(std::string_view text, std::string_view option);
 /// "1.5 GiB", "12.0 MiB", "512 B": for humans.
 std::string format_byte_size(std::uint64_t bytes);
 
+/// A rate in the units of format_byte_size: "850.0 MiB/s", "512 B/s". The one convention of the
+/// tool's human output (progress and summaries); JSON and the bench report give GB/s (10^9).
+std::string format_byte_rate(double bytes_per_second);
+
 }  // namespace tensorstream

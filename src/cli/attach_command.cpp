@@ -4,7 +4,9 @@
 #include <memory>
 #include <string>
 
+#include "byte_size.hpp"
 #include "cli/commands.hpp"
+#include "cli/counted.hpp"
 #include "cli/number_checks.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/sha256.hpp"
@@ -84,12 +86,12 @@ std::string summary_json(const store::Manifest& manifest, std::uint64_t bytes) {
 std::string summary_text(const std::string& socket, const store::Manifest& manifest,
                          std::uint64_t bytes) {
   std::string line = "attached rank " + std::to_string(manifest.rank) + " of " + socket + ": " +
-                     std::to_string(manifest.tensors.size()) + " tensors, " +
-                     std::to_string(bytes) + " bytes; regions";
+                     counted(manifest.tensors.size(), "tensor") + ", " + format_byte_size(bytes) +
+                     "; regions";
   for (std::size_t i = 0; i < manifest.regions.size(); ++i) {
     const auto& region = manifest.regions[i];
-    line += (i == 0 ? " " : ", ") + region.name + " (" + std::to_string(region.bytes) +
-            " bytes, " + (region.writable ? "writable" : "read-only") + ")";
+    line += (i == 0 ? " " : ", ") + region.name + " (" + format_byte_size(region.bytes) + ", " +
+            (region.writable ? "writable" : "read-only") + ")";
   }
   return line;
 }

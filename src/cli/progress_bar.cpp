@@ -32,13 +32,8 @@ std::string bar(double fraction, int width) {
 
 constexpr const char* unknown_rate = "-- B/s";
 
-// In the units of format_byte_size: "850.0 MiB/s", "512 B/s".
-std::string rate_text(double bytes_per_second) {
-  return format_byte_size(static_cast<std::uint64_t>(bytes_per_second)) + "/s";
-}
-
 std::string rate_text(std::optional<double> bytes_per_second) {
-  return bytes_per_second ? rate_text(*bytes_per_second) : unknown_rate;
+  return bytes_per_second ? format_byte_rate(*bytes_per_second) : unknown_rate;
 }
 
 // The line in `text` drawn over the one before, from the start of the line to its end.
@@ -200,7 +195,7 @@ std::string ProgressRenderer::final_line(Clock::time_point now) const {
   char elapsed[32];
   std::snprintf(elapsed, sizeof elapsed, "%.1f s", seconds);
   const std::string average =
-      seconds > 0 ? rate_text(static_cast<double>(last_.done) / seconds) : unknown_rate;
+      seconds > 0 ? format_byte_rate(static_cast<double>(last_.done) / seconds) : unknown_rate;
   return "tensorstream: " + joined({format_byte_size(last_.done) + " in " + elapsed,
                                     "average " + average, last_.detail},
                                    ", ");

@@ -2,6 +2,8 @@
 #include "cli/store_flags.hpp"
 
 #include "byte_size.hpp"
+#include "storage/s3/profile_provider.hpp"
+#include "tensorstream/storage/s3/cached_provider.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
 
@@ -9,6 +11,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <string>
 
 namespace tensorstream::cli {
@@ -28,6 +32,9 @@ std::chrono::milliseconds milliseconds(double seconds) {
 void add_store_flags(CLI::App& command, StoreFlags& flags) {
   command.add_flag("--no-sign-request", flags.no_sign_request,
                    "Send requests without credentials (public s3:// and gs:// buckets)");
+  command.add_option("--profile", flags.profile,
+                     "AWS profile of ~/.aws/credentials and ~/.aws/config for s3:// (as "
+                     "AWS_PROFILE; its keys win over the environment's, as with the AWS CLI)");
   command.add_option("--region", flags.region,
                      "S3 region; default: AWS_REGION, AWS_DEFAULT_REGION, the profile, us-east-1");
   command.add_option("--endpoint-url", flags.endpoint_url,
@@ -71,6 +78,13 @@ StoreOptions apply_store_flags(const StoreFlags& flags, StoreOptions options) {
   if (flags.no_sign_request) {
     options.s3().sign_requests = false;
     options.gcs().anonymous = true;
+  }
+  if (!flags.profile.empty()) {
+    // What the AWS CLI's --profile does: the profile's region and files, as AWS_PROFILE names
+    // them (set before any thread of the command starts), and its keys before the environment's.
+    ::setenv("AWS_PROFILE", flags.profile.c_str(), 1);
+    options.s3().credentials =
+        std::make_shared<s3::CachedProvider>(std::make_shared<s3::ProfileProvider>());
   }
   if (!flags.region.empty()) options.s3().region = flags.region;
   if (!flags.endpoint_url.empty()) options.s3().endpoint = flags.endpoint_url;

@@ -14,6 +14,7 @@ namespace tensorstream::cli {
 /// What the storage flags say; empty or false means "as the environment says".
 struct StoreFlags {
   bool no_sign_request = false;  ///< Anonymous requests, for public buckets.
+  std::string profile;           ///< AWS profile of the shared files.
   std::string region;            ///< S3 region.
   std::string endpoint_url;      ///< S3-compatible endpoint.
   std::string ca_bundle;         ///< PEM file of trusted CAs for https.

@@ -155,10 +155,13 @@ void run_stream(const StreamArguments& arguments) {
               std::to_string(stats.group_size - 1) + " other rank" +
               (stats.group_size > 2 ? "s" : "");
     }
-    std::printf("streamed %s (%s) from %s in %.3f s: %.3f GB/s, first tensor after "
+    const double rate = stats.elapsed_seconds > 0
+                            ? static_cast<double>(stats.bytes) / stats.elapsed_seconds
+                            : 0.0;
+    std::printf("streamed %s (%s) from %s in %.3f s: %s, first tensor after "
                 "%.1f ms [%s, %s, %s, peak memory %s%s]\n",
                 counted(stats.tensors, "tensor").c_str(), format_byte_size(stats.bytes).c_str(),
-                redact_query(url).c_str(), stats.elapsed_seconds, stats.gigabytes_per_second(),
+                redact_query(url).c_str(), stats.elapsed_seconds, format_byte_rate(rate).c_str(),
                 stats.first_tensor_seconds * 1e3, stats.io_mode.c_str(),
                 counted(stats.requests, "request").c_str(),
                 counted(stats.retries, "retry", "retries").c_str(),

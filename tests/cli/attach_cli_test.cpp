@@ -64,8 +64,7 @@ TEST_F(AttachCliTest, TextLines) {
       "model.layers.0.self_attn.kv_cache.key\tF16\t[2,16,1,4]\tkv_cache+0\t256",
       "model.layers.0.self_attn.kv_cache.value\tF16\t[2,16,1,4]\tkv_cache+256\t256",
       "attached rank 0 of " + socket_path_.string() +
-          ": 5 tensors, 611 bytes; regions weights (1024 bytes, read-only), kv_cache (512 bytes, "
-          "writable)",
+          ": 5 tensors, 611 B; regions weights (1.0 KiB, read-only), kv_cache (512 B, writable)",
   };
   EXPECT_EQ(lines_of(result.out), expected);
 }

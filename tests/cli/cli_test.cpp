@@ -116,6 +116,10 @@ TEST_F(Cli, StreamWithoutJsonPrintsOneSummaryLine) {
   ASSERT_EQ(lines.size(), 1u) << result.out;
   EXPECT_EQ(lines[0].rfind("streamed " + std::to_string(tiny_tensors().size()) + " tensors", 0), 0u)
       << lines[0];
+  // Sizes and rates in the binary units the progress display uses too.
+  EXPECT_TRUE(std::regex_search(
+      lines[0], std::regex(R"( \(3\.8 MiB\) from .* in [0-9.]+ s: [0-9.]+ (B|KiB|MiB|GiB)/s, )")))
+      << lines[0];
 }
 
 // A limit below the largest tensor cannot hold; the user who set it hears so once.
