@@ -60,4 +60,8 @@ std::string format_byte_rate(double bytes_per_second) {
   return format_byte_size(static_cast<std::uint64_t>(std::max(bytes_per_second, 0.0))) + "/s";
 }
 
+std::string format_byte_rate(std::uint64_t bytes, double seconds) {
+  return format_byte_rate(seconds > 0 ? static_cast<double>(bytes) / seconds : 0.0);
+}
+
 }  // namespace tensorstream

@@ -18,4 +18,7 @@ std::string format_byte_size(std::uint64_t bytes);
 /// tool's human output (progress and summaries); JSON and the bench report give GB/s (10^9).
 std::string format_byte_rate(double bytes_per_second);
 
+/// The rate of `bytes` moved in `seconds`, as above; "0 B/s" when no time passed.
+std::string format_byte_rate(std::uint64_t bytes, double seconds);
+
 }  // namespace tensorstream

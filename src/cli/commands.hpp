@@ -23,6 +23,10 @@ void register_gen_model_command(CLI::App& app);
 /// `tensorstream prefetch [URL [DIR]] ...`: copies a model's non-weight artifacts to a directory.
 void register_prefetch_command(CLI::App& app);
 
+/// `tensorstream cp SRC DST [-r] ...`: copies an object, or the objects under a prefix, from any
+/// source to a directory or a store that can write.
+void register_cp_command(CLI::App& app);
+
 /// `tensorstream shard SRC DST --tp N ...`: writes a checkpoint's tensor-parallel rank files.
 void register_shard_command(CLI::App& app);
 

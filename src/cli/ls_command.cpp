@@ -8,11 +8,14 @@
 
 #include "byte_size.hpp"
 #include "cli/commands.hpp"
+#include "cli/counted.hpp"
 #include "cli/json_writer.hpp"
+#include "cli/object_filter_flags.hpp"
 #include "cli/store_flags.hpp"
 #include "tensorstream/streaming/resolve_url.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/open_store.hpp"
+#include "tensorstream/storage/s3_store.hpp"
 
 namespace tensorstream::cli {
 namespace {
@@ -22,6 +25,7 @@ struct LsArguments {
   bool recursive = false;
   bool json = false;
   bool human = false;
+  tensorstream::detail::NamePatterns patterns;
   StoreFlags store;
 };
 
@@ -60,6 +64,19 @@ boost::asio::awaitable<Listing> list_objects(ObjectStore& store, const Url& url,
   co_return listing;
 }
 
+// Keeps the objects whose path below `prefix` (a named object: its name) the patterns take, and
+// no prefixes: the patterns choose objects, and -r reaches those below the prefixes.
+void select_objects(Listing& listing, const std::string& prefix,
+                    const tensorstream::detail::NamePatterns& patterns) {
+  std::erase_if(listing.objects, [&](const ObjectInfo& object) {
+    const std::string relative = object.key.starts_with(prefix)
+                                     ? object.key.substr(prefix.size())
+                                     : object.key.substr(object.key.rfind('/') + 1);
+    return !patterns.selects(relative);
+  });
+  listing.prefixes.clear();
+}
+
 void print_json(const std::string& url, std::optional<std::uint64_t> size) {
   std::string line = "{";
   append_key(line, "url");
@@ -75,26 +92,61 @@ void print_json(const std::string& url, std::optional<std::uint64_t> size) {
   std::puts(line.c_str());
 }
 
+// `ls s3://`: the buckets, as `aws s3 ls` lists them without one.
+void list_buckets(const LsArguments& arguments) {
+  const StoreOptions options = apply_store_flags(arguments.store);
+  boost::asio::io_context io;
+  auto listed = boost::asio::co_spawn(
+      io, list_s3_buckets(io.get_executor(), options.http(), options.s3()), boost::asio::use_future);
+  io.run();
+  const std::vector<std::string> buckets = listed.get();
+  for (const auto& bucket : buckets) {
+    const std::string url = "s3://" + bucket + "/";
+    if (arguments.json) {
+      std::string line = "{";
+      append_key(line, "url");
+      append_json_string(line, url);
+      append_key(line, "bucket");
+      line += "true}";
+      std::puts(line.c_str());
+    } else {
+      std::printf("%12s  %s\n", "BUCKET", url.c_str());
+    }
+  }
+  if (!arguments.json) std::printf("%s\n", counted(buckets.size(), "bucket").c_str());
+}
+
 void run_ls(const LsArguments& arguments) {
+  if (arguments.url == "s3://") {
+    list_buckets(arguments);
+    return;
+  }
   const Url url = listing_url(arguments.url);
   boost::asio::io_context io;
   const auto store = open_store(url, io.get_executor(), apply_store_flags(arguments.store));
   auto listed = boost::asio::co_spawn(io, list_objects(*store, url, arguments.recursive),
                                       boost::asio::use_future);
   io.run();
-  const Listing listing = listed.get();
+  Listing listing = listed.get();
+  const std::string prefix = url.is_prefix() ? url.path : url.path + "/";
   // As `aws s3 ls` exits 1 there: a mistyped prefix is not an empty model.
   if (listing.objects.empty() && listing.prefixes.empty()) {
-    const std::string prefix = url.is_prefix() ? url.path : url.path + "/";
     throw NotFoundError(store->url(prefix), "nothing under this prefix");
+  }
+  if (!arguments.patterns.empty()) {
+    select_objects(listing, prefix, arguments.patterns);
+    if (listing.objects.empty()) {
+      throw NotFoundError(store->url(prefix),
+                          "no object under this prefix matches " + arguments.patterns.spelled());
+    }
   }
 
   // Prefixes first, as `aws s3 ls` shows them, in the column where sizes go.
-  for (const auto& prefix : listing.prefixes) {
+  for (const auto& below : listing.prefixes) {
     if (arguments.json) {
-      print_json(store->url(prefix), std::nullopt);
+      print_json(store->url(below), std::nullopt);
     } else {
-      std::printf("%12s  %s\n", "PRE", store->url(prefix).c_str());
+      std::printf("%12s  %s\n", "PRE", store->url(below).c_str());
     }
   }
   std::uint64_t total = 0;
@@ -129,13 +181,14 @@ void register_ls_command(CLI::App& app) {
       app.add_subcommand("ls", "List objects with their sizes, and the prefixes below (PRE)");
   command->add_option("url", arguments->url,
                       "Object or prefix: /path, file:///path, s3://bucket/prefix/, "
-                      "gs://bucket/prefix/")
+                      "gs://bucket/prefix/; s3:// alone lists the buckets")
       ->required();
   command->add_flag("-r,--recursive", arguments->recursive, "Include objects at any depth");
   command->add_flag("-H,--human-readable", arguments->human, "Sizes in KiB, MiB, GiB");
   command->add_flag("--json", arguments->json,
                     "One JSON object per object ({\"url\", \"size\"}) and per prefix "
                     "({\"url\", \"prefix\": true})");
+  add_object_filter_flags(*command, arguments->patterns);
   add_store_flags(*command, arguments->store);
   command->callback([arguments] { run_ls(*arguments); });
 }

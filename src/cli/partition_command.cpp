@@ -78,13 +78,7 @@ class SharedProgress {
 
 std::string summary_json(const PartitionArguments& arguments, const PartitionReport& report,
                          double seconds) {
-  std::string line = "{";
-  append_key(line, "summary");
-  line += '{';
-  append_key(line, "source");
-  append_json_string(line, arguments.source);
-  append_key(line, "destination");
-  append_json_string(line, arguments.destination);
+  std::string line = transfer_summary_start(arguments.source, arguments.destination);
   append_key(line, "format");
   append_json_string(line, arguments.format);
   append_key(line, "tp");
@@ -102,12 +96,8 @@ std::string summary_json(const PartitionArguments& arguments, const PartitionRep
   line += std::to_string(report.artifacts.size());
   append_key(line, "stale_uploads_removed");
   line += std::to_string(report.stale_uploads_removed);
-  append_key(line, "seconds");
-  char number[32];
-  std::snprintf(number, sizeof number, "%.6f", seconds);
-  line += number;
-  line += "}}";
-  return line;
+  append_decimal(line, "seconds", seconds);
+  return line + "}}";
 }
 
 void run_partition(const PartitionArguments& arguments) {

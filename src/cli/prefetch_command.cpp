@@ -7,6 +7,7 @@
 #include "cli/number_checks.hpp"
 #include "cli/commands.hpp"
 #include "cli/counted.hpp"
+#include "cli/object_filter_flags.hpp"
 #include "cli/store_flags.hpp"
 #include "tensorstream/storage/url.hpp"
 #include "tensorstream/model/model_loader_config.hpp"
@@ -21,6 +22,7 @@ struct PrefetchArguments {
   bool include_safetensors = false;
   std::size_t concurrency = PrefetchOptions{}.max_concurrency;
   std::string chunk_size = "8MiB";
+  tensorstream::detail::NamePatterns patterns;
   StoreFlags store;
 };
 
@@ -30,6 +32,8 @@ void run_prefetch(const PrefetchArguments& arguments) {
   options.store = apply_store_flags(arguments.store);
   options.max_concurrency = arguments.concurrency;
   options.chunk_size = parse_chunk_size(arguments.chunk_size);
+  options.include = arguments.patterns.include;
+  options.exclude = arguments.patterns.exclude;
 
   // The environment is read only for what the command line leaves out, so that a malformed
   // variable this command does not need cannot fail it.
@@ -61,11 +65,12 @@ void register_prefetch_command(CLI::App& app) {
                       "(TENSORSTREAM_LOCAL_MODEL_PATH)");
   command->add_flag("--include-safetensors", arguments->include_safetensors,
                     "Copy *.safetensors files too");
-  command->add_option("--concurrency", arguments->concurrency, "Files copied at once")
+  command->add_option("--concurrency", arguments->concurrency, "Range reads in flight at once, over all files")
       ->capture_default_str()
       ->check(positive_number);
   command->add_option("--chunk-size", arguments->chunk_size, "Bytes per range read")
       ->capture_default_str();
+  add_object_filter_flags(*command, arguments->patterns);
   add_store_flags(*command, arguments->store);
   command->callback([arguments] { run_prefetch(*arguments); });
 }

@@ -54,6 +54,7 @@ int run(int argc, char** argv) {
   register_ls_command(app);
   register_bench_command(app);
   register_gen_model_command(app);
+  register_cp_command(app);
   register_prefetch_command(app);
   register_shard_command(app);
   register_partition_command(app);

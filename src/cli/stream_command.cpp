@@ -58,6 +58,14 @@ std::string tensor_line(const StreamedTensor& tensor, const std::string& digest)
   return line;
 }
 
+// "TP4/shard1" for a stream of one tensor-parallel rank, as a TRAW partition names its prefix;
+// empty for a whole model.
+std::string partition_name(const StreamerOptions& options) {
+  if (!options.tensor_parallel_size) return "";
+  return "TP" + std::to_string(*options.tensor_parallel_size) + "/shard" +
+         std::to_string(options.rank);
+}
+
 // Everything the human line says, and the settings the stream ran with.
 std::string summary_line(const StreamStats& stats, const StreamerOptions& options) {
   char text[512];
@@ -78,6 +86,10 @@ std::string summary_line(const StreamStats& stats, const StreamerOptions& option
                 process_cpu_seconds());
   std::string line = text;
   append_json_string(line, stats.io_mode);
+  if (const std::string partition = partition_name(options); !partition.empty()) {
+    append_key(line, "partition");
+    append_json_string(line, partition);
+  }
   if (stats.group_size > 1) {
     line += ",\"group_size\":" + std::to_string(stats.group_size) +
             ",\"broadcast_bytes\":" + std::to_string(stats.broadcast_bytes);
@@ -155,13 +167,13 @@ void run_stream(const StreamArguments& arguments) {
               std::to_string(stats.group_size - 1) + " other rank" +
               (stats.group_size > 2 ? "s" : "");
     }
-    const double rate = stats.elapsed_seconds > 0
-                            ? static_cast<double>(stats.bytes) / stats.elapsed_seconds
-                            : 0.0;
-    std::printf("streamed %s (%s) from %s in %.3f s: %s, first tensor after "
+    std::string partition = partition_name(options);
+    if (!partition.empty()) partition = " of " + partition;
+    std::printf("streamed %s (%s)%s from %s in %.3f s: %s, first tensor after "
                 "%.1f ms [%s, %s, %s, peak memory %s%s]\n",
                 counted(stats.tensors, "tensor").c_str(), format_byte_size(stats.bytes).c_str(),
-                redact_query(url).c_str(), stats.elapsed_seconds, format_byte_rate(rate).c_str(),
+                partition.c_str(), redact_query(url).c_str(), stats.elapsed_seconds,
+                format_byte_rate(stats.bytes, stats.elapsed_seconds).c_str(),
                 stats.first_tensor_seconds * 1e3, stats.io_mode.c_str(),
                 counted(stats.requests, "request").c_str(),
                 counted(stats.retries, "retry", "retries").c_str(),

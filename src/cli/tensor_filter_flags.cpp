@@ -1,5 +1,6 @@
 #include "cli/tensor_filter_flags.hpp"
 
+#include "name_patterns.hpp"
 #include "tensorstream/storage/url.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/streaming/tensor_selection.hpp"
@@ -27,10 +28,8 @@ TensorSelection tensor_selection(const TensorFilterFlags& flags) {
 void require_selected(const TensorFilterFlags& flags, std::uint64_t tensors,
                       const std::string& url) {
   if (!flags.any() || tensors > 0) return;
-  std::string patterns;
-  for (const auto& pattern : flags.include) patterns += " --include '" + pattern + "'";
-  for (const auto& pattern : flags.exclude) patterns += " --exclude '" + pattern + "'";
-  throw StorageError(redact_query(url), "no tensor matches" + patterns);
+  const tensorstream::detail::NamePatterns patterns{flags.include, flags.exclude};
+  throw StorageError(redact_query(url), "no tensor matches " + patterns.spelled());
 }
 
 }  // namespace tensorstream::cli

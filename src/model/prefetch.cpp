@@ -6,14 +6,15 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <optional>
-#include <span>
 #include <system_error>
 
 #include "async/run_on_strand.hpp"
+#include "name_patterns.hpp"
 #include "storage/relative_key.hpp"
 #include "tensorstream/streaming/resolve_url.hpp"
 #include "streaming/run_concurrently.hpp"
 #include "tensorstream/error.hpp"
+#include "tensorstream/model/copy_objects.hpp"
 #include "tensorstream/storage/file_store.hpp"
 #include "tensorstream/storage/open_store.hpp"
 
@@ -37,6 +38,7 @@ void validate(const PrefetchOptions& options) {
   if (options.chunk_size == 0) {
     throw InvalidArgument("prefetch: chunk_size must be at least 1 byte");
   }
+  detail::NamePatterns{options.include, options.exclude}.check("object path");
 }
 
 void make_directories(const fs::path& directory) {
@@ -49,6 +51,7 @@ void make_directories(const fs::path& directory) {
 std::vector<Copy> select(ObjectStore& store, const std::string& prefix,
                          std::vector<ObjectInfo> objects, const std::string& destination,
                          const PrefetchOptions& options) {
+  const detail::NamePatterns patterns{options.include, options.exclude};
   std::vector<Copy> copies;
   for (auto& object : objects) {
     const std::string_view key = object.key;
@@ -60,6 +63,7 @@ std::vector<Copy> select(ObjectStore& store, const std::string& prefix,
     if (std::any_of(options.exclude_suffixes.begin(), options.exclude_suffixes.end(), excluded)) {
       continue;
     }
+    if (!patterns.selects(std::string(relative))) continue;
     if (!detail::is_relative_key_inside(relative)) {
       throw StorageError(store.url(object.key),
                          "cannot be copied into " + destination +
@@ -68,31 +72,6 @@ std::vector<Copy> select(ObjectStore& store, const std::string& prefix,
     copies.push_back({std::move(object.key), std::string(relative), object.size});
   }
   return copies;
-}
-
-// Copies one object through a buffer of at most `chunk_size` bytes into a writer of
-// `destination_prefix` + its relative path, which is aborted (nothing stored) when the copy fails.
-asio::awaitable<void> copy_object(ObjectStore& source, const Copy& copy, ObjectStore& destination,
-                                  const std::string& destination_prefix,
-                                  std::uint64_t chunk_size) {
-  auto writer = destination.create_writer(destination_prefix + copy.relative);
-  std::exception_ptr error;
-  try {
-    std::vector<std::byte> buffer(std::min(chunk_size, copy.size));
-    for (std::uint64_t offset = 0; offset < copy.size; offset += buffer.size()) {
-      const auto length = std::min<std::uint64_t>(buffer.size(), copy.size - offset);
-      const auto piece = std::span(buffer).first(length);
-      co_await source.read_range(copy.key, offset, piece);
-      co_await writer->write(piece);
-    }
-    co_await writer->commit();
-  } catch (...) {
-    error = std::current_exception();
-  }
-  if (error) {
-    co_await writer->abort();
-    std::rethrow_exception(error);
-  }
 }
 
 // Where the source cannot list (an HTTP server), the artifacts a model directory holds by
@@ -144,15 +123,19 @@ asio::awaitable<PrefetchResult> copy_all(ObjectStore& source, std::string prefix
   std::string name = destination.url(destination_prefix);
   name.pop_back();  // The directory or prefix without its '/', as users name it.
   const auto copies = select(source, prefix, std::move(objects), name, options);
-  std::size_t next = 0;
-  co_await detail::run_concurrently(
-      std::min(options.max_concurrency, copies.size()),
-      [&](std::size_t) -> asio::awaitable<void> {
-        while (next < copies.size()) {
-          co_await copy_object(source, copies[next++], destination, destination_prefix,
-                               options.chunk_size);
-        }
-      });
+  if (copies.empty() && !(options.include.empty() && options.exclude.empty())) {
+    throw NotFoundError(source.url(prefix),
+                        "no object under this prefix matches " +
+                            detail::NamePatterns{options.include, options.exclude}.spelled());
+  }
+  std::vector<ObjectCopy> transfers;
+  for (const auto& copy : copies) {
+    transfers.push_back({copy.key, copy.size, destination_prefix + copy.relative});
+  }
+  // Named, not a braced temporary in the co_await, which GCC 12 destroys twice.
+  CopyOptions copy_options{.max_concurrency = options.max_concurrency,
+                           .chunk_size = options.chunk_size};
+  co_await copy_objects(source, std::move(transfers), destination, std::move(copy_options));
   PrefetchResult result;
   for (const auto& copy : copies) {
     result.files.push_back(copy.relative);

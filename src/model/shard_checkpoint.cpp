@@ -3,6 +3,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
@@ -221,18 +222,35 @@ class RankWriters {
   std::vector<std::byte> buffer_;
 };
 
+// Refuses a destination that holds rank files already, before anything is read. Listing it is
+// also what finds an unreachable destination before the first upload.
+asio::awaitable<void> refuse_rank_files(detail::WriteDestination& destination) {
+  if (destination.local && !std::filesystem::exists(destination.prefix)) co_return;
+  if (!destination.store->can_list()) co_return;
+  const auto objects = co_await destination.store->list(destination.prefix, ListDepth::one_level);
+  for (const auto& object : objects) {
+    const std::string_view name = std::string_view(object.key).substr(destination.prefix.size());
+    if (!is_rank_file(name)) continue;
+    std::string directory = destination.store->url(destination.prefix);
+    directory.pop_back();
+    throw InvalidArgument(directory + " already holds rank files (e.g. " +
+                          std::string(name) + "); pass --overwrite to replace them");
+  }
+}
+
 // Streams the source in file order and writes each tensor's rank parts once every tensor before
 // it is written: tensors that complete early wait in memory the stream's memory_limit bounds, and
 // file order guarantees their predecessors are already being read (see ReadOrder::file_order).
 // Adds the source's tensor bytes to `source_bytes`.
 asio::awaitable<void> write_ranks(const std::string& source, const StreamerOptions& stream,
                                   const ShardLayout& layout,
-                                  detail::WriteDestination& destination, WriteOptions options,
-                                  std::uint64_t& source_bytes) {
+                                  detail::WriteDestination& destination,
+                                  const ShardOptions& options, ShardProgress& progress) {
   const auto names = layout.names();
   const std::function<bool(std::string_view)> ours = is_rank_file;
+  if (!options.overwrite) co_await refuse_rank_files(destination);
   co_await detail::refuse_leftovers(destination, ours, names, "shard");
-  RankWriters writers(layout, destination, options);
+  RankWriters writers(layout, destination, options.write);
   std::exception_ptr error;
   try {
     co_await writers.open();
@@ -248,7 +266,9 @@ asio::awaitable<void> write_ranks(const std::string& source, const StreamerOptio
       early.emplace(index, std::move(*tensor));
       for (auto it = early.begin(); it != early.end() && it->first == next; ++next) {
         co_await writers.write(next, it->second.bytes());
-        source_bytes += it->second.info.byte_size();
+        progress.bytes_written += it->second.info.byte_size();
+        ++progress.tensors_written;
+        if (options.on_progress) options.on_progress(progress);
         it = early.erase(it);
       }
     }
@@ -290,9 +310,12 @@ ShardReport shard_checkpoint(const std::string& source, const std::string& desti
   if (options.num_key_value_heads) report.heads.num_key_value_heads = *options.num_key_value_heads;
   const ShardLayout layout(source_tensors(inspect(source, stream)), report.heads,
                            options.tensor_parallel_size, options.max_part_size);
-  detail::run_blocking(
-      io, write_ranks(source, stream, layout, target, options.write, report.source_bytes));
+  ShardProgress progress{.tensors = layout.sources().size()};
+  for (const auto& tensor : layout.sources()) progress.bytes += tensor_byte_size(tensor);
+  if (options.on_progress) options.on_progress(progress);
+  detail::run_blocking(io, write_ranks(source, stream, layout, target, options, progress));
 
+  report.source_bytes = progress.bytes_written;
   report.tensors = layout.sources().size();
   report.bytes = layout.bytes();
   for (const auto& name : layout.names()) report.files.push_back(target.url(name));

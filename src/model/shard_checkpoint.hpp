@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +14,14 @@
 #include "tensorstream/streaming/streamer_options.hpp"
 
 namespace tensorstream {
+
+/// How far shard_checkpoint() is.
+struct ShardProgress {
+  std::uint64_t bytes_written = 0;  ///< Source tensor bytes handed to every rank's file.
+  std::uint64_t bytes = 0;          ///< Source tensor bytes in all.
+  std::size_t tensors_written = 0;  ///< Source tensors handed to every rank's file.
+  std::size_t tensors = 0;          ///< Source tensors in all.
+};
 
 /// Options of shard_checkpoint().
 struct ShardOptions {
@@ -31,6 +40,13 @@ struct ShardOptions {
   /// in, so each may hold up to max(single_put_limit, part_size) + part_size ×
   /// max_parts_in_flight bytes; one part in flight keeps that at 16 MiB with the other defaults.
   WriteOptions write{.max_parts_in_flight = 1};
+  /// Write into a destination that already holds rank files (`model-rank-*.safetensors`),
+  /// replacing them. Without it such a destination is an error, raised before anything is read:
+  /// a second run into the same place is more often a mistyped path than a wish to replace.
+  bool overwrite = false;
+  /// Called on the calling thread after the first look at the source and after every tensor
+  /// written. Must not throw.
+  std::function<void(const ShardProgress&)> on_progress{};
 };
 
 /// What shard_checkpoint() wrote.
@@ -62,8 +78,9 @@ std::string rank_file_name(int rank, int part);
 /// ShardOptions::write; nothing for files). No file is visible before every tensor is in: then
 /// all are committed; a failure aborts them all, leaving what was there before.
 ///
-/// Rank files already in a local `destination` that this run does not write are removed before
-/// the commit, so the directory holds one consistent set. Stores cannot delete objects, so a
+/// A destination that holds rank files is refused (InvalidArgument, before anything is read)
+/// unless `options.overwrite`. With it, rank files already in a local `destination` that this
+/// run does not write are removed before the commit, so the directory holds one consistent set. Stores cannot delete objects, so a
 /// bucket prefix holding such a rank file (of an earlier run with more ranks or parts) is refused
 /// with InvalidArgument before any tensor is read. Nothing else is copied.
 ///

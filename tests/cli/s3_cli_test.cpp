@@ -6,6 +6,8 @@
 #include <fstream>
 
 #include "storage/s3rver_test.hpp"
+#include "support/child_process.hpp"
+#include "support/files.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
@@ -58,6 +60,46 @@ TEST_F(S3Cli, LsListsObjectsWithSizesOneLevelDeepAndThePrefixesBelow) {
   EXPECT_EQ(lines[6], size_line("tokenizer.json"));
   EXPECT_TRUE(lines[7].starts_with("6 objects, ")) << lines[7];
   EXPECT_TRUE(lines[7].ends_with("; 1 prefix")) << lines[7];
+}
+
+TEST_F(S3Cli, LsWithPatternsShowsTheObjectsTheyTakeAndNoPrefixes) {
+  const auto result = run_cli({"ls", "s3://models/tiny/", "-r", "--include", "*.json",
+                               "--include", "*/vocab.txt", "--exclude", "gen*", "--endpoint-url",
+                               s3rver_->endpoint()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto lines = lines_of(result.out);
+  ASSERT_EQ(lines.size(), 5u) << result.out;
+  EXPECT_EQ(lines[0], size_line("config.json"));
+  EXPECT_EQ(lines[1], size_line("model.safetensors.index.json"));
+  EXPECT_EQ(lines[2], size_line("tokenizer.json"));
+  EXPECT_EQ(lines[3], size_line("tokenizer/vocab.txt"));
+  EXPECT_TRUE(lines[4].starts_with("4 objects, ")) << lines[4];
+  const auto one_level = run_cli({"ls", "s3://models/tiny/", "--include", "*.safetensors",
+                                    "--endpoint-url", s3rver_->endpoint()});
+  ASSERT_EQ(one_level.exit_code, 0) << one_level.err;
+  EXPECT_EQ(lines_of(one_level.out).size(), 3u) << one_level.out;  // two shards, the total
+  const auto none = run_cli(
+      {"ls", "s3://models/tiny/", "--include", "*.gguf", "--endpoint-url", s3rver_->endpoint()});
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_EQ(none.err, "tensorstream: error: s3://models/tiny/: no object under this prefix "
+                      "matches --include '*.gguf'\n");
+}
+
+TEST_F(S3Cli, LsOfS3AloneListsTheBuckets) {
+  const auto created = testing::run_process(
+      {testing::find_program("curl")->string(), "-sSf", "-X", "PUT", s3rver_->endpoint() + "/other"});
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  const auto result = run_cli({"ls", "s3://", "--endpoint-url", s3rver_->endpoint()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(result.out,
+            "      BUCKET  s3://models/\n"
+            "      BUCKET  s3://other/\n"
+            "2 buckets\n");
+  const auto json = run_cli({"ls", "s3://", "--json", "--endpoint-url", s3rver_->endpoint()});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_EQ(json.out,
+            "{\"url\":\"s3://models/\",\"bucket\":true}\n"
+            "{\"url\":\"s3://other/\",\"bucket\":true}\n");
 }
 
 // A bucket whose objects all sit under prefixes is not empty.
@@ -165,6 +207,23 @@ TEST_F(S3Cli, PrefetchAndShardReadFromTheEndpointTheyAreGiven) {
                                 "--endpoint-url", s3rver_->endpoint()});
   ASSERT_EQ(sharded.exit_code, 0) << sharded.err;
   EXPECT_TRUE(std::filesystem::exists(ranks.path() / "model-rank-1-part-0.safetensors"));
+}
+
+TEST_F(S3Cli, PrefetchTakesTheObjectsIncludeAndExcludeChoose) {
+  TempDir local;
+  const auto prefetched =
+      run_cli({"prefetch", "s3://models/tiny/", local.path().string(), "--include", "*.json",
+               "--exclude", "gen*", "--endpoint-url", s3rver_->endpoint()});
+  ASSERT_EQ(prefetched.exit_code, 0) << prefetched.err;
+  EXPECT_EQ(testing::files_under(local.path()),
+            (std::vector<std::string>{"config.json", "model.safetensors.index.json",
+                                      "tokenizer.json"}));
+  const auto none = run_cli({"prefetch", "s3://models/tiny/", local.path().string() + "/none",
+                             "--include", "*.gguf", "--endpoint-url", s3rver_->endpoint()});
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_EQ(none.err, "tensorstream: error: s3://models/tiny/: no object under this prefix "
+                      "matches --include '*.gguf'\n");
+  EXPECT_FALSE(std::filesystem::exists(local.path() / "none"));
 }
 
 TEST_F(S3Cli, PrefetchUploadsToABucketPrefix) {

@@ -77,6 +77,31 @@ TEST_F(ShardCommand, WritesRankFilesThatStreamWithRankAndTp) {
 }
 
 // Streamed whole, rank files would be every rank's slices under the same names.
+TEST_F(ShardCommand, JsonProgressAndOverwriteWorkAsForPartition) {
+  const auto first = run_cli({"shard", source_.path().string(), destination_.path().string(),
+                              "--tp", "2", "--json", "--progress", "always"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::regex summary(R"re(\{"summary":\{"source":"(.+)","destination":"(.+)","tp":2,)re"
+                           R"re("tensors":([0-9]+),"bytes_read":[0-9]+,"files":2,)re"
+                           R"re("bytes_written":[0-9]+,"seconds":[0-9.]+\}\}\n)re");
+  std::smatch match;
+  ASSERT_TRUE(std::regex_match(first.out, match, summary)) << first.out;
+  EXPECT_EQ(match[1], source_.path().string());
+  EXPECT_EQ(match[3], std::to_string(llama_tensors(synthetic_preset("tiny")).size()));
+  const std::string tensors = std::to_string(llama_tensors(synthetic_preset("tiny")).size());
+  EXPECT_NE(first.err.find(tensors + "/" + tensors + " tensors"), std::string::npos) << first.err;
+
+  const auto again = run_cli({"shard", source_.path().string(), destination_.path().string(),
+                              "--tp", "2"});
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_EQ(again.err, "tensorstream: error: " + destination_.path().string() +
+                           " already holds rank files (e.g. model-rank-0-part-0.safetensors); "
+                           "pass --overwrite to replace them\n");
+  const auto overwritten = run_cli({"shard", source_.path().string(),
+                                    destination_.path().string(), "--tp", "2", "--overwrite"});
+  EXPECT_EQ(overwritten.exit_code, 0) << overwritten.err;
+}
+
 TEST_F(ShardCommand, RankFilesStreamedWithoutTpAreAUsageErrorThatSaysHowToChoose) {
   ASSERT_EQ(run_cli({"shard", source_.path().string(), destination_.path().string(), "--tp", "2"})
                 .exit_code,

@@ -53,7 +53,14 @@ TEST_F(TrawCli, StreamJsonOfAModelPrefixGivesTheRanksExactTensors) {
   }
   EXPECT_EQ(std::multiset<std::string>(lines.begin(), lines.end() - 1), expected);
   EXPECT_EQ(lines.back().rfind("{\"summary\":{\"tensors\":" + std::to_string(specs_.size()), 0), 0u)
-      << lines.back();
+      << lines.back();  EXPECT_NE(lines.back().find(",\"partition\":\"TP2/shard1\""), std::string::npos) << lines.back();
+}
+
+TEST_F(TrawCli, TheSummaryOfARankNamesItsPartition) {
+  const auto result = run_cli({"stream", prefix(), "--tp", "2", "--rank", "1"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find(") of TP2/shard1 from " + prefix() + " in "), std::string::npos)
+      << result.out;
 }
 
 TEST_F(TrawCli, StreamOfAShardPrefixPrintsOneSummaryLine) {

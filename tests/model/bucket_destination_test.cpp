@@ -91,6 +91,7 @@ TEST_F(BucketDestination, ShardRefusesAPrefixHoldingRankFilesItWouldNotReplace) 
   s3rver_->put_directory("models", "ranks/", stale.path());
   ShardOptions options;
   options.tensor_parallel_size = 2;
+  options.overwrite = true;  // which cannot delete what this run would not replace
   try {
     shard_checkpoint(source_.path().string(), "s3://models/ranks/", options);
     FAIL() << "no error";

@@ -209,7 +209,8 @@ TEST_F(Prefetch, AKeyNamedLikeATemporaryFileIsCopiedAsItselfBesideItsNamesake) {
   store.held_key = remote() + "tokenizer.json";
   store.awaited_key = remote() + "tokenizer.json.partial";
   store.awaited_size = partial_bytes.size();
-  const auto result = run(store, {.max_concurrency = 2, .chunk_size = 64 * 1024});
+  // Four reads for the four chunks of `K`, held, and one left to read `K.partial`.
+  const auto result = run(store, {.max_concurrency = 5, .chunk_size = 64 * 1024});
   EXPECT_EQ(result.files, (Paths{"tokenizer.json", "tokenizer.json.partial"}));
   EXPECT_EQ(files_under(local()), (Paths{"tokenizer.json", "tokenizer.json.partial"}));
   EXPECT_EQ(read_file(local() / "tokenizer.json"), key_bytes);
@@ -235,6 +236,30 @@ TEST_F(Prefetch, ARemotePathWithoutTrailingSlashIsAPrefix) {
   write_file(remote_.path() / "config.json", "{}");
   const auto result = prefetch_blocking(remote_.path().string(), local());
   EXPECT_EQ(result.files, (Paths{"config.json"}));
+}
+
+TEST_F(Prefetch, IncludeAndExcludeChooseByThePathBelowThePrefix) {
+  for (const char* name : {"config.json", "readme.md", "tokenizer/vocab.txt",
+                           "tokenizer/merges.txt", "tokenizer/special.json"}) {
+    write_file(remote_.path() / name, name);
+  }
+  const auto result = prefetch_blocking(
+      remote(), local(), {.include = {"*.json", "tokenizer/v*"}, .exclude = {"*special*"}});
+  EXPECT_EQ(result.files, (Paths{"config.json", "tokenizer/vocab.txt"}));
+  EXPECT_EQ(files_under(local()), result.files);
+}
+
+TEST_F(Prefetch, PatternsThatTakeNothingAreNotFoundAndCreateNothing) {
+  write_file(remote_.path() / "config.json", "{}");
+  try {
+    prefetch_blocking(remote(), local(), {.include = {"*.gguf"}, .exclude = {"x"}});
+    FAIL() << "expected NotFoundError";
+  } catch (const NotFoundError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              remote() + ": no object under this prefix matches --include '*.gguf' --exclude 'x'");
+  }
+  EXPECT_FALSE(fs::exists(local()));
+  EXPECT_THROW(prefetch_blocking(remote(), local(), {.include = {""}}), InvalidArgument);
 }
 
 TEST_F(Prefetch, AMissingPrefixIsNotFound) {

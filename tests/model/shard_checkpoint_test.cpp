@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 
+#include "support/files.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
@@ -236,7 +237,15 @@ TEST(ShardCheckpoint, ReplacesEarlierRankFilesAndLeavesNothingPartial) {
   write_text(destination.path() / "notes.txt", "kept");
   ShardOptions options;
   options.tensor_parallel_size = 2;
-  shard_checkpoint(source.path().string(), destination.path(), options);
+  options.overwrite = true;
+  std::vector<ShardProgress> progress;
+  options.on_progress = [&](const ShardProgress& now) { progress.push_back(now); };
+  const auto report = shard_checkpoint(source.path().string(), destination.path(), options);
+  ASSERT_EQ(progress.size(), report.tensors + 1);  // the start, then every tensor
+  EXPECT_EQ(progress.front().bytes_written, 0u);
+  EXPECT_EQ(progress.back().bytes_written, report.source_bytes);
+  EXPECT_EQ(progress.back().bytes, report.source_bytes);
+  EXPECT_EQ(progress.back().tensors_written, report.tensors);
 
   std::set<std::string> names;
   for (const auto& entry : std::filesystem::directory_iterator(destination.path())) {
@@ -244,6 +253,26 @@ TEST(ShardCheckpoint, ReplacesEarlierRankFilesAndLeavesNothingPartial) {
   }
   EXPECT_EQ(names, (std::set<std::string>{"model-rank-0-part-0.safetensors",
                                           "model-rank-1-part-0.safetensors", "notes.txt"}));
+}
+
+TEST(ShardCheckpoint, ADestinationHoldingRankFilesIsRefusedWithoutOverwrite) {
+  TempDir source;
+  TempDir destination;
+  generate_synthetic_model(source.path(), {.preset = "tiny"});
+  write_text(destination.path() / "model-rank-0-part-0.safetensors", "earlier");
+  ShardOptions options;
+  options.tensor_parallel_size = 2;
+  try {
+    shard_checkpoint(source.path().string(), destination.path(), options);
+    FAIL() << "the destination was written";
+  } catch (const InvalidArgument& error) {
+    EXPECT_EQ(std::string(error.what()),
+              destination.path().string() +
+                  " already holds rank files (e.g. model-rank-0-part-0.safetensors); pass "
+                  "--overwrite to replace them");
+  }
+  EXPECT_EQ(testing::read_file(destination.path() / "model-rank-0-part-0.safetensors"),
+            "earlier");
 }
 
 TEST(ShardCheckpoint, ATensorThatCannotBeSplitFailsBeforeAnythingIsWritten) {

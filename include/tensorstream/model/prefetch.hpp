@@ -22,16 +22,23 @@ namespace tensorstream {
 struct PrefetchOptions {
   /// Skip objects named `*.safetensors`, at any depth: the weights are streamed instead.
   bool exclude_safetensors = true;
-  /// Files copied at once.
+  /// Range reads in flight at once, over all files: a large file is read by several ranges at
+  /// once, small files side by side (see copy_objects()).
   std::size_t max_concurrency = 8;
-  /// Bytes per range read. Each file being copied holds one buffer of at most this size, so
-  /// memory stays below max_concurrency × chunk_size whatever the files' sizes.
+  /// Bytes per range read. Memory stays below max_concurrency × chunk_size for the reads
+  /// whatever the files' sizes, plus the writers' parts for uploads (see copy_objects()).
   std::uint64_t chunk_size = 8ull << 20;
   /// Options of the backends, as for a stream.
   StoreOptions store{};
   /// Skip objects whose key ends in one of these, at any depth (e.g. ".bin" for weights in other
   /// formats).
   std::vector<std::string> exclude_suffixes{};
+  /// Copy only objects whose path below the prefix matches one of these shell globs (all when
+  /// empty), as fnmatch(3) reads them: `*` also matches '/', so `*.json` takes JSON files at any
+  /// depth. Applied after the exclusions above.
+  std::vector<std::string> include{};
+  /// Leave out objects whose path below the prefix matches one of these globs.
+  std::vector<std::string> exclude{};
 };
 
 /// The files a model directory holds besides its weights, by the conventions of Hugging Face
@@ -61,8 +68,9 @@ struct PrefetchResult {
 /// From a store that can list (file://, s3://, gs://) every object under the prefix is copied;
 /// from one that cannot (http(s)://), the known_artifact_names that are there. Runs on the awaiting coroutine's executor; the local writes are
 /// ordinary blocking writes of at most `chunk_size` bytes on its threads. Throws InvalidArgument
-/// for bad options, NotFoundError for a prefix with nothing under it (`…/: nothing under this
-/// prefix`; nothing is created), StorageError naming the object or file that failed, including an
+/// for bad options (an empty pattern), NotFoundError for a prefix with nothing under it (`…/:
+/// nothing under this prefix`; nothing is created) or nothing that `include` and `exclude` take
+/// (`…/: no object under this prefix matches --include '*.gguf'`), StorageError naming the object or file that failed, including an
 /// object whose key would land outside `local_path`.
 ///
 /// `local_path` may also be a URL of a store that can write (`file://…`, `s3://bucket/prefix`,

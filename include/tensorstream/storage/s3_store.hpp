@@ -108,4 +108,12 @@ class TENSORSTREAM_API S3Store final : public ObjectStore {
   std::unique_ptr<Impl> impl_;
 };
 
+/// The names of the buckets the credentials of `options` may list (ListBuckets, every page),
+/// sorted: what `aws s3 ls` prints without a bucket. Asks the configured endpoint, else
+/// `https://s3.REGION.amazonaws.com`. Throws StorageError with S3's code and message when
+/// refused (AccessDenied without s3:ListAllMyBuckets), InvalidArgument for a malformed endpoint.
+TENSORSTREAM_API
+boost::asio::awaitable<std::vector<std::string>> list_s3_buckets(
+    boost::asio::any_io_executor executor, HttpOptions http = {}, S3Options options = {});
+
 }  // namespace tensorstream

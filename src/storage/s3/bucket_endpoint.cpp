@@ -44,14 +44,19 @@ std::string BucketEndpoint::describe() const {
          ", region " + region + ")";
 }
 
-BucketEndpoint resolve_bucket_endpoint(const std::string& bucket, const S3Options& options) {
-  if (bucket.empty()) throw InvalidArgument("s3:// URL without a bucket name");
+BucketEndpoint resolve_service_endpoint(const S3Options& options) {
   BucketEndpoint endpoint;
   endpoint.region = options.region.empty() ? resolve_region() : options.region;
-
   const std::string custom = configured_endpoint(options);
   endpoint.origin = custom.empty() ? Url::parse("https://s3." + endpoint.region + ".amazonaws.com")
                                    : parse_endpoint(custom);
+  return endpoint;
+}
+
+BucketEndpoint resolve_bucket_endpoint(const std::string& bucket, const S3Options& options) {
+  if (bucket.empty()) throw InvalidArgument("s3:// URL without a bucket name");
+  BucketEndpoint endpoint = resolve_service_endpoint(options);
+  const std::string custom = configured_endpoint(options);
   bool virtual_hosted = options.addressing == S3Addressing::virtual_hosted;
   if (options.addressing == S3Addressing::automatic) {
     const bool dotted_under_tls =

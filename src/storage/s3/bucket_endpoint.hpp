@@ -24,4 +24,9 @@ struct BucketEndpoint {
 /// http(s) origin, or a bucket name that cannot be a host name under virtual-hosted addressing.
 BucketEndpoint resolve_bucket_endpoint(const std::string& bucket, const S3Options& options);
 
+/// The endpoint of requests that name no bucket (ListBuckets): the configured endpoint, else
+/// `https://s3.REGION.amazonaws.com`, with an empty path prefix. Throws InvalidArgument as
+/// resolve_bucket_endpoint() does for a malformed endpoint.
+BucketEndpoint resolve_service_endpoint(const S3Options& options);
+
 }  // namespace tensorstream::s3

@@ -15,6 +15,7 @@
 #include "storage/request_checks.hpp"
 #include "storage/s3/adapter.hpp"
 #include "storage/s3/bucket_endpoint.hpp"
+#include "storage/s3/list_buckets.hpp"
 #include "storage/s3/list_objects.hpp"
 #include "storage/s3/multipart_documents.hpp"
 #include "storage/s3/writer.hpp"
@@ -212,6 +213,25 @@ StoreStats S3Store::stats() const { return impl_->client->stats(); }
 std::unique_ptr<ObjectStore> open_s3_store(const Url& url, boost::asio::any_io_executor executor,
                                            const StoreOptions& options) {
   return std::make_unique<S3Store>(std::move(executor), url, options.http(), options.s3());
+}
+
+boost::asio::awaitable<std::vector<std::string>> list_s3_buckets(
+    boost::asio::any_io_executor executor, HttpOptions http, S3Options options) {
+  const s3::BucketEndpoint endpoint = s3::resolve_service_endpoint(options);
+  HttpClient client(std::move(executor), endpoint.origin, with_ca_bundle(std::move(http)),
+                    std::make_shared<s3::Adapter>(endpoint.region, signing_credentials(options)));
+  const std::string listed = "s3://";
+  std::vector<std::string> names;
+  std::optional<std::string> token;
+  do {
+    const std::string body =
+        co_await client.get_text(s3::list_buckets_target(token), listed, max_list_page);
+    s3::BucketsPage page = s3::parse_list_buckets(body, listed);
+    names.insert(names.end(), page.names.begin(), page.names.end());
+    token = std::move(page.next_token);
+  } while (token);
+  std::sort(names.begin(), names.end());
+  co_return names;
 }
 
 }  // namespace tensorstream
