@@ -409,8 +409,16 @@ SweepResult sweep(const std::string& url, const SweepGrid& grid, const SweepOpti
   std::iota(order.begin(), order.end(), 0);
   std::mt19937_64 shuffle(result.seed);
   const Url parsed = resolve_url(url);
-  std::size_t planned = order.size() * options.repeat;
-  std::size_t done = 0;
+  std::size_t& planned = result.runs_planned;
+  planned = order.size() * options.repeat;
+  if (options.on_plan) {
+    options.on_plan(SweepPlan{.cells = result.cells.size(),
+                              .ceilings = result.ceilings.size(),
+                              .runs = planned,
+                              .tensors = result.tensors,
+                              .bytes = result.bytes});
+  }
+  std::size_t& done = result.runs_finished;
   for (std::size_t repeat = 0; repeat < options.repeat; ++repeat) {
     std::shuffle(order.begin(), order.end(), shuffle);
     for (const std::size_t item : order) {
@@ -418,6 +426,10 @@ SweepResult sweep(const std::string& url, const SweepGrid& grid, const SweepOpti
       std::vector<SweepRun>& runs = is_cell ? result.cells[item].runs
                                             : result.ceilings[item - result.cells.size()].runs;
       if (any_failed(runs)) continue;
+      if (options.stop_requested && options.stop_requested()) {
+        result.interrupted = true;
+        return result;
+      }
       SweepRun run;
       std::uint64_t chunk_size = 0;
       std::size_t concurrency = 0;

@@ -6,6 +6,8 @@
 #include <cstdarg>
 #include <cstdio>
 #include <ctime>
+#include <string_view>
+#include <vector>
 
 #include "byte_size.hpp"
 #include "json_string.hpp"
@@ -63,6 +65,13 @@ std::string what_was_read(const SweepResult& result) {
             format_byte_size(result.model_bytes) + ")";
   }
   return text + " in " + std::to_string(result.files) + (result.files == 1 ? " file" : " files");
+}
+
+// "interrupted after 7 of 24 runs: each cell's median is of the runs it finished"
+std::string interruption(const SweepResult& result) {
+  return "interrupted after " + std::to_string(result.runs_finished) + " of " +
+         std::to_string(result.runs_planned) +
+         " runs: each cell's median is of the runs it finished";
 }
 
 std::string pad_left(const std::string& text, std::size_t width) {
@@ -145,7 +154,9 @@ std::string sweep_table(const SweepResult& result) {
   std::string out = "bench " + result.url + ": " + what_was_read(result) + ", " +
                     result.io_mode + ", " + std::to_string(result.repeat) +
                     (result.repeat == 1 ? " run" : " runs") + " per cell\n";
-  out += "GB/s, the median of each cell's runs; * marks the best\n\n";
+  out += "GB/s, the median of each cell's runs; * marks the best\n";
+  if (result.interrupted) out += interruption(result) + '\n';
+  out += '\n';
 
   constexpr std::size_t label_width = 12;
   constexpr std::size_t column_width = 10;
@@ -159,8 +170,9 @@ std::string sweep_table(const SweepResult& result) {
     out += pad_right(size_flag(result.chunk_sizes[i]), label_width);
     for (std::size_t j = 0; j < result.concurrencies.size(); ++j) {
       const SweepCell& cell = result.cells[i * result.concurrencies.size() + j];
-      const std::string value = cell.failed() ? "failed"
-                                              : format("%.3f", cell.median_gigabytes_per_second());
+      const std::string value = cell.failed()       ? "failed"
+                                : cell.runs.empty() ? "-"
+                                                    : format("%.3f", cell.median_gigabytes_per_second());
       out += pad_left(value + (&cell == best ? "*" : " "), column_width);
     }
     out += '\n';
@@ -168,8 +180,9 @@ std::string sweep_table(const SweepResult& result) {
   if (!result.ceilings.empty()) {
     out += pad_right("ceiling", label_width);
     for (const auto& ceiling : result.ceilings) {
-      const std::string value =
-          ceiling.failed() ? "failed" : format("%.3f", ceiling.median_gigabytes_per_second());
+      const std::string value = ceiling.failed()       ? "failed"
+                                : ceiling.runs.empty() ? "-"
+                                                       : format("%.3f", ceiling.median_gigabytes_per_second());
       out += pad_left(value + " ", column_width);
     }
     out += '\n';
@@ -182,6 +195,10 @@ std::string sweep_table(const SweepResult& result) {
     out += pad_left(std::to_string(cell.concurrency), 11);
     if (cell.failed()) {
       out += "  failed: " + cell.error() + '\n';
+      continue;
+    }
+    if (cell.runs.empty()) {
+      out += "  not run\n";
       continue;
     }
     out += pad_left(format("%.3f", cell.median_gigabytes_per_second()), 9);
@@ -202,13 +219,20 @@ std::string sweep_table(const SweepResult& result) {
       out += "  failed: " + ceiling.error() + '\n';
       continue;
     }
+    if (ceiling.runs.empty()) {
+      out += "  not run\n";
+      continue;
+    }
     out += pad_left(format("%.3f", ceiling.median_gigabytes_per_second()), 9);
     out += format("  reads of %s, %.2f CPU s/GB\n", format_byte_size(ceiling.range_size).c_str(),
                   ceiling.cpu_seconds_per_gigabyte());
   }
 
   out += '\n';
-  if (!best) return out + "every cell failed: no setting to recommend\n";
+  if (!best) {
+    return out + (result.interrupted ? "no cell finished a run: no setting to recommend\n"
+                                     : "every cell failed: no setting to recommend\n");
+  }
   const std::string ceiling = percent_of_ceiling(result, *best);
   out += format("best: --chunk-size %s --concurrency %zu, %.3f GB/s",
                 size_flag(best->chunk_size).c_str(), best->concurrency,
@@ -228,8 +252,10 @@ std::string sweep_json(const SweepResult& result) {
                 static_cast<unsigned long long>(result.model_tensors),
                 static_cast<unsigned long long>(result.model_bytes));
   out += json_string(result.io_mode);
-  out += format(",\"repeat\":%zu,\"seed\":%llu,\"cells\":[", result.repeat,
-                static_cast<unsigned long long>(result.seed));
+  out += format(",\"repeat\":%zu,\"seed\":%llu,\"interrupted\":%s,\"runs_planned\":%zu,"
+                "\"runs_finished\":%zu,\"cells\":[",
+                result.repeat, static_cast<unsigned long long>(result.seed),
+                result.interrupted ? "true" : "false", result.runs_planned, result.runs_finished);
   for (std::size_t i = 0; i < result.cells.size(); ++i) {
     const SweepCell& cell = result.cells[i];
     if (i) out += ',';
@@ -237,7 +263,7 @@ std::string sweep_json(const SweepResult& result) {
                   static_cast<unsigned long long>(cell.chunk_size), cell.concurrency,
                   cell.failed() ? "true" : "false");
     out += cell.failed() ? json_string(cell.error()) : "null";
-    if (!cell.failed()) {
+    if (!cell.failed() && !cell.runs.empty()) {
       out += format(",\"gb_per_s\":%.6f,\"min_gb_per_s\":%.6f,\"max_gb_per_s\":%.6f,"
                     "\"first_tensor_ms\":%.3f,\"cpu_seconds_per_gb\":%.6f,\"requests\":%llu,"
                     "\"retries\":%llu,\"peak_memory\":%llu",
@@ -265,7 +291,7 @@ std::string sweep_json(const SweepResult& result) {
                   ceiling.concurrency, static_cast<unsigned long long>(ceiling.range_size),
                   ceiling.failed() ? "true" : "false");
     out += ceiling.failed() ? json_string(ceiling.error()) : "null";
-    if (!ceiling.failed()) {
+    if (!ceiling.failed() && !ceiling.runs.empty()) {
       out += format(",\"gb_per_s\":%.6f,\"cpu_seconds_per_gb\":%.6f",
                     ceiling.median_gigabytes_per_second(), ceiling.cpu_seconds_per_gigabyte());
     }
@@ -312,30 +338,66 @@ std::string sweep_csv(const SweepResult& result) {
   return out;
 }
 
+// `text` in lines of at most `width` characters, broken after a '/', ' ' or ',' where one is
+// near the end of a line, else anywhere: an SVG text element does not wrap by itself.
+std::vector<std::string> wrapped(const std::string& text, std::size_t width) {
+  std::vector<std::string> lines;
+  std::string_view rest = text;
+  while (rest.size() > width) {
+    std::size_t cut = rest.substr(0, width).find_last_of("/ ,");
+    cut = cut == std::string_view::npos || cut < width / 2 ? width : cut + 1;
+    lines.emplace_back(rest.substr(0, cut));
+    rest.remove_prefix(cut);
+  }
+  lines.emplace_back(rest);
+  return lines;
+}
+
 std::string sweep_svg(const SweepResult& result) {
   constexpr int cell_width = 112;
   constexpr int cell_height = 56;
   constexpr int left = 100;
-  constexpr int top = 96;
   constexpr int legend_width = 90;
+  // Generous widths per character of DejaVu Sans, so that a wrapped line always fits.
+  constexpr double title_char_width = 10.5;
+  constexpr double subtitle_char_width = 7.5;
   const int columns = static_cast<int>(result.concurrencies.size());
   const int rows = static_cast<int>(result.chunk_sizes.size());
+  const int width = std::max(left + columns * cell_width + legend_width, 640);
+  const auto fitting = [&](double char_width) {
+    return static_cast<std::size_t>((width - 32) / char_width);
+  };
+  const auto title = wrapped("tensorstream bench " + result.url, fitting(title_char_width));
+  std::vector<std::string> subtitles = wrapped(
+      what_was_read(result) + ", " + result.io_mode + "; median GB/s of " +
+          std::to_string(result.repeat) + (result.repeat == 1 ? " run" : " runs") + " per cell",
+      fitting(subtitle_char_width));
+  for (auto& line : wrapped(utc_time(result.started, "%Y-%m-%d %H:%M UTC") + " on " + result.host,
+                            fitting(subtitle_char_width))) {
+    subtitles.push_back(std::move(line));
+  }
+  if (result.interrupted) {
+    for (auto& line : wrapped(interruption(result), fitting(subtitle_char_width))) {
+      subtitles.push_back(std::move(line));
+    }
+  }
+  const int subtitles_top = 26 + 20 * static_cast<int>(title.size());
+  const int top = subtitles_top + 16 * static_cast<int>(subtitles.size()) + 18;
   const int grid_bottom = top + rows * cell_height;
   const int ceiling_rows = result.ceilings.empty() ? 0 : 1;
-  const int width = std::max(left + columns * cell_width + legend_width, 640);
-  const int height = grid_bottom + ceiling_rows * (cell_height + 8) + 40;
+  const int footer_lines = 1 + ceiling_rows;
+  const int height = grid_bottom + ceiling_rows * (cell_height + 8) + 24 + 16 * footer_lines;
 
-  double low = 0;
+  // The scale starts at zero, so that two cells a few per cent apart look a few per cent apart
+  // rather than as far apart as the colours go.
   double high = 0;
   bool any = false;
   for (const auto& cell : result.cells) {
     if (cell.failed() || cell.runs.empty()) continue;
-    const double rate = cell.median_gigabytes_per_second();
-    low = any ? std::min(low, rate) : rate;
-    high = any ? std::max(high, rate) : rate;
+    high = std::max(high, cell.median_gigabytes_per_second());
     any = true;
   }
-  const auto shade = [&](double rate) { return high > low ? (rate - low) / (high - low) : 1.0; };
+  const auto shade = [&](double rate) { return high > 0 ? rate / high : 1.0; };
 
   std::string out = format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -343,17 +405,16 @@ std::string sweep_svg(const SweepResult& result) {
       "viewBox=\"0 0 %d %d\" font-family=\"DejaVu Sans, Helvetica, Arial, sans-serif\">\n"
       "<rect width=\"100%%\" height=\"100%%\" fill=\"#ffffff\"/>\n",
       width, height, width, height);
-  out += format("<text class=\"title\" x=\"16\" y=\"26\" font-size=\"16\" font-weight=\"bold\">"
-                "tensorstream bench %s</text>\n",
-                xml_escaped(result.url).c_str());
-  out += format("<text class=\"subtitle\" x=\"16\" y=\"46\" font-size=\"12\" fill=\"#444444\">"
-                "%s, %s; median GB/s of %zu %s per cell</text>\n",
-                xml_escaped(what_was_read(result)).c_str(), xml_escaped(result.io_mode).c_str(),
-                result.repeat, result.repeat == 1 ? "run" : "runs");
-  out += format("<text class=\"subtitle\" x=\"16\" y=\"62\" font-size=\"12\" fill=\"#444444\">"
-                "%s on %s</text>\n",
-                utc_time(result.started, "%Y-%m-%d %H:%M UTC").c_str(),
-                xml_escaped(result.host).c_str());
+  for (std::size_t i = 0; i < title.size(); ++i) {
+    out += format("<text class=\"title\" x=\"16\" y=\"%d\" font-size=\"16\" "
+                  "font-weight=\"bold\">%s</text>\n",
+                  26 + 20 * static_cast<int>(i), xml_escaped(title[i]).c_str());
+  }
+  for (std::size_t i = 0; i < subtitles.size(); ++i) {
+    out += format("<text class=\"subtitle\" x=\"16\" y=\"%d\" font-size=\"12\" "
+                  "fill=\"#444444\">%s</text>\n",
+                  subtitles_top + 16 * static_cast<int>(i), xml_escaped(subtitles[i]).c_str());
+  }
   out += format("<text x=\"%d\" y=\"%d\" font-size=\"12\" text-anchor=\"middle\">concurrency"
                 "</text>\n",
                 left + columns * cell_width / 2, top - 22);
@@ -382,14 +443,15 @@ std::string sweep_svg(const SweepResult& result) {
           format("data-chunk-size=\"%llu\" data-concurrency=\"%zu\"",
                  static_cast<unsigned long long>(cell.chunk_size), cell.concurrency);
       if (cell.failed() || cell.runs.empty()) {
-        out += format("<rect class=\"cell failed\" %s x=\"%d\" y=\"%d\" width=\"%d\" "
+        out += format("<rect class=\"cell %s\" %s x=\"%d\" y=\"%d\" width=\"%d\" "
                       "height=\"%d\" fill=\"#d0d0d0\" stroke=\"#ffffff\"><title>%s</title>"
                       "</rect>\n",
-                      attributes.c_str(), x, y, cell_width, cell_height,
-                      xml_escaped(cell.error()).c_str());
+                      cell.failed() ? "failed" : "not-run", attributes.c_str(), x, y, cell_width,
+                      cell_height, xml_escaped(cell.error()).c_str());
         out += format("<text class=\"value\" %s x=\"%d\" y=\"%d\" font-size=\"13\" "
-                      "text-anchor=\"middle\" fill=\"#000000\">failed</text>\n",
-                      attributes.c_str(), middle, y + cell_height / 2 + 5);
+                      "text-anchor=\"middle\" fill=\"#000000\">%s</text>\n",
+                      attributes.c_str(), middle, y + cell_height / 2 + 5,
+                      cell.failed() ? "failed" : "not run");
         continue;
       }
       const double t = shade(cell.median_gigabytes_per_second());
@@ -428,9 +490,9 @@ std::string sweep_svg(const SweepResult& result) {
       out += format("<rect class=\"ceiling\" data-concurrency=\"%zu\" x=\"%d\" y=\"%d\" "
                     "width=\"%d\" height=\"%d\" fill=\"#f4f4f4\" stroke=\"#ffffff\"/>\n",
                     result.concurrencies[j], x, y, cell_width, cell_height);
-      const std::string value = !ceiling || ceiling->failed()
-                                    ? "failed"
-                                    : format("%.3f", ceiling->median_gigabytes_per_second());
+      const std::string value = !ceiling || ceiling->failed() ? "failed"
+                                : ceiling->runs.empty()       ? "not run"
+                                                              : format("%.3f", ceiling->median_gigabytes_per_second());
       out += format("<text class=\"ceiling-value\" data-concurrency=\"%zu\" x=\"%d\" y=\"%d\" "
                     "font-size=\"14\" text-anchor=\"middle\" fill=\"#000000\">%s</text>\n",
                     result.concurrencies[j], x + cell_width / 2, y + cell_height / 2 + 5,
@@ -450,18 +512,27 @@ std::string sweep_svg(const SweepResult& result) {
     out += format("<rect class=\"legend\" x=\"%d\" y=\"%d\" width=\"14\" height=\"%d\" "
                   "fill=\"url(#scale)\"/>\n",
                   x, top, bar_height);
-    out += format("<text x=\"%d\" y=\"%d\" font-size=\"11\">%.3f</text>\n", x + 18, top + 10,
-                  high);
-    out += format("<text x=\"%d\" y=\"%d\" font-size=\"11\">%.3f</text>\n", x + 18,
-                  top + bar_height, low);
-    out += format("<text x=\"%d\" y=\"%d\" font-size=\"11\">GB/s</text>\n", x - 4, top - 6);
+    out += format("<text class=\"legend-label\" x=\"%d\" y=\"%d\" font-size=\"11\">%.3f"
+                  "</text>\n",
+                  x + 18, top + 10, high);
+    out += format("<text class=\"legend-label\" x=\"%d\" y=\"%d\" font-size=\"11\">0</text>\n",
+                  x + 18, top + bar_height);
+    out += format("<text class=\"legend-label\" x=\"%d\" y=\"%d\" font-size=\"11\">GB/s</text>\n",
+                  x - 4, top - 6);
+  }
+  if (ceiling_rows) {
+    out += format("<text class=\"note\" x=\"16\" y=\"%d\" font-size=\"11\" fill=\"#444444\">"
+                  "%% of ceiling: the cell's median over that of plain parallel range reads at "
+                  "its concurrency</text>\n",
+                  height - 30);
   }
   out += format("<text x=\"16\" y=\"%d\" font-size=\"11\" fill=\"#444444\">best, outlined: %s"
                 "</text>\n",
-                height - 14, xml_escaped(result.best_environment().empty()
-                                             ? "none: every cell failed"
-                                             : result.best_environment())
-                                 .c_str());
+                height - 14,
+                xml_escaped(!result.best_environment().empty() ? result.best_environment()
+                            : result.interrupted ? "none: no cell finished a run"
+                                                 : "none: every cell failed")
+                    .c_str());
   return out + "</svg>\n";
 }
 

@@ -1,5 +1,7 @@
+#include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <charconv>
 #include <cstdio>
 #include <filesystem>
@@ -11,6 +13,7 @@
 
 #include "byte_size.hpp"
 #include "cli/commands.hpp"
+#include "cli/counted.hpp"
 #include "cli/number_checks.hpp"
 #include "cli/store_flags.hpp"
 #include "cli/tensor_filter_flags.hpp"
@@ -18,6 +21,7 @@
 #include "tensorstream/bench/sweep.hpp"
 #include "tensorstream/bench/sweep_report.hpp"
 #include "tensorstream/error.hpp"
+#include "tensorstream/log.hpp"
 #include "tensorstream/model/model_loader_config.hpp"
 
 namespace tensorstream::cli {
@@ -92,6 +96,61 @@ void report_step(const bench::SweepStep& step) {
   }
 }
 
+// Below this, a run lasts milliseconds on a fast link, and its rate says more about latency and
+// start-up than about what a chunk size and concurrency sustain.
+constexpr std::uint64_t smallest_meaningful_run = std::uint64_t{64} << 20;
+
+// What the sweep will read, before it starts: a grid over a large model can take an hour.
+void report_plan(const bench::SweepPlan& plan) {
+  std::string ceilings;
+  if (plan.ceilings > 0) ceilings = " and " + counted(plan.ceilings, "ceiling");
+  std::fprintf(stderr, "tensorstream: bench: %s%s, %s of %s each: %s to read\n",
+               counted(plan.cells, "cell").c_str(), ceilings.c_str(),
+               counted(plan.runs, "run").c_str(), format_byte_size(plan.bytes).c_str(),
+               format_byte_size(plan.bytes * plan.runs).c_str());
+  if (plan.bytes < smallest_meaningful_run) {
+    log(LogLevel::warning,
+        "each run reads only " + format_byte_size(plan.bytes) + " (" +
+            counted(plan.tensors, "tensor") +
+            "): runs this short measure start-up and latency more than throughput, so the "
+            "ranking is mostly noise; sweep a checkpoint of at least " +
+            format_byte_size(smallest_meaningful_run) +
+            " (gen-model --preset llama-7b-4layers writes 2.0 GiB)");
+  }
+}
+
+// The first Ctrl-C ends the sweep after the run in flight, so that the report (and --csv and
+// --svg) still shows the cells finished so far: an hour's sweep is not lost to one keystroke.
+// SA_RESETHAND makes a second Ctrl-C end the process at once, as usual.
+std::atomic<bool> sweep_interrupted{false};
+
+void on_sweep_interrupt(int) {
+  sweep_interrupted.store(true);
+  constexpr char message[] =
+      "\ntensorstream: bench: interrupted; reporting after the run in flight (Ctrl-C again to quit "
+      "at once)\n";
+  [[maybe_unused]] const auto written = ::write(STDERR_FILENO, message, sizeof message - 1);
+}
+
+// Installs on_sweep_interrupt for SIGINT for as long as it lives.
+class InterruptHandler {
+ public:
+  InterruptHandler() {
+    sweep_interrupted.store(false);
+    struct sigaction action {};
+    action.sa_handler = on_sweep_interrupt;
+    action.sa_flags = SA_RESETHAND | SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGINT, &action, &previous_);
+  }
+  ~InterruptHandler() { sigaction(SIGINT, &previous_, nullptr); }
+  InterruptHandler(const InterruptHandler&) = delete;
+  InterruptHandler& operator=(const InterruptHandler&) = delete;
+
+ private:
+  struct sigaction previous_ {};
+};
+
 void run_bench(const BenchArguments& arguments) {
   check_list(arguments.chunk_sizes, "--chunk-size");
   check_list(arguments.concurrencies, "--concurrency");
@@ -118,11 +177,14 @@ void run_bench(const BenchArguments& arguments) {
   options.stream.tensor_parallel_size = arguments.tensor_parallel_size;
   options.stream.store = apply_store_flags(arguments.store);
   options.stream.select = tensor_selection(arguments.filter);
+  options.on_plan = report_plan;
   options.on_run = report_step;
 
   const std::string url =
       arguments.url ? *arguments.url
                     : ModelLoaderConfig::from_environment().required_remote_model_path();
+  options.stop_requested = [] { return sweep_interrupted.load(); };
+  const InterruptHandler interrupt_handler;
   const bench::SweepResult result = bench::sweep(url, grid, options);
   require_selected(arguments.filter, result.tensors, url);
   if (!arguments.csv.empty()) write_file(arguments.csv, bench::sweep_csv(result));
@@ -130,6 +192,11 @@ void run_bench(const BenchArguments& arguments) {
   const std::string report = arguments.json ? bench::sweep_json(result) : bench::sweep_table(result);
   std::fputs(report.c_str(), stdout);
   std::fflush(stdout);
+  if (result.interrupted) {
+    throw Cancelled("bench interrupted after " + counted(result.runs_finished, "run") + " of " +
+                    std::to_string(result.runs_planned) +
+                    ": the report holds the runs that finished");
+  }
 }
 
 }  // namespace

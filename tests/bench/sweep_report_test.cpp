@@ -1,6 +1,7 @@
 // The table, JSON, CSV and SVG of one sweep result say the same things: the JSON and CSV parsed
 // back, the SVG read as XML and rendered by rsvg-convert.
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
@@ -64,6 +65,23 @@ SweepResult example() {
   result.ceilings = {{4, 16 * MiB, {run_at(0, 2.0), run_at(1, 2.0), run_at(2, 2.0)}},
                      {16, 16 * MiB, {run_at(0, 3.0), run_at(1, 3.25), run_at(2, 3.5)}}};
   return result;
+}
+
+// The lines of the SVG's text elements of one class, in order.
+std::vector<std::string> text_lines(const pugi::xml_node& root, const char* css_class) {
+  std::vector<std::string> lines;
+  for (const pugi::xml_node node : root.children("text")) {
+    if (std::string(node.attribute("class").value()) == css_class) {
+      lines.emplace_back(node.text().get());
+    }
+  }
+  return lines;
+}
+
+std::string joined_text(const pugi::xml_node& root, const char* css_class) {
+  std::string text;
+  for (const auto& line : text_lines(root, css_class)) text += line;
+  return text;
 }
 
 TEST(SweepReport, TheCellSummariesAreMediansAndSpreads) {
@@ -181,13 +199,14 @@ TEST(SweepReport, TheSvgIsAHeatmapOfTheMediansWithTheBestOutlined) {
   ASSERT_TRUE(document.load_string(svg.c_str())) << svg;
   const pugi::xml_node root = document.child("svg");
   ASSERT_TRUE(root);
-  EXPECT_EQ(std::string(root.find_child_by_attribute("text", "class", "title").text().get()),
-            "tensorstream bench " + result.url);
-  const std::string subtitle =
-      root.find_child_by_attribute("text", "class", "subtitle").text().get();
-  EXPECT_EQ(subtitle,
-            "30 tensors, 1.9 GiB (the first of 291, 14.9 GiB) in 2 files, http; median GB/s of 3 "
-            "runs per cell");
+  EXPECT_EQ(joined_text(root, "title"), "tensorstream bench " + result.url);
+  // The subtitle is wider than the picture, so it wraps; its lines read as one.
+  EXPECT_THAT(joined_text(root, "subtitle"),
+              ::testing::StartsWith("30 tensors, 1.9 GiB (the first of 291, 14.9 GiB) in 2 files, "
+                                  "http; median GB/s of 3 runs per cell"));
+  EXPECT_GT(text_lines(root, "subtitle").size(), 2U);
+  EXPECT_THAT(joined_text(root, "note"), ::testing::HasSubstr("% of ceiling: the cell's median over "
+                                                            "that of plain parallel range reads"));
 
   std::vector<std::string> cells;
   std::vector<std::string> values;
@@ -209,8 +228,33 @@ TEST(SweepReport, TheSvgIsAHeatmapOfTheMediansWithTheBestOutlined) {
   EXPECT_EQ(values, (std::vector<std::string>{"1048576x4 1.000", "1048576x16 failed",
                                               "16777216x4 1.750", "16777216x16 2.500"}));
   EXPECT_EQ(best, "16777216x16");
-  // Slowest darkest, fastest lightest (viridis' ends), the failed cell grey.
-  EXPECT_EQ(colours, (std::vector<std::string>{"#440154", "#d0d0d0", "#21918c", "#fde725"}));
+  // Shades in proportion to the best cell's rate on a scale from zero, so that 1.0 and 1.75 GB/s
+  // sit at 40 % and 70 % of viridis rather than at its two ends; the failed cell grey.
+  EXPECT_EQ(colours, (std::vector<std::string>{"#2b788c", "#d0d0d0", "#52be6a", "#fde725"}));
+  // The legend's colour bar runs from zero to the best rate.
+  EXPECT_EQ(text_lines(root, "legend-label"), (std::vector<std::string>{"2.500", "0", "GB/s"}));
+}
+
+TEST(SweepReport, ALongTitleWrapsInsideThePicture) {
+  SweepResult result = example();
+  result.url = "https://weights.example.com/organisation/team/llama-3.1-70b-instruct/"
+               "checkpoints/step-000120000/consolidated/";
+  result.ceilings.clear();
+  pugi::xml_document document;
+  ASSERT_TRUE(document.load_string(sweep_svg(result).c_str()));
+  const pugi::xml_node root = document.child("svg");
+  const double width = root.attribute("width").as_double();
+  const auto lines = text_lines(root, "title");
+  ASSERT_GT(lines.size(), 1U);
+  for (const auto& line : lines) {
+    // 16 px bold DejaVu Sans is at most about 10 px per character.
+    EXPECT_LE(16 + 10.0 * static_cast<double>(line.size()), width) << line;
+  }
+  EXPECT_EQ(joined_text(root, "title"), "tensorstream bench " + result.url);
+  // Broken after a '/', where the URL breaks naturally.
+  EXPECT_TRUE(lines.front().ends_with("/")) << lines.front();
+  // Without ceilings there is no percentage to explain.
+  EXPECT_EQ(joined_text(root, "note"), "");
 }
 
 TEST(SweepReport, RsvgConvertRendersTheSvg) {

@@ -4,7 +4,11 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -13,11 +17,14 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "storage/s3rver_test.hpp"
+#include "byte_size.hpp"
 #include "streaming/checkpoint_files.hpp"
 #include "support/fault_server.hpp"
+#include "support/child_process.hpp"
 #include "support/files.hpp"
 #include "support/nginx_server.hpp"
 #include "support/process.hpp"
@@ -84,16 +91,28 @@ TEST_F(BenchCli, TheTableCsvAndSvgOfOneSweepAgree) {
                "3", "--ceiling", "--csv", csv.string(), "--svg", svg.string()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
 
-  // Progress: one line on stderr per run, 3 repeats of 4 cells and 2 ceilings.
-  const auto progress = lines_of(result.err);
-  ASSERT_EQ(progress.size(), 18u) << result.err;
-  EXPECT_TRUE(std::regex_match(progress[0], std::regex(R"(\[1/18\] .* x [28], run 1: .* GB/s)")))
-      << progress[0];
-
-  // The CSV's runs, per cell, each reading the whole model.
   std::uint64_t model_bytes = 0;
   const auto headers = inspect(url_);
   for (const auto& tensor : headers.at(0).header.tensors) model_bytes += tensor.byte_size();
+
+  // On stderr, before the first run: what the sweep will read, and that a model this small
+  // measures little. Then one line per run, 3 repeats of 4 cells and 2 ceilings.
+  const auto progress = lines_of(result.err);
+  ASSERT_EQ(progress.size(), 2u + 18) << result.err;
+  EXPECT_EQ(progress[0], "tensorstream: bench: 4 cells and 2 ceilings, 18 runs of " +
+                             format_byte_size(model_bytes) +
+                             " each: " + format_byte_size(18 * model_bytes) + " to read");
+  EXPECT_EQ(progress[1], "tensorstream: warning: each run reads only " +
+                             format_byte_size(model_bytes) + " (" +
+                             std::to_string(headers.at(0).header.tensors.size()) +
+                             " tensors): runs this short measure start-up and latency more than "
+                             "throughput, so the ranking is mostly noise; sweep a checkpoint of "
+                             "at least 64.0 MiB (gen-model --preset llama-7b-4layers writes 2.0 "
+                             "GiB)");
+  EXPECT_TRUE(std::regex_match(progress[2], std::regex(R"(\[1/18\] .* x [28], run 1: .* GB/s)")))
+      << progress[2];
+
+  // The CSV's runs, per cell, each reading the whole model.
   const auto rows = lines_of(read_file(csv));
   ASSERT_EQ(rows.size(), 1u + 18);
   std::map<std::string, std::vector<double>> rates;
@@ -274,7 +293,10 @@ TEST(BenchCliFault, AFailingCellIsShownAsFailedAndTheSweepGoesOn) {
                           ": HTTP 404 Not Found: injected failure");
   EXPECT_TRUE(lines[lines.size() - 2].starts_with("best: --chunk-size 4MiB --concurrency 2, "));
   // Progress says so too, and the failed cell is not run again.
-  const auto progress = lines_of(result.err);
+  std::vector<std::string> progress;
+  for (const auto& line : lines_of(result.err)) {
+    if (line.starts_with("[")) progress.push_back(line);
+  }
   ASSERT_EQ(progress.size(), 3u) << result.err;
   EXPECT_EQ(std::count_if(progress.begin(), progress.end(),
                           [](const std::string& line) {
@@ -291,6 +313,54 @@ TEST(BenchCliFault, AFailingCellIsShownAsFailedAndTheSweepGoesOn) {
   EXPECT_EQ(std::string(failed.attribute("data-chunk-size").value()), "1048576");
   EXPECT_EQ(std::string(failed.child("title").text().get()),
             url + ": HTTP 404 Not Found: injected failure");
+}
+
+// The first Ctrl-C ends the sweep after the run in flight; the report, the CSV and the SVG hold
+// the runs that finished, and the exit status says the sweep did not.
+TEST(BenchCliInterrupt, CtrlCReportsAndWritesTheRunsThatFinished) {
+  TempDir dir;
+  generate_synthetic_model(dir.path(), {.preset = "tiny"});
+  const auto csv = dir.path() / "sweep.csv";
+  const auto svg = dir.path() / "sweep.svg";
+  const auto log = dir.path() / "bench.log";
+  testing::ChildProcess bench({TENSORSTREAM_CLI_PATH, "bench",
+                               (dir.path() / "model.safetensors").string(), "--chunk-size",
+                               "64KiB,1MiB", "--concurrency", "1,4", "--repeat", "100000", "--csv",
+                               csv.string(), "--svg", svg.string()},
+                              log);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (testing::read_text_file(log).find("\n[5/") == std::string::npos) {
+    ASSERT_FALSE(bench.exited()) << testing::read_text_file(log);
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << testing::read_text_file(log);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_EQ(::kill(bench.pid(), SIGINT), 0);
+  const int status = bench.wait();
+  const std::string output = testing::read_text_file(log);
+  ASSERT_TRUE(WIFEXITED(status)) << output;
+  EXPECT_EQ(WEXITSTATUS(status), 1) << output;
+
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(
+      output, match,
+      std::regex("\ntensorstream: error: bench interrupted after ([0-9]+) runs of 400000: the "
+                 "report holds the runs that finished\n$")))
+      << output;
+  const std::size_t finished = std::stoul(match[1]);
+  EXPECT_GE(finished, 5u);
+  EXPECT_NE(output.find("tensorstream: bench: interrupted; reporting after the run in flight "
+                        "(Ctrl-C again to quit at once)\n"),
+            std::string::npos)
+      << output;
+  EXPECT_NE(output.find("interrupted after " + std::to_string(finished) +
+                        " of 400000 runs: each cell's median is of the runs it finished\n"),
+            std::string::npos)
+      << output;
+  EXPECT_NE(output.find("\nbest: --chunk-size "), std::string::npos) << output;
+  EXPECT_EQ(lines_of(read_file(csv)).size(), 1 + finished);
+  pugi::xml_document document;
+  ASSERT_TRUE(document.load_file(svg.c_str()));
+  EXPECT_TRUE(document.child("svg").find_child_by_attribute("rect", "class", "best"));
 }
 
 class BenchCliS3 : public s3::testing::S3rverTest {};

@@ -91,6 +91,16 @@ struct SweepStep {
   const SweepRun& run;
 };
 
+/// What a sweep is about to do, known once the checkpoint's headers are read: for an estimate
+/// before the first run.
+struct SweepPlan {
+  std::size_t cells = 0;       ///< Chunk sizes × concurrencies.
+  std::size_t ceilings = 0;    ///< Ceilings measured, one per concurrency (or none).
+  std::size_t runs = 0;        ///< (cells + ceilings) × repeat.
+  std::uint64_t tensors = 0;   ///< Tensors every run reads.
+  std::uint64_t bytes = 0;     ///< Their bytes: what every run reads.
+};
+
 /// How to sweep.
 struct SweepOptions {
   /// Runs per cell (and per ceiling). Each repeat runs every cell once, in an order shuffled anew,
@@ -106,8 +116,13 @@ struct SweepOptions {
   /// Options of every stream: memory_limit, io_threads, rank, tensor_parallel_size, store and
   /// select apply; chunk_size and max_concurrency are each cell's.
   StreamerOptions stream;
+  /// Called once before the first run, on the calling thread.
+  std::function<void(const SweepPlan&)> on_plan;
   /// Called after each run, on the calling thread.
   std::function<void(const SweepStep&)> on_run;
+  /// Asked before each run, on the calling thread: when it returns true, the sweep stops there
+  /// and returns the runs it finished, with SweepResult::interrupted set (e.g. on Ctrl-C).
+  std::function<bool()> stop_requested;
 };
 
 /// A sweep's results, as data.
@@ -130,8 +145,14 @@ struct TENSORSTREAM_API SweepResult {
   std::vector<SweepCell> cells;
   /// One per concurrency, in the grid's order, when SweepOptions::ceiling; else empty.
   std::vector<SweepCeiling> ceilings;
+  /// Whether SweepOptions::stop_requested ended the sweep early: then cells hold fewer runs
+  /// than `repeat`, and some none.
+  bool interrupted = false;
+  std::size_t runs_planned = 0;   ///< Runs the sweep meant to make, less those a failure skipped.
+  std::size_t runs_finished = 0;  ///< Runs it made.
 
-  /// The cell with the highest median GB/s among those that did not fail; nullptr when all did.
+  /// The cell with the highest median GB/s among those that ran and did not fail; nullptr when
+  /// there is none.
   const SweepCell* best() const;
   /// The ceiling at `concurrency`; nullptr when none was measured.
   const SweepCeiling* ceiling_at(std::size_t concurrency) const;
