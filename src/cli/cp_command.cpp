@@ -181,14 +181,18 @@ void run_cp(const CpArguments& arguments) {
   std::optional<ProgressDisplay> progress;
   if (const auto style = progress_style(arguments.progress, arguments.json)) {
     progress.emplace(*style, [&] {
-      const StoreStats reads = source->stats();
       std::string files;
       if (objects_total > 1) {
         files = std::to_string(objects_done.load()) + "/" + std::to_string(objects_total) +
                 " files";
       }
-      return ProgressSample{bytes_done, bytes_total, files, reads.waiting_for,
-                            reads.waiting_seconds};
+      // Whichever side has kept a request waiting longer: downloads wait on the source, uploads
+      // on the destination.
+      const StoreStats reads = source->stats();
+      const StoreStats writes = destination->stats();
+      const StoreStats& waits = reads.waiting_seconds >= writes.waiting_seconds ? reads : writes;
+      return ProgressSample{bytes_done, bytes_total, files, waits.waiting_for,
+                            waits.waiting_seconds};
     });
   }
 

@@ -68,7 +68,8 @@ class SharedProgress {
       tensors = std::to_string(progress.tensors_done) + "/" + std::to_string(progress.tensors) +
                 " tensors";
     }
-    return {progress.bytes_written, progress.bytes_to_write, tensors};
+    return {progress.bytes_written, progress.bytes_to_write, tensors, progress.waiting_for,
+            progress.waiting_seconds};
   }
 
  private:

@@ -166,24 +166,30 @@ store::StoreServerOptions server_options(const ServeArguments& arguments) {
   return options;
 }
 
-// Bytes landed over all ranks, written by the server's thread, drawn by the progress bar's.
+// Bytes landed over all ranks, and what the load waits for, written by the server's thread,
+// drawn by the progress bar's.
 class LoadProgress {
  public:
   void set(std::uint64_t loaded, std::uint64_t total) {
     std::lock_guard lock(mutex_);
-    loaded_ = loaded;
-    total_ = total;
+    sample_.done = loaded;
+    sample_.total = total;
+  }
+
+  void set_waiting(const std::string& waiting_for, double seconds) {
+    std::lock_guard lock(mutex_);
+    sample_.waiting_for = waiting_for;
+    sample_.waiting_seconds = seconds;
   }
 
   ProgressSample sample() const {
     std::lock_guard lock(mutex_);
-    return {loaded_, total_, {}};
+    return sample_;
   }
 
  private:
   mutable std::mutex mutex_;
-  std::uint64_t loaded_ = 0;
-  std::uint64_t total_ = 0;
+  ProgressSample sample_;
 };
 
 // A world of servers (one per node) loads the checkpoint once between them: they join one group,
@@ -275,6 +281,9 @@ void run_serve(const ServeArguments& arguments) {
   };
   events.progress = [&shared](std::uint64_t loaded, std::uint64_t total) {
     shared.set(loaded, total);
+  };
+  events.waiting = [&shared](const std::string& waiting_for, double seconds) {
+    shared.set_waiting(waiting_for, seconds);
   };
   events.reloaded = [&](const store::ReloadOutcome& outcome) {
     ++reloads_told;

@@ -20,6 +20,7 @@
 #include "json_string.hpp"
 #include "streaming/discovery.hpp"
 #include "streaming/run_concurrently.hpp"
+#include "streaming/wait_watch.hpp"
 #include "tensorstream/async/condition_variable.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/partition_rules.hpp"
@@ -252,9 +253,10 @@ struct Job {
 class CheckpointPartitioner {
  public:
   CheckpointPartitioner(std::string source, Plan plan, ObjectStore& destination,
-                        PartitionOptions options)
+                        PartitionOptions options, PartitionProgress& progress,
+                        detail::WaitWatch& waits)
       : source_(std::move(source)), plan_(std::move(plan)), destination_(destination),
-        options_(std::move(options)) {
+        options_(std::move(options)), progress_(progress), waits_(waits) {
     progress_.bytes_to_read = plan_.source_bytes;
     progress_.bytes_to_write = plan_.bytes_to_write;
     progress_.tensors = plan_.tensors.size();
@@ -272,6 +274,7 @@ class CheckpointPartitioner {
       stream.read_order = ReadOrder::file_order;
     }
     RawStreamer streamer(source_, stream);
+    const auto watching = waits_.watch(streamer);
     if (options_.format == PartitionFormat::traw) {
       co_await detail::run_concurrently(1 + options_.max_uploads,
                                         [&](std::size_t task) -> asio::awaitable<void> {
@@ -452,7 +455,8 @@ class CheckpointPartitioner {
   const Plan plan_;
   ObjectStore& destination_;
   const PartitionOptions options_;
-  PartitionProgress progress_;
+  PartitionProgress& progress_;
+  detail::WaitWatch& waits_;
   std::multiset<std::uint64_t> unread_sizes_;
   std::uint64_t held_bytes_ = 0;
   std::deque<Job> jobs_;
@@ -460,15 +464,16 @@ class CheckpointPartitioner {
   async::ConditionVariable state_changed_;
 };
 
-asio::awaitable<PartitionReport> partition(std::string source, std::string destination,
-                                           PartitionOptions options) {
-  validate(options);
+asio::awaitable<void> run_partition(std::string source, std::string destination,
+                                    PartitionOptions options, PartitionProgress& progress,
+                                    detail::WaitWatch& waits, PartitionReport& report) {
   const auto executor = co_await asio::this_coro::executor;
   const Url source_url = resolve_url(source);
   const std::string source_prefix =
       source_url.is_prefix() ? source_url.path
                              : source_url.path.substr(0, source_url.path.rfind('/') + 1);
   const auto source_store = open_store(source_url, executor, options.stream.store);
+  const auto watching_source = waits.watch(*source_store);
   // Local directories by their absolute path, which is how stores key them; a mistyped URL is
   // refused first, before it becomes a path.
   if (Url::parse(destination).scheme == "file" && destination.find("://") == std::string::npos) {
@@ -477,12 +482,12 @@ asio::awaitable<PartitionReport> partition(std::string source, std::string desti
   const auto target =
       detail::open_write_destination(destination, executor, options.stream.store, "config.json");
   ObjectStore& destination_store = *target.store;
+  const auto watching_destination = waits.watch(destination_store);
   options.stream.memory_limit = tensor_memory(options, target);
   co_await check_destination(target, options.overwrite);
 
   // The checkpoint first, so that a wrong source is named as such rather than by its config.
   const auto files = co_await detail::discover(*source_store, source_url, options.stream);
-  PartitionReport report;
   report.heads = co_await detail::read_head_config(*source_store, source_prefix + "config.json");
   if (options.num_key_value_heads) report.heads.num_key_value_heads = *options.num_key_value_heads;
   Plan plan = make_plan(files, report.heads, options, target.prefix);
@@ -497,7 +502,8 @@ asio::awaitable<PartitionReport> partition(std::string source, std::string desti
     report.stale_uploads_removed = stale.removed.size();
   }
 
-  CheckpointPartitioner partitioner(source, std::move(plan), destination_store, options);
+  CheckpointPartitioner partitioner(source, std::move(plan), destination_store, options, progress,
+                                    waits);
   co_await partitioner.run();
 
   // Copied last, so that a config.json in the destination means its weights are complete.
@@ -507,6 +513,24 @@ asio::awaitable<PartitionReport> partition(std::string source, std::string desti
       co_await prefetch(*source_store, source_prefix, destination_store, target.prefix, copy);
   report.artifacts = artifacts.files;
   report.artifact_bytes = artifacts.bytes;
+}
+
+asio::awaitable<PartitionReport> partition(std::string source, std::string destination,
+                                           PartitionOptions options) {
+  validate(options);
+  PartitionProgress progress;
+  detail::WaitWatch waits(co_await asio::this_coro::executor);
+  PartitionReport report;
+  // While a server stays silent no counter moves: the waits are reported apart.
+  std::function<void(const detail::LongestWait&)> report_wait =
+      [&](const detail::LongestWait& wait) {
+        progress.waiting_for = wait.what;
+        progress.waiting_seconds = wait.seconds;
+        if (options.on_progress) options.on_progress(progress);
+      };
+  asio::awaitable<void> work =
+      run_partition(source, destination, options, progress, waits, report);
+  co_await detail::with_wait_reports(waits, std::move(work), std::move(report_wait));
   co_return report;
 }
 

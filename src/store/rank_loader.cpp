@@ -174,6 +174,7 @@ asio::awaitable<void> load_partitioned(const std::string& source, const Url& url
       return {rank.weights, base + placement->offset};
     };
     RawStreamer streamer(source, stream);
+    const auto watching = tensorstream::detail::watch_if(options.waits, streamer);
     std::size_t landed = 0;
     while (auto tensor = co_await streamer.next()) {
       const Placement& placement = placement_of(rank, tensor->info, tensor->object);
@@ -230,6 +231,7 @@ asio::awaitable<void> load_cut(const std::string& source, const Url& url, Object
   for (auto& rank : ranks) start(rank, changed);
 
   RawStreamer streamer(source, stream);
+  const auto watching = tensorstream::detail::watch_if(options.waits, streamer);
   std::size_t landed = 0;
   while (auto tensor = co_await streamer.next()) {
     const auto cut = cuts.find(tensor->info.name);
@@ -258,6 +260,7 @@ asio::awaitable<void> load(const std::string& source, const LoadOptions& options
   const auto executor = co_await asio::this_coro::executor;
   const Url url = tensorstream::resolve_url(source);
   const auto store = open_store(url, executor, options.stream.store);
+  const auto watching = tensorstream::detail::watch_if(options.waits, *store);
   const std::string prefix =
       url.is_prefix() ? url.path : url.path.substr(0, url.path.rfind('/') + 1);
   const std::string config_key = prefix + "config.json";

@@ -14,6 +14,7 @@
 
 #include "tensorstream/store/rank_layout.hpp"
 #include "tensorstream/store/shared_region.hpp"
+#include "streaming/wait_watch.hpp"
 #include "tensorstream/streaming/streamer_options.hpp"
 
 namespace tensorstream::store::detail {
@@ -54,6 +55,9 @@ struct LoadOptions {
   std::uint64_t generation = 1;
   /// How the source is read; tensor_parallel_size, rank and placement are the loader's.
   StreamerOptions stream;
+  /// Where given, watches the loader's store and streams while they are in use, for reports of
+  /// what their requests wait for.
+  tensorstream::detail::WaitWatch* waits = nullptr;
 };
 
 /// Called on the loading coroutine's executor each time a rank changes state or more of its

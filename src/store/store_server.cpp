@@ -18,6 +18,7 @@
 #include "exception_message.hpp"
 #include "json_string.hpp"
 #include "store/rank_loader.hpp"
+#include "streaming/wait_watch.hpp"
 #include "tensorstream/async/condition_variable.hpp"
 #include "tensorstream/error.hpp"
 
@@ -273,10 +274,18 @@ asio::awaitable<void> load_generation(std::shared_ptr<ServerState> state,
                                       std::shared_ptr<Generation> generation,
                                       asio::cancellation_signal& cancellation,
                                       detail::RankChanged changed) {
+  tensorstream::detail::WaitWatch waits(state->strand);
+  detail::LoadOptions options = load_options(*state, generation->number);
+  options.waits = &waits;
+  asio::awaitable<void> load = detail::load_ranks(generation->source, std::move(options),
+                                                  generation->ranks, std::move(changed));
+  std::function<void(const tensorstream::detail::LongestWait&)> report =
+      [state](const tensorstream::detail::LongestWait& wait) {
+        if (state->events.waiting) state->events.waiting(wait.what, wait.seconds);
+      };
   co_await asio::co_spawn(
       state->strand,
-      detail::load_ranks(generation->source, load_options(*state, generation->number),
-                         generation->ranks, std::move(changed)),
+      tensorstream::detail::with_wait_reports(waits, std::move(load), std::move(report)),
       asio::bind_cancellation_slot(cancellation.slot(), asio::use_awaitable));
 }
 

@@ -5,6 +5,7 @@
 
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -174,6 +175,43 @@ TEST(ProgressCliWaiting, ASilentServerIsNamedWithTheSecondsWaited) {
   EXPECT_TRUE(result.err.ends_with(
       "\r\033[Ktensorstream: error: " + url + ": no response for 2500 ms (after 1 attempt)\n"))
       << result.err;
+}
+
+// A run against a server that never answers, with --response-timeout 4.5 and no retries: the bar
+// named the server and the seconds waited before the run failed.
+void expect_a_named_wait(const testing::ProcessResult& result, std::uint16_t port) {
+  EXPECT_EQ(result.exit_code, 1) << result.err;
+  const std::regex waiting("0 B  waiting for a response from 127\\.0\\.0\\.1:" +
+                           std::to_string(port) + " \\([234] s\\)");
+  const auto lines = redrawn_lines(result.err);
+  EXPECT_TRUE(std::any_of(lines.begin(), lines.end(),
+                          [&](const std::string& line) { return std::regex_match(line, waiting); }))
+      << result.err;
+  EXPECT_TRUE(result.err.ends_with(": no response for 4500 ms (after 1 attempt)\n")) << result.err;
+}
+
+// partition says the same of its destination: here an S3 endpoint that takes the listing which
+// checks the destination is empty, and never answers it.
+TEST_F(ProgressCli, PartitionNamesTheServerItWaitsFor) {
+  testing::FaultServer server("/models", "", {.silent_from_request = 0});
+  testing::ScopedEnvironment environment;
+  environment.set("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE");
+  environment.set("AWS_SECRET_ACCESS_KEY", "secret");
+  environment.set("AWS_REGION", "us-east-1");
+  const auto result = run_cli({"partition", model_.path().string(), "s3://models/raw/", "--tp", "1",
+                               "--endpoint-url", server.base_url(), "--progress", "always",
+                               "--retries", "0", "--response-timeout", "4.5"});
+  expect_a_named_wait(result, server.port());
+}
+
+// And serve, of the source it loads.
+TEST(ProgressCliWaiting, ServeNamesTheServerItWaitsFor) {
+  testing::FaultServer server("/model.safetensors", "x", {.silent_from_request = 0});
+  TempDir dir;
+  const auto result = run_cli({"serve", server.base_url() + "/model.safetensors", "--tp", "1",
+                               "--socket", (dir.path() / "store.sock").string(), "--progress",
+                               "always", "--retries", "0", "--response-timeout", "4.5"});
+  expect_a_named_wait(result, server.port());
 }
 
 TEST_F(ProgressCli, PartitionAndServeTakeTheFlagToo) {

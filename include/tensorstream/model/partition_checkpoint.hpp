@@ -39,6 +39,11 @@ struct PartitionProgress {
   std::size_t tensors = 0;            ///< Source tensors.
   std::size_t objects_written = 0;    ///< Weight objects committed.
   std::size_t objects = 0;            ///< Weight objects the run writes.
+  /// Of the requests of the source and the destination waiting for their server, the one that
+  /// has waited longest: what for ("a response from HOST") and for how many seconds so far, as
+  /// StoreStats::waiting_for says; empty and 0 while none waits.
+  std::string waiting_for{};
+  double waiting_seconds = 0;
 };
 
 /// Options of partition_checkpoint().
@@ -69,7 +74,8 @@ struct PartitionOptions {
   /// only a 1 MiB buffer each, they write through), the source tensors held get the rest. Its
   /// rank and tensor_parallel_size are not used.
   StreamerOptions stream{};
-  /// Called on the run's thread after every change of the counters; must not block.
+  /// Called on the run's thread after every change of the counters, and once a second while a
+  /// request waits for its server (see PartitionProgress::waiting_for); must not block.
   std::function<void(const PartitionProgress&)> on_progress{};
 };
 

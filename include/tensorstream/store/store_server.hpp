@@ -75,6 +75,10 @@ struct StoreServerEvents {
   std::function<void(std::uint64_t loaded, std::uint64_t total)> progress;
   /// Each reload, once its generation is served or it failed.
   std::function<void(const ReloadOutcome&)> reloaded;
+  /// While a request of a load (or reload) waits for its server, once a second: what for ("a
+  /// response from HOST") and for how many seconds so far; then once with "" and 0 when no
+  /// request waits any more. No bytes land meanwhile, so `progress` says nothing.
+  std::function<void(const std::string& waiting_for, double seconds)> waiting;
 };
 
 /// Serves the ranks of one checkpoint: attach requests for a rank get its manifest and its
