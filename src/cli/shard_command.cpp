@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -63,11 +64,17 @@ void run_shard(const ShardArguments& arguments) {
   std::atomic<std::uint64_t> total{0};
   std::atomic<std::size_t> tensors_written{0};
   std::atomic<std::size_t> tensors{0};
+  std::mutex waits_mutex;
+  std::string waiting_for;
+  double waiting_seconds = 0;
   options.on_progress = [&](const ShardProgress& progress) {
     written = progress.bytes_written;
     total = progress.bytes;
     tensors_written = progress.tensors_written;
     tensors = progress.tensors;
+    const std::lock_guard lock(waits_mutex);
+    waiting_for = progress.waiting_for;
+    waiting_seconds = progress.waiting_seconds;
   };
   std::optional<ProgressDisplay> display;
   if (const auto style = progress_style(arguments.progress, arguments.json)) {
@@ -77,7 +84,8 @@ void run_shard(const ShardArguments& arguments) {
         detail = std::to_string(tensors_written.load()) + "/" + std::to_string(tensors.load()) +
                  " tensors";
       }
-      return ProgressSample{written, total, detail};
+      const std::lock_guard lock(waits_mutex);
+      return ProgressSample{written, total, detail, waiting_for, waiting_seconds};
     });
   }
 

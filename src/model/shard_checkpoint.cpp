@@ -14,6 +14,7 @@
 #include "model/write_destination.hpp"
 #include "json_string.hpp"
 #include "streaming/discovery.hpp"
+#include "streaming/wait_watch.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/partition_rules.hpp"
 #include "tensorstream/storage/open_store.hpp"
@@ -245,7 +246,8 @@ asio::awaitable<void> refuse_rank_files(detail::WriteDestination& destination) {
 asio::awaitable<void> write_ranks(const std::string& source, const StreamerOptions& stream,
                                   const ShardLayout& layout,
                                   detail::WriteDestination& destination,
-                                  const ShardOptions& options, ShardProgress& progress) {
+                                  const ShardOptions& options, ShardProgress& progress,
+                                  detail::WaitWatch& waits) {
   const auto names = layout.names();
   const std::function<bool(std::string_view)> ours = is_rank_file;
   if (!options.overwrite) co_await refuse_rank_files(destination);
@@ -255,6 +257,7 @@ asio::awaitable<void> write_ranks(const std::string& source, const StreamerOptio
   try {
     co_await writers.open();
     RawStreamer streamer(source, stream);
+    const auto watching = waits.watch(streamer);
     std::map<std::size_t, StreamedTensor> early;  // by index, until their predecessors are in
     std::size_t next = 0;
     while (auto tensor = co_await streamer.next()) {
@@ -313,7 +316,19 @@ ShardReport shard_checkpoint(const std::string& source, const std::string& desti
   ShardProgress progress{.tensors = layout.sources().size()};
   for (const auto& tensor : layout.sources()) progress.bytes += tensor_byte_size(tensor);
   if (options.on_progress) options.on_progress(progress);
-  detail::run_blocking(io, write_ranks(source, stream, layout, target, options, progress));
+  detail::WaitWatch waits(io.get_executor());
+  const auto watching_destination = waits.watch(*target.store);
+  // While a server stays silent no counter moves: the waits are reported apart.
+  std::function<void(const detail::LongestWait&)> report_wait =
+      [&](const detail::LongestWait& wait) {
+        progress.waiting_for = wait.what;
+        progress.waiting_seconds = wait.seconds;
+        if (options.on_progress) options.on_progress(progress);
+      };
+  detail::run_blocking(
+      io, detail::with_wait_reports(
+              waits, write_ranks(source, stream, layout, target, options, progress, waits),
+              std::move(report_wait)));
 
   report.source_bytes = progress.bytes_written;
   report.tensors = layout.sources().size();

@@ -21,6 +21,10 @@ struct ShardProgress {
   std::uint64_t bytes = 0;          ///< Source tensor bytes in all.
   std::size_t tensors_written = 0;  ///< Source tensors handed to every rank's file.
   std::size_t tensors = 0;          ///< Source tensors in all.
+  /// Of the requests of the stream and the destination waiting for their server, the one that
+  /// has waited longest, as PartitionProgress::waiting_for; empty and 0 while none waits.
+  std::string waiting_for{};
+  double waiting_seconds = 0;
 };
 
 /// Options of shard_checkpoint().
@@ -44,8 +48,9 @@ struct ShardOptions {
   /// replacing them. Without it such a destination is an error, raised before anything is read:
   /// a second run into the same place is more often a mistyped path than a wish to replace.
   bool overwrite = false;
-  /// Called on the calling thread after the first look at the source and after every tensor
-  /// written. Must not throw.
+  /// Called on the calling thread after the first look at the source, after every tensor
+  /// written, and once a second while a request waits for its server (see
+  /// ShardProgress::waiting_for). Must not throw.
   std::function<void(const ShardProgress&)> on_progress{};
 };
 

@@ -181,7 +181,8 @@ TEST(ProgressCliWaiting, ASilentServerIsNamedWithTheSecondsWaited) {
 // named the server and the seconds waited before the run failed.
 void expect_a_named_wait(const testing::ProcessResult& result, std::uint16_t port) {
   EXPECT_EQ(result.exit_code, 1) << result.err;
-  const std::regex waiting("0 B  waiting for a response from 127\\.0\\.0\\.1:" +
+  // "0 B", or "0 B / 3.8 MiB  0%" where the run knows its size before it waits.
+  const std::regex waiting("0 B(  | / .*  )waiting for a response from 127\\.0\\.0\\.1:" +
                            std::to_string(port) + " \\([234] s\\)");
   const auto lines = redrawn_lines(result.err);
   EXPECT_TRUE(std::any_of(lines.begin(), lines.end(),
@@ -199,6 +200,19 @@ TEST_F(ProgressCli, PartitionNamesTheServerItWaitsFor) {
   environment.set("AWS_SECRET_ACCESS_KEY", "secret");
   environment.set("AWS_REGION", "us-east-1");
   const auto result = run_cli({"partition", model_.path().string(), "s3://models/raw/", "--tp", "1",
+                               "--endpoint-url", server.base_url(), "--progress", "always",
+                               "--retries", "0", "--response-timeout", "4.5"});
+  expect_a_named_wait(result, server.port());
+}
+
+// shard too, of its destination.
+TEST_F(ProgressCli, ShardNamesTheServerItWaitsFor) {
+  testing::FaultServer server("/models", "", {.silent_from_request = 0});
+  testing::ScopedEnvironment environment;
+  environment.set("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE");
+  environment.set("AWS_SECRET_ACCESS_KEY", "secret");
+  environment.set("AWS_REGION", "us-east-1");
+  const auto result = run_cli({"shard", model_.path().string(), "s3://models/shards/", "--tp", "1",
                                "--endpoint-url", server.base_url(), "--progress", "always",
                                "--retries", "0", "--response-timeout", "4.5"});
   expect_a_named_wait(result, server.port());
