@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <regex>
@@ -191,31 +192,29 @@ void expect_a_named_wait(const testing::ProcessResult& result, std::uint16_t por
   EXPECT_TRUE(result.err.ends_with(": no response for 4500 ms (after 1 attempt)\n")) << result.err;
 }
 
-// partition says the same of its destination: here an S3 endpoint that takes the listing which
-// checks the destination is empty, and never answers it.
-TEST_F(ProgressCli, PartitionNamesTheServerItWaitsFor) {
+// `COMMAND MODEL DESTINATION --tp 1` into an S3 endpoint that takes the listing which checks the
+// destination is empty, and never answers it.
+void expect_a_named_wait_for_the_destination(const std::string& command,
+                                             const std::filesystem::path& model,
+                                             const std::string& destination) {
   testing::FaultServer server("/models", "", {.silent_from_request = 0});
   testing::ScopedEnvironment environment;
   environment.set("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE");
   environment.set("AWS_SECRET_ACCESS_KEY", "secret");
   environment.set("AWS_REGION", "us-east-1");
-  const auto result = run_cli({"partition", model_.path().string(), "s3://models/raw/", "--tp", "1",
-                               "--endpoint-url", server.base_url(), "--progress", "always",
-                               "--retries", "0", "--response-timeout", "4.5"});
+  const auto result = run_cli({command, model.string(), destination, "--tp", "1", "--endpoint-url",
+                               server.base_url(), "--progress", "always", "--retries", "0",
+                               "--response-timeout", "4.5"});
   expect_a_named_wait(result, server.port());
 }
 
-// shard too, of its destination.
+// partition and shard say the same of their destination.
+TEST_F(ProgressCli, PartitionNamesTheServerItWaitsFor) {
+  expect_a_named_wait_for_the_destination("partition", model_.path(), "s3://models/raw/");
+}
+
 TEST_F(ProgressCli, ShardNamesTheServerItWaitsFor) {
-  testing::FaultServer server("/models", "", {.silent_from_request = 0});
-  testing::ScopedEnvironment environment;
-  environment.set("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE");
-  environment.set("AWS_SECRET_ACCESS_KEY", "secret");
-  environment.set("AWS_REGION", "us-east-1");
-  const auto result = run_cli({"shard", model_.path().string(), "s3://models/shards/", "--tp", "1",
-                               "--endpoint-url", server.base_url(), "--progress", "always",
-                               "--retries", "0", "--response-timeout", "4.5"});
-  expect_a_named_wait(result, server.port());
+  expect_a_named_wait_for_the_destination("shard", model_.path(), "s3://models/shards/");
 }
 
 // And serve, of the source it loads.
