@@ -313,10 +313,13 @@ asio::awaitable<void> load_on_strand(std::shared_ptr<ServerState> state,
                              rank_changed(state, generation, std::chrono::steady_clock::now()));
   } catch (const boost::system::system_error& error) {
     state->loading = false;
-    if (error.code() != asio::error::operation_aborted) throw;
+    if (error.code() != asio::error::operation_aborted && !state->stopped) throw;
     throw Cancelled("loading " + generation->source + " was stopped");
   } catch (...) {
     state->loading = false;
+    // stop() ends a load however the load noticed: a cancelled read, or a rank it failed, which
+    // the load may meet before the cancellation reaches it.
+    if (state->stopped) throw Cancelled("loading " + generation->source + " was stopped");
     throw;
   }
   state->loading = false;
