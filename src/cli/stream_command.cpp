@@ -72,7 +72,7 @@ std::string summary_line(const StreamStats& stats, const StreamerOptions& option
   std::snprintf(text, sizeof text,
                 "{\"summary\":{\"tensors\":%llu,\"bytes\":%llu,\"seconds\":%.6f,\"gb_per_s\":%.6f,"
                 "\"first_tensor_ms\":%.3f,\"requests\":%llu,\"retries\":%llu,\"connections\":%llu,"
-                "\"peak_memory\":%llu,\"chunk_size\":%llu,\"concurrency\":%zu,"
+                "\"peak_memory\":%llu,\"fresh_memory\":%llu,\"chunk_size\":%llu,\"concurrency\":%zu,"
                 "\"cpu_seconds\":%.3f,\"io_mode\":",
                 static_cast<unsigned long long>(stats.tensors),
                 static_cast<unsigned long long>(stats.bytes), stats.elapsed_seconds,
@@ -82,6 +82,7 @@ std::string summary_line(const StreamStats& stats, const StreamerOptions& option
                 static_cast<unsigned long long>(stats.retries),
                 static_cast<unsigned long long>(stats.connections),
                 static_cast<unsigned long long>(stats.peak_memory),
+                static_cast<unsigned long long>(stats.fresh_memory),
                 static_cast<unsigned long long>(*options.chunk_size), *options.max_concurrency,
                 process_cpu_seconds());
   std::string line = text;

@@ -107,6 +107,7 @@ py::dict stats_dict(const StreamStats& stats) {
   result["retries"] = stats.retries;
   result["connections"] = stats.connections;
   result["peak_memory"] = stats.peak_memory;
+  result["fresh_memory"] = stats.fresh_memory;
   result["io_mode"] = stats.io_mode;
   result["gigabytes_per_second"] = stats.gigabytes_per_second();
   return result;

@@ -42,6 +42,9 @@ class Destination {
 
   /// The stream has ended: memory kept for reuse goes. Any thread, once.
   virtual void close() = 0;
+
+  /// Bytes of memory it mapped afresh so far, rather than recycled. Any thread.
+  virtual std::uint64_t fresh_bytes() const = 0;
 };
 
 }  // namespace tensorstream::detail

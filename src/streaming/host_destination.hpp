@@ -19,6 +19,7 @@ class HostDestination final : public Destination {
   void land(ReadJob& job, Claim claim) override;
   void hand_over(const std::shared_ptr<std::byte>& memory) override;
   void close() override;
+  std::uint64_t fresh_bytes() const override { return pool_->fresh_bytes(); }
 
  private:
   const TensorPlacement placement_;

@@ -279,6 +279,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     stats.waiting_for = store.waiting_for;
     stats.waiting_seconds = store.waiting_seconds;
     stats.peak_memory = budget_->peak();
+    stats.fresh_memory = destination_->fresh_bytes();
     {
       std::lock_guard lock(outbox_->mutex);
       stats.group_size = outbox_->group_size;

@@ -2,7 +2,9 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <iterator>
 #include <new>
 #include <vector>
 
@@ -34,54 +36,55 @@ TensorMemoryPool::TensorMemoryPool(std::shared_ptr<MemoryBudget> budget)
 
 TensorMemoryPool::~TensorMemoryPool() { close(); }
 
-// A mapping of exactly `size` bytes (a multiple of the page size), recycled where possible.
+// A mapping of exactly `size` bytes (a multiple of the page size), of recycled pages as far as
+// kept mappings have them: the best-fitting kept mapping, else as many of them as it takes,
+// largest first, moved side by side into one new mapping (mremap moves pages, it does not copy
+// or zero them). Only what the kept mappings cannot cover is fresh.
 std::byte* TensorMemoryPool::take_mapping(std::uint64_t size) {
+  std::vector<std::pair<std::byte*, std::uint64_t>> pieces;  // Moved into the new mapping.
   std::vector<std::pair<std::byte*, std::uint64_t>> unmap;
-  std::byte* memory = nullptr;
-  std::uint64_t grow_from = 0;
   {
     std::lock_guard lock(mutex_);
-    if (auto fit = kept_.lower_bound(size); fit != kept_.end()) {
-      const auto [kept_size, kept_memory] = *fit;
-      kept_.erase(fit);
+    // Takes `taken` bytes from the head of the kept mapping `kept`, which leaves the kept ones;
+    // a tail worth keeping stays kept.
+    const auto take = [&](std::multimap<std::uint64_t, std::byte*>::iterator kept,
+                          std::uint64_t taken) {
+      const auto [kept_size, kept_memory] = *kept;
+      kept_.erase(kept);
       kept_bytes_ -= kept_size;
-      memory = kept_memory;
-      if (kept_size - size >= mapping_threshold) {
-        kept_.emplace(kept_size - size, kept_memory + size);
-        kept_bytes_ += kept_size - size;
-      } else if (kept_size > size) {
-        unmap.emplace_back(kept_memory + size, kept_size - size);
+      if (kept_size - taken >= mapping_threshold) {
+        kept_.emplace(kept_size - taken, kept_memory + taken);
+        kept_bytes_ += kept_size - taken;
+      } else if (kept_size > taken) {
+        unmap.emplace_back(kept_memory + taken, kept_size - taken);
       }
+      pieces.emplace_back(kept_memory, taken);
+    };
+    if (auto fit = kept_.lower_bound(size); fit != kept_.end()) {
+      take(fit, size);
     } else {
-      // New pages are needed: grow the largest kept mapping, whose pages come along, and unmap
-      // the smallest others until what stays kept fits beside the live tensors (the budget
-      // already counts this one).
-      if (!kept_.empty()) {
+      for (std::uint64_t covered = 0; covered < size && !kept_.empty();) {
         auto largest = std::prev(kept_.end());
-        memory = largest->second;
-        grow_from = largest->first;
-        kept_bytes_ -= largest->first;
-        kept_.erase(largest);
-      }
-      while (!kept_.empty() && budget_->used() + kept_bytes_ > budget_->limit()) {
-        auto smallest = kept_.begin();
-        unmap.emplace_back(smallest->second, smallest->first);
-        kept_bytes_ -= smallest->first;
-        kept_.erase(smallest);
+        const std::uint64_t taken = std::min(largest->first, size - covered);
+        take(largest, taken);
+        covered += taken;
       }
     }
   }
   for (const auto& [mapping, mapping_size] : unmap) ::munmap(mapping, mapping_size);
-  if (memory == nullptr) return map(size);
-  if (grow_from != 0) {
-    void* grown = ::mremap(memory, grow_from, size, MREMAP_MAYMOVE);
-    if (grown == MAP_FAILED) {
-      ::munmap(memory, grow_from);
-      return map(size);
-    }
-    ::madvise(grown, size, MADV_HUGEPAGE);
-    memory = static_cast<std::byte*>(grown);
+  if (pieces.size() == 1 && pieces.front().second == size) return pieces.front().first;
+
+  std::byte* const memory = map(size);
+  std::uint64_t recycled = 0;
+  for (const auto& [piece, piece_size] : pieces) {
+    void* moved = ::mremap(piece, piece_size, piece_size, MREMAP_MAYMOVE | MREMAP_FIXED,
+                           memory + recycled);
+    // Should the kernel refuse, the piece's place stays the new mapping's fresh pages.
+    if (moved == MAP_FAILED) ::munmap(piece, piece_size);
+    recycled += piece_size;
   }
+  ::madvise(memory, size, MADV_HUGEPAGE);
+  fresh_bytes_.fetch_add(size - recycled, std::memory_order_relaxed);
   return memory;
 }
 
@@ -116,10 +119,8 @@ void TensorMemoryPool::detach(const std::shared_ptr<std::byte>& memory) {
 void TensorMemoryPool::release(std::byte* memory, const Release& allocation) {
   if (allocation.mapped != 0) {
     std::unique_lock lock(mutex_);
-    // Detached memory was not the budget's: keeping it must still leave the limit unexceeded.
-    const bool fits =
-        allocation.counted ||
-        budget_->used() + kept_bytes_ + allocation.mapped <= budget_->limit();
+    // Kept pages are memory nobody uses: at most the limit's worth of them.
+    const bool fits = kept_bytes_ + allocation.mapped <= budget_->limit();
     if (closed_ || !fits) {
       lock.unlock();
       ::munmap(memory, allocation.mapped);
@@ -147,6 +148,10 @@ void TensorMemoryPool::close() {
 std::uint64_t TensorMemoryPool::kept_bytes() const {
   std::lock_guard lock(mutex_);
   return kept_bytes_;
+}
+
+std::uint64_t TensorMemoryPool::fresh_bytes() const {
+  return fresh_bytes_.load(std::memory_order_relaxed);
 }
 
 }  // namespace tensorstream::detail

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -13,14 +14,15 @@ namespace tensorstream::detail {
 /// The memory tensors land in, for one stream.
 ///
 /// Large tensors get mappings of their own with transparent huge pages requested. When such a
-/// tensor dies, its mapping is kept and recycled for later tensors: one of the same size as it is,
-/// a smaller one from its head (the tail stays kept), a larger one by growing it with mremap (its
-/// pages come along). A stream whose consumer releases tensors so writes into memory that is
-/// already faulted in, instead of paying a page fault and the kernel's zeroing for every page of
-/// the model. Kept mappings count towards the budget's limit together with the memory the budget
-/// holds: the pool unmaps kept ones before mapping more than the limit, and does not keep a
-/// released mapping that would exceed it. Thread-safe; tensors may die on any thread, also after
-/// the stream.
+/// tensor dies, its mapping is kept and recycled for later tensors: for one of the same size as
+/// it is, for a smaller one its head (the tail stays kept), for a larger one its pages and those
+/// of other kept mappings are moved side by side (mremap) into the new mapping, and only the rest
+/// is fresh. A stream whose consumer releases tensors so writes into memory that is already
+/// faulted in, instead of paying a page fault and the kernel's zeroing for every page of the
+/// model: what it maps afresh (fresh_bytes()) stays about its memory limit, whatever the model's
+/// size. Kept mappings, memory that no tensor uses, are at most the limit: a released mapping
+/// that would exceed it is unmapped. Thread-safe; tensors may die on any thread, also after the
+/// stream.
 class TensorMemoryPool : public std::enable_shared_from_this<TensorMemoryPool> {
  public:
   explicit TensorMemoryPool(std::shared_ptr<MemoryBudget> budget);
@@ -46,6 +48,9 @@ class TensorMemoryPool : public std::enable_shared_from_this<TensorMemoryPool> {
   /// Bytes of kept mappings.
   std::uint64_t kept_bytes() const;
 
+  /// Bytes mapped afresh so far (pages the kernel faults in and zeroes), as opposed to recycled.
+  std::uint64_t fresh_bytes() const;
+
  private:
   // The deleter of allocated memory; `counted` while the bytes are the budget's.
   struct Release {
@@ -63,6 +68,7 @@ class TensorMemoryPool : public std::enable_shared_from_this<TensorMemoryPool> {
   mutable std::mutex mutex_;
   std::multimap<std::uint64_t, std::byte*> kept_;
   std::uint64_t kept_bytes_ = 0;
+  std::atomic<std::uint64_t> fresh_bytes_{0};
   bool closed_ = false;
 };
 

@@ -71,7 +71,7 @@ TEST_F(Cli, StreamJsonPrintsOneExactLinePerTensorThenASummary) {
   const std::regex summary(
       R"re(\{"summary":\{"tensors":([0-9]+),"bytes":([0-9]+),"seconds":[0-9.]+,"gb_per_s":[0-9.]+,)re"
       R"re("first_tensor_ms":[0-9.]+,"requests":([0-9]+),"retries":0,"connections":0,)re"
-      R"re("peak_memory":([0-9]+),"chunk_size":65536,"concurrency":4,"cpu_seconds":[0-9.]+,)re"
+      R"re("peak_memory":([0-9]+),"fresh_memory":[0-9]+,"chunk_size":65536,"concurrency":4,"cpu_seconds":[0-9.]+,)re"
       R"re("io_mode":"(io_uring|pread \([^"]*\))"\}\})re");
   std::smatch match;
   ASSERT_TRUE(std::regex_match(lines.back(), match, summary)) << lines.back();

@@ -23,6 +23,10 @@ struct StreamStats {
   std::uint64_t connections = 0;      ///< Network connections opened.
   std::uint64_t tls_resumed = 0;      ///< Of those, TLS connections that resumed a session.
   std::uint64_t peak_memory = 0;      ///< Most tensor bytes held at once.
+  /// Bytes of new memory mappings tensors (of 1 MiB or more) landed in: pages the kernel faults
+  /// in and zeroes. The rest landed in memory of tensors the consumer released, recycled; a
+  /// consumer that releases tensors as it goes keeps this near the memory limit.
+  std::uint64_t fresh_memory = 0;
   std::string io_mode;                ///< How the store reads, e.g. "io_uring", "http", "https".
   /// What the request that has waited longest for its server waits for, "a response from
   /// HOST", and for how many seconds so far; empty and 0 while none waits (StoreStats).

@@ -114,8 +114,8 @@ class SafeTensorsStreamer:
 
     def stats(self) -> dict:
         """The stream's counters: tensors and bytes so far and in total, elapsed_seconds,
-        first_tensor_seconds, requests, retries, connections, peak_memory, io_mode,
-        gigabytes_per_second."""
+        first_tensor_seconds, requests, retries, connections, peak_memory, fresh_memory (bytes
+        of tensor memory mapped afresh rather than recycled), io_mode, gigabytes_per_second."""
         return self._impl.stats()
 
     def get_tensors(self) -> Iterator[Tuple[str, torch.Tensor]]:
