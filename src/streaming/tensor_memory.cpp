@@ -74,7 +74,13 @@ std::byte* TensorMemoryPool::take_mapping(std::uint64_t size) {
   for (const auto& [mapping, mapping_size] : unmap) ::munmap(mapping, mapping_size);
   if (pieces.size() == 1 && pieces.front().second == size) return pieces.front().first;
 
-  std::byte* const memory = map(size);
+  std::byte* memory = nullptr;
+  try {
+    memory = map(size);
+  } catch (...) {
+    for (const auto& [piece, piece_size] : pieces) ::munmap(piece, piece_size);
+    throw;
+  }
   std::uint64_t recycled = 0;
   for (const auto& [piece, piece_size] : pieces) {
     void* moved = ::mremap(piece, piece_size, piece_size, MREMAP_MAYMOVE | MREMAP_FIXED,
