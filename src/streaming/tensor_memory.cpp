@@ -45,8 +45,8 @@ std::byte* TensorMemoryPool::take_mapping(std::uint64_t size) {
   std::vector<std::pair<std::byte*, std::uint64_t>> unmap;
   {
     std::lock_guard lock(mutex_);
-    // Takes `taken` bytes from the head of the kept mapping `kept`, which leaves the kept ones;
-    // a tail worth keeping stays kept.
+    // Takes the first `taken` bytes of the kept mapping `kept` out of the kept ones, into
+    // `pieces`; a tail worth keeping stays kept, a smaller one is unmapped.
     const auto take = [&](std::multimap<std::uint64_t, std::byte*>::iterator kept,
                           std::uint64_t taken) {
       const auto [kept_size, kept_memory] = *kept;
@@ -81,13 +81,18 @@ std::byte* TensorMemoryPool::take_mapping(std::uint64_t size) {
     for (const auto& [piece, piece_size] : pieces) ::munmap(piece, piece_size);
     throw;
   }
+  std::uint64_t offset = 0;
   std::uint64_t recycled = 0;
   for (const auto& [piece, piece_size] : pieces) {
     void* moved = ::mremap(piece, piece_size, piece_size, MREMAP_MAYMOVE | MREMAP_FIXED,
-                           memory + recycled);
-    // Should the kernel refuse, the piece's place stays the new mapping's fresh pages.
-    if (moved == MAP_FAILED) ::munmap(piece, piece_size);
-    recycled += piece_size;
+                           memory + offset);
+    // Should the kernel refuse, the piece's place keeps the new mapping's fresh pages.
+    if (moved == MAP_FAILED) {
+      ::munmap(piece, piece_size);
+    } else {
+      recycled += piece_size;
+    }
+    offset += piece_size;
   }
   ::madvise(memory, size, MADV_HUGEPAGE);
   fresh_bytes_.fetch_add(size - recycled, std::memory_order_relaxed);
