@@ -140,6 +140,53 @@ TEST(SweepReport, WithEveryCellFailedThereIsNothingToRecommend) {
   EXPECT_TRUE(parser.parse(json)["best"].is_null());
 }
 
+// A sweep ended early (Ctrl-C): the cells that never ran say so in every form, and the medians
+// and the best are of the runs that finished.
+TEST(SweepReport, AnInterruptedSweepShowsWhatFinishedAndWhatNeverRan) {
+  SweepResult result = example();
+  result.interrupted = true;
+  result.runs_planned = 17;
+  result.runs_finished = 5;
+  result.cells[0].runs.clear();          // 1 MiB x 4 never ran
+  result.cells[3].runs.resize(1);        // 16 MiB x 16 ran once, at 2.5 GB/s
+  result.ceilings[1].runs.clear();       // nor did the ceiling at 16
+  const SweepCell* best = result.best();
+  ASSERT_NE(best, nullptr);
+  EXPECT_EQ(best->chunk_size, 16 * MiB);
+  EXPECT_EQ(best->concurrency, 16u);
+
+  const auto lines = testing::lines_of(sweep_table(result));
+  ASSERT_GE(lines.size(), 16u);
+  EXPECT_EQ(lines[2],
+            "interrupted after 5 of 17 runs: each cell's median is of the runs it finished");
+  EXPECT_EQ(lines[5], "1MiB                -    failed ");
+  EXPECT_EQ(lines[7], "ceiling         2.000         - ");
+  EXPECT_EQ(lines[10], "1MiB                  4  not run");
+  EXPECT_EQ(lines[15], "ceiling              16  not run");
+
+  simdjson::dom::parser parser;
+  const simdjson::padded_string json(sweep_json(result));
+  const simdjson::dom::element root = parser.parse(json);
+  EXPECT_TRUE(root["interrupted"].get_bool().value());
+  EXPECT_EQ(root["runs_planned"].get_uint64().value(), 17u);
+  EXPECT_EQ(root["runs_finished"].get_uint64().value(), 5u);
+  const simdjson::dom::element never_ran = root["cells"].at(0);
+  EXPECT_FALSE(never_ran["failed"].get_bool().value());
+  EXPECT_EQ(never_ran["gb_per_s"].error(), simdjson::NO_SUCH_FIELD);
+  EXPECT_EQ(never_ran["runs"].get_array().size(), 0u);
+
+  pugi::xml_document document;
+  ASSERT_TRUE(document.load_string(sweep_svg(result).c_str()));
+  const pugi::xml_node svg = document.child("svg");
+  const pugi::xml_node not_run = svg.find_child_by_attribute("rect", "class", "cell not-run");
+  ASSERT_TRUE(not_run);
+  EXPECT_EQ(std::string(not_run.attribute("data-chunk-size").value()), "1048576");
+  EXPECT_EQ(std::string(not_run.attribute("data-concurrency").value()), "4");
+  EXPECT_THAT(joined_text(svg, "subtitle"),
+              ::testing::HasSubstr("interrupted after 5 of 17 runs: each cell's median is of "
+                                   "the runs it finished"));
+}
+
 TEST(SweepReport, TheJsonHoldsEveryCellEveryRunAndTheBest) {
   const SweepResult result = example();
   const simdjson::padded_string text(sweep_json(result));
