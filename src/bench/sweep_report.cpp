@@ -74,6 +74,15 @@ std::string interruption(const SweepResult& result) {
          " runs: each cell's median is of the runs it finished";
 }
 
+// What a grid shows of a cell or ceiling: its median GB/s, "failed", or `not_run` for one that
+// an interrupted sweep never reached.
+template <class Measured>
+std::string grid_value(const Measured& measured, const char* not_run) {
+  if (measured.failed()) return "failed";
+  if (measured.runs.empty()) return not_run;
+  return format("%.3f", measured.median_gigabytes_per_second());
+}
+
 std::string pad_left(const std::string& text, std::size_t width) {
   return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
 }
@@ -170,20 +179,14 @@ std::string sweep_table(const SweepResult& result) {
     out += pad_right(size_flag(result.chunk_sizes[i]), label_width);
     for (std::size_t j = 0; j < result.concurrencies.size(); ++j) {
       const SweepCell& cell = result.cells[i * result.concurrencies.size() + j];
-      const std::string value = cell.failed()       ? "failed"
-                                : cell.runs.empty() ? "-"
-                                                    : format("%.3f", cell.median_gigabytes_per_second());
-      out += pad_left(value + (&cell == best ? "*" : " "), column_width);
+      out += pad_left(grid_value(cell, "-") + (&cell == best ? "*" : " "), column_width);
     }
     out += '\n';
   }
   if (!result.ceilings.empty()) {
     out += pad_right("ceiling", label_width);
     for (const auto& ceiling : result.ceilings) {
-      const std::string value = ceiling.failed()       ? "failed"
-                                : ceiling.runs.empty() ? "-"
-                                                       : format("%.3f", ceiling.median_gigabytes_per_second());
-      out += pad_left(value + " ", column_width);
+      out += pad_left(grid_value(ceiling, "-") + " ", column_width);
     }
     out += '\n';
   }
@@ -490,9 +493,7 @@ std::string sweep_svg(const SweepResult& result) {
       out += format("<rect class=\"ceiling\" data-concurrency=\"%zu\" x=\"%d\" y=\"%d\" "
                     "width=\"%d\" height=\"%d\" fill=\"#f4f4f4\" stroke=\"#ffffff\"/>\n",
                     result.concurrencies[j], x, y, cell_width, cell_height);
-      const std::string value = !ceiling || ceiling->failed() ? "failed"
-                                : ceiling->runs.empty()       ? "not run"
-                                                              : format("%.3f", ceiling->median_gigabytes_per_second());
+      const std::string value = ceiling ? grid_value(*ceiling, "not run") : "failed";
       out += format("<text class=\"ceiling-value\" data-concurrency=\"%zu\" x=\"%d\" y=\"%d\" "
                     "font-size=\"14\" text-anchor=\"middle\" fill=\"#000000\">%s</text>\n",
                     result.concurrencies[j], x + cell_width / 2, y + cell_height / 2 + 5,

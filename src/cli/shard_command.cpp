@@ -1,4 +1,3 @@
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -60,32 +59,23 @@ void run_shard(const ShardArguments& arguments) {
   options.overwrite = arguments.overwrite;
 
   // Set on the thread that runs the copy, read by the display's.
-  std::atomic<std::uint64_t> written{0};
-  std::atomic<std::uint64_t> total{0};
-  std::atomic<std::size_t> tensors_written{0};
-  std::atomic<std::size_t> tensors{0};
-  std::mutex waits_mutex;
-  std::string waiting_for;
-  double waiting_seconds = 0;
+  std::mutex progress_mutex;
+  ShardProgress latest;
   options.on_progress = [&](const ShardProgress& progress) {
-    written = progress.bytes_written;
-    total = progress.bytes;
-    tensors_written = progress.tensors_written;
-    tensors = progress.tensors;
-    const std::lock_guard lock(waits_mutex);
-    waiting_for = progress.waiting_for;
-    waiting_seconds = progress.waiting_seconds;
+    const std::lock_guard lock(progress_mutex);
+    latest = progress;
   };
   std::optional<ProgressDisplay> display;
   if (const auto style = progress_style(arguments.progress, arguments.json)) {
     display.emplace(*style, [&] {
+      const std::lock_guard lock(progress_mutex);
       std::string detail;
-      if (tensors > 0) {
-        detail = std::to_string(tensors_written.load()) + "/" + std::to_string(tensors.load()) +
+      if (latest.tensors > 0) {
+        detail = std::to_string(latest.tensors_written) + "/" + std::to_string(latest.tensors) +
                  " tensors";
       }
-      const std::lock_guard lock(waits_mutex);
-      return ProgressSample{written, total, detail, waiting_for, waiting_seconds};
+      return ProgressSample{latest.bytes_written, latest.bytes, detail, latest.waiting_for,
+                            latest.waiting_seconds};
     });
   }
 

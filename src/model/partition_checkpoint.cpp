@@ -521,13 +521,8 @@ asio::awaitable<PartitionReport> partition(std::string source, std::string desti
   PartitionProgress progress;
   detail::WaitWatch waits(co_await asio::this_coro::executor);
   PartitionReport report;
-  // While a server stays silent no counter moves: the waits are reported apart.
   std::function<void(const detail::LongestWait&)> report_wait =
-      [&](const detail::LongestWait& wait) {
-        progress.waiting_for = wait.what;
-        progress.waiting_seconds = wait.seconds;
-        if (options.on_progress) options.on_progress(progress);
-      };
+      detail::reporting_into(progress, options.on_progress);
   asio::awaitable<void> work =
       run_partition(source, destination, options, progress, waits, report);
   co_await detail::with_wait_reports(waits, std::move(work), std::move(report_wait));

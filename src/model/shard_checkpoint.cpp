@@ -318,13 +318,8 @@ ShardReport shard_checkpoint(const std::string& source, const std::string& desti
   if (options.on_progress) options.on_progress(progress);
   detail::WaitWatch waits(io.get_executor());
   const auto watching_destination = waits.watch(*target.store);
-  // While a server stays silent no counter moves: the waits are reported apart.
   std::function<void(const detail::LongestWait&)> report_wait =
-      [&](const detail::LongestWait& wait) {
-        progress.waiting_for = wait.what;
-        progress.waiting_seconds = wait.seconds;
-        if (options.on_progress) options.on_progress(progress);
-      };
+      detail::reporting_into(progress, options.on_progress);
   detail::run_blocking(
       io, detail::with_wait_reports(
               waits, write_ranks(source, stream, layout, target, options, progress, waits),

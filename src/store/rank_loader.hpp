@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "streaming/wait_watch.hpp"
 #include "tensorstream/store/rank_layout.hpp"
 #include "tensorstream/store/shared_region.hpp"
-#include "streaming/wait_watch.hpp"
 #include "tensorstream/streaming/streamer_options.hpp"
 
 namespace tensorstream::store::detail {

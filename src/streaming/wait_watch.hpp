@@ -80,6 +80,19 @@ WaitWatch::Watching watch_if(WaitWatch* watch, const Watched& watched) {
   return watch ? watch->watch(watched) : WaitWatch::Watching{};
 }
 
+/// A report for with_wait_reports() that writes each wait into `progress` (a progress struct with
+/// `waiting_for` and `waiting_seconds`) and passes it to `on_progress`, where set: while a server
+/// stays silent no counter moves, so the waits are reported apart. Both must outlive it.
+template <class Progress>
+std::function<void(const LongestWait&)> reporting_into(
+    Progress& progress, const std::function<void(const Progress&)>& on_progress) {
+  return [&progress, &on_progress](const LongestWait& wait) {
+    progress.waiting_for = wait.what;
+    progress.waiting_seconds = wait.seconds;
+    if (on_progress) on_progress(progress);
+  };
+}
+
 /// Runs `work` while `watch` reports to `report` what the work's requests wait for every
 /// `interval` (see WaitWatch::report); returns when the work does, with its error. The caller's
 /// cancellation reaches both.
