@@ -69,6 +69,11 @@ void add_store_flags(CLI::App& command, StoreFlags& flags) {
                   "retried (default " +
                       seconds_text(defaults.read_timeout) + ")")
       ->check(positive_number);
+  command
+      .add_option("--direct-io", flags.direct_io,
+                  "Read local files past the page cache (O_DIRECT): auto (files mostly not "
+                  "cached), on or off; default: TENSORSTREAM_DIRECT_IO, else auto")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   // The name --read-timeout had before `attach --timeout` gave --timeout another meaning; kept
   // out of the help, so that new scripts use the new one.
   command.add_option("--timeout", flags.timeout)->check(positive_number)->group("");
@@ -105,6 +110,7 @@ StoreOptions apply_store_flags(const StoreFlags& flags, StoreOptions options) {
     options.http().read_timeout = milliseconds(*flags.timeout);
   }
   if (flags.read_timeout) options.http().read_timeout = milliseconds(*flags.read_timeout);
+  if (!flags.direct_io.empty()) options.file().direct_io = parse_direct_io(flags.direct_io);
   return options;
 }
 

@@ -25,6 +25,7 @@ struct StoreFlags {
   std::optional<double> read_timeout;  ///< Seconds a body may go without a byte.
   /// The old name of --read-timeout, accepted with a warning.
   std::optional<double> timeout;
+  std::string direct_io;  ///< auto, on or off: when files are read past the page cache.
 };
 
 /// How a command that rewrites a checkpoint (shard, partition) reads its source.
@@ -43,7 +44,7 @@ StreamerOptions apply_source_read_flags(const SourceReadFlags& flags, const Stor
                                         StreamerOptions options = {});
 
 /// Adds --no-sign-request, --region, --endpoint-url, --ca-bundle, --insecure, --retries,
-/// --connect-timeout and --timeout to `command`, storing into `flags` (which must outlive
+/// --connect-timeout, --timeout and --direct-io to `command`, storing into `flags` (which must outlive
 /// parsing).
 void add_store_flags(CLI::App& command, StoreFlags& flags);
 

@@ -91,6 +91,7 @@ std::string summary_line(const StreamStats& stats, const StreamerOptions& option
     append_key(line, "partition");
     append_json_string(line, partition);
   }
+  if (stats.direct_bytes > 0) line += ",\"direct_bytes\":" + std::to_string(stats.direct_bytes);
   if (stats.group_size > 1) {
     line += ",\"group_size\":" + std::to_string(stats.group_size) +
             ",\"broadcast_bytes\":" + std::to_string(stats.broadcast_bytes);
@@ -170,12 +171,14 @@ void run_stream(const StreamArguments& arguments) {
     }
     std::string partition = partition_name(options);
     if (!partition.empty()) partition = " of " + partition;
+    std::string io_mode = stats.io_mode;
+    if (stats.direct_bytes > 0) io_mode += " (" + format_byte_size(stats.direct_bytes) + " direct)";
     std::printf("streamed %s (%s)%s from %s in %.3f s: %s, first tensor after "
                 "%.1f ms [%s, %s, %s, peak memory %s%s]\n",
                 counted(stats.tensors, "tensor").c_str(), format_byte_size(stats.bytes).c_str(),
                 partition.c_str(), redact_query(url).c_str(), stats.elapsed_seconds,
                 format_byte_rate(stats.bytes, stats.elapsed_seconds).c_str(),
-                stats.first_tensor_seconds * 1e3, stats.io_mode.c_str(),
+                stats.first_tensor_seconds * 1e3, io_mode.c_str(),
                 counted(stats.requests, "request").c_str(),
                 counted(stats.retries, "retry", "retries").c_str(),
                 format_byte_size(stats.peak_memory).c_str(), group.c_str());

@@ -156,6 +156,11 @@ StoreOptions store_options(const py::dict& options) {
     store.http().max_retries = static_cast<int>(*retries);
   }
   if (auto use_io_uring = boolean(options, "use_io_uring")) store.file().use_io_uring = *use_io_uring;
+  static constexpr std::pair<const char*, DirectIo> direct_io_names[] = {
+      {"auto", DirectIo::automatic}, {"on", DirectIo::on}, {"off", DirectIo::off}};
+  if (auto direct_io = choice(options, "direct_io", direct_io_names)) {
+    store.file().direct_io = *direct_io;
+  }
   return store;
 }
 

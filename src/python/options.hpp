@@ -17,7 +17,7 @@ StreamerOptions streamer_options(const pybind11::dict& options);
 
 /// StoreOptions from the backends' keys of `options`: endpoint_url, region, addressing,
 /// anonymous, ca_bundle, verify, connect_timeout, response_timeout, read_timeout,
-/// max_retries, use_io_uring.
+/// max_retries, use_io_uring, direct_io.
 StoreOptions store_options(const pybind11::dict& options);
 
 }  // namespace tensorstream::python

@@ -104,6 +104,7 @@ py::dict stats_dict(const StreamStats& stats) {
   result["first_tensor_seconds"] =
       stats.first_tensor_seconds < 0 ? py::object(py::none()) : py::float_(stats.first_tensor_seconds);
   result["requests"] = stats.requests;
+  result["direct_bytes"] = stats.direct_bytes;
   result["retries"] = stats.retries;
   result["connections"] = stats.connections;
   result["peak_memory"] = stats.peak_memory;

@@ -15,6 +15,8 @@ boost::asio::awaitable<ObjectStat> ObjectStore::stat(std::string key) {
   co_return ObjectStat{.size = bytes, .version = {}};
 }
 
+std::size_t ObjectStore::memory_alignment(const std::string&) { return 0; }
+
 boost::asio::awaitable<Listing> ObjectStore::list_level(std::string prefix) {
   Listing listing;
   for (auto& object : co_await list(prefix, ListDepth::recursive)) {

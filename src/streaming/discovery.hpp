@@ -24,6 +24,9 @@ struct SourceFile {
   /// members of a distributed stream compare; discovery leaves it empty.
   std::string version;
   Header header;
+  /// ObjectStore::memory_alignment() of the key, which the stream's tensor memory follows; 0
+  /// until the stream asks, after discovery.
+  std::size_t memory_alignment = 0;
 };
 
 /// Finds the files a stream of `url` reads, fetches their headers concurrently (at most

@@ -272,6 +272,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
       stats.bytes += std::min(arriving, stats.total_bytes - stats.bytes);
     }
     stats.requests = store.requests;
+    stats.direct_bytes = store.direct_bytes;
     stats.retries = store.retries;
     stats.connections = store.connections;
     stats.tls_resumed = store.tls_resumed;
@@ -391,7 +392,8 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     std::uint64_t tensors = 0;
     std::uint64_t bytes = 0;
     const TensorInfo* largest = nullptr;
-    for (const auto& file : files_) {
+    for (auto& file : files_) {
+      file.memory_alignment = store_->memory_alignment(file.key);
       for (const auto& info : file.header.tensors) {
         ++tensors;
         bytes += info.byte_size();

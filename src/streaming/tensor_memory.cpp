@@ -99,9 +99,11 @@ std::byte* TensorMemoryPool::take_mapping(std::uint64_t size) {
   return memory;
 }
 
-std::shared_ptr<std::byte> TensorMemoryPool::allocate(std::uint64_t bytes) {
+std::shared_ptr<std::byte> TensorMemoryPool::allocate(std::uint64_t bytes,
+                                                      std::uint64_t page_offset) {
   std::byte* memory = nullptr;
-  const std::uint64_t mapped = bytes >= mapping_threshold ? page_round(bytes) : 0;
+  if (bytes < mapping_threshold) page_offset = 0;
+  const std::uint64_t mapped = bytes >= mapping_threshold ? page_round(page_offset + bytes) : 0;
   try {
     if (bytes == 0) {
       memory = empty_tensor_storage;
@@ -110,13 +112,14 @@ std::shared_ptr<std::byte> TensorMemoryPool::allocate(std::uint64_t bytes) {
       memory = static_cast<std::byte*>(std::aligned_alloc(alignment, rounded));
       if (memory == nullptr) throw std::bad_alloc();
     } else {
-      memory = take_mapping(mapped);
+      memory = take_mapping(mapped) + page_offset;
     }
   } catch (...) {
     budget_->release(bytes);
     throw;
   }
-  return std::shared_ptr<std::byte>(memory, Release{shared_from_this(), bytes, mapped});
+  return std::shared_ptr<std::byte>(memory,
+                                    Release{shared_from_this(), bytes, mapped, page_offset});
 }
 
 void TensorMemoryPool::detach(const std::shared_ptr<std::byte>& memory) {
@@ -129,9 +132,14 @@ void TensorMemoryPool::detach(const std::shared_ptr<std::byte>& memory) {
 
 void TensorMemoryPool::release(std::byte* memory, const Release& allocation) {
   if (allocation.mapped != 0) {
+    memory -= allocation.page_offset;
     std::unique_lock lock(mutex_);
-    // Kept pages are memory nobody uses: at most the limit's worth of them.
-    const bool fits = kept_bytes_ + allocation.mapped <= budget_->limit();
+    // Kept pages are memory nobody uses: at most the limit's worth of them, and a sixty-fourth
+    // more for what mappings add to the bytes the budget counts (rounding to pages, and the
+    // page offset of memory aligned for direct I/O), without which a stream of tensors that
+    // fill the limit between them could never keep the last of them.
+    const std::uint64_t limit = budget_->limit();
+    const bool fits = kept_bytes_ + allocation.mapped <= limit + limit / 64;
     if (closed_ || !fits) {
       lock.unlock();
       ::munmap(memory, allocation.mapped);

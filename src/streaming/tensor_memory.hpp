@@ -20,9 +20,9 @@ namespace tensorstream::detail {
 /// is fresh. A stream whose consumer releases tensors so writes into memory that is already
 /// faulted in, instead of paying a page fault and the kernel's zeroing for every page of the
 /// model: what it maps afresh (fresh_bytes()) stays about its memory limit, whatever the model's
-/// size. Kept mappings, memory that no tensor uses, are at most the limit: a released mapping
-/// that would exceed it is unmapped. Thread-safe; tensors may die on any thread, also after the
-/// stream.
+/// size. Kept mappings, memory that no tensor uses, are at most the limit (and a sixty-fourth of
+/// it for page rounding): a released mapping that would exceed it is unmapped. Thread-safe;
+/// tensors may die on any thread, also after the stream.
 class TensorMemoryPool : public std::enable_shared_from_this<TensorMemoryPool> {
  public:
   explicit TensorMemoryPool(std::shared_ptr<MemoryBudget> budget);
@@ -30,10 +30,12 @@ class TensorMemoryPool : public std::enable_shared_from_this<TensorMemoryPool> {
   TensorMemoryPool(const TensorMemoryPool&) = delete;
   TensorMemoryPool& operator=(const TensorMemoryPool&) = delete;
 
-  /// 64-byte aligned memory for `bytes`, which the caller already acquired from the budget. The
-  /// returned pointer gives the memory back to the pool and the bytes to the budget when its last
-  /// copy dies. Never null, also for zero bytes.
-  std::shared_ptr<std::byte> allocate(std::uint64_t bytes);
+  /// Memory for `bytes`, which the caller already acquired from the budget: 64-byte aligned, or
+  /// for 1 MiB or more with a `page_offset` (below 4096) that many bytes past a page boundary,
+  /// where a direct read of a file lands in place. The returned pointer gives the memory back to
+  /// the pool and the bytes to the budget when its last copy dies. Never null, also for zero
+  /// bytes.
+  std::shared_ptr<std::byte> allocate(std::uint64_t bytes, std::uint64_t page_offset = 0);
 
   /// Gives the bytes of `memory`, which allocate() returned, back to the budget now rather than
   /// when it dies: the stream has handed the tensor over, and what the consumer keeps is no
@@ -57,6 +59,7 @@ class TensorMemoryPool : public std::enable_shared_from_this<TensorMemoryPool> {
     std::shared_ptr<TensorMemoryPool> pool;
     std::uint64_t bytes;
     std::uint64_t mapped;
+    std::uint64_t page_offset;  // Of the memory handed out, in its mapping.
     bool counted = true;
     void operator()(std::byte* memory) const { pool->release(memory, *this); }
   };

@@ -130,6 +130,7 @@ def test_missing_credentials_are_a_permission_error(tmp_path, monkeypatch):
     ({"io_threads": 100000}, "io_threads 100000 is too large (at most 256)"),
     ({"max_concurrency": 10**9}, "max_concurrency 1000000000 is above the limit of 4096"),
     ({"response_timeout": 0}, "response_timeout must be a positive number of seconds, got 0"),
+    ({"direct_io": "always"}, "direct_io must be one of 'auto', 'on', 'off', got 'always'"),
     ({"read_timeout": 10**400}, "read_timeout must be a positive number of seconds, got " +
      str(10**400)),
 ])

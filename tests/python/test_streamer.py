@@ -4,6 +4,7 @@ in bounded memory."""
 from __future__ import annotations
 
 import gc
+import os
 import pathlib
 
 import pytest
@@ -70,6 +71,24 @@ def test_keeping_every_tensor_of_a_model_larger_than_the_memory_limit_works(tmp_
     # every byte of which was mapped afresh: nothing was released to recycle.
     assert streamer.stats()["peak_memory"] <= 2 << 20
     assert streamer.stats()["fresh_memory"] == 8 << 20
+
+
+def test_direct_io_on_streams_the_same_tensors_past_the_page_cache(tmp_path):
+    oracle = {f"w{index}": torch.full((256, 1024 + index), index, dtype=torch.float32)
+              for index in range(4)}
+    oracle["bias"] = torch.arange(10, dtype=torch.float32)
+    path = tmp_path / "model.safetensors"
+    write_safetensors(path, oracle)
+    try:
+        os.close(os.open(path, os.O_RDONLY | os.O_DIRECT))
+    except OSError as error:
+        pytest.skip(f"the file system of {tmp_path} refuses O_DIRECT: {error}")
+    direct = tensorstream.SafeTensorsStreamer(tmp_path, direct_io="on")
+    assert_same_tensors(dict(direct.get_tensors()), oracle)
+    assert direct.stats()["direct_bytes"] >= 4 * 256 * 1024 * 4
+    buffered = tensorstream.SafeTensorsStreamer(tmp_path, direct_io="off")
+    assert_same_tensors(dict(buffered.get_tensors()), oracle)
+    assert buffered.stats()["direct_bytes"] == 0
 
 
 def test_a_hard_cap_that_kept_tensors_fill_is_an_error_not_a_hang(tmp_path):

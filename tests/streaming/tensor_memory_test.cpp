@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <vector>
 
 #include "support/units.hpp"
 
@@ -19,9 +20,9 @@ struct Pool {
       : budget(std::make_shared<MemoryBudget>(limit)),
         pool(std::make_shared<TensorMemoryPool>(budget)) {}
 
-  std::shared_ptr<std::byte> allocate(std::uint64_t bytes) {
+  std::shared_ptr<std::byte> allocate(std::uint64_t bytes, std::uint64_t page_offset = 0) {
     EXPECT_TRUE(budget->try_acquire(bytes));
-    return pool->allocate(bytes);
+    return pool->allocate(bytes, page_offset);
   }
 };
 
@@ -127,6 +128,39 @@ TEST(TensorMemoryPool, MemoryIsAlignedAndZeroBytesGetAPointer) {
     EXPECT_EQ(reinterpret_cast<std::uintptr_t>(memory.get()) % 64, 0u) << bytes;
   }
   EXPECT_NE(p.allocate(0).get(), nullptr);
+}
+
+// Where a direct read of a file is to land in place, memory sits as far past a page boundary as
+// the file offset of its first byte; its mapping is a page larger, and recycled all the same.
+TEST(TensorMemoryPool, MemoryForDirectReadsSitsAsFarPastAPageBoundaryAsAskedAndIsRecycled) {
+  Pool p(8 * MiB);
+  auto memory = p.allocate(3 * MiB, 100);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(memory.get()) % 4096, 100u);
+  std::memset(memory.get(), 1, 3 * MiB);
+  EXPECT_EQ(p.pool->fresh_bytes(), 3 * MiB + 4096);
+  memory.reset();
+  EXPECT_EQ(p.pool->kept_bytes(), 3 * MiB + 4096);
+  auto again = p.allocate(3 * MiB, 4000);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(again.get()) % 4096, 4000u);
+  EXPECT_EQ(again.get()[0], std::byte{1}) << "the kept pages were reused";
+  EXPECT_EQ(p.pool->fresh_bytes(), 3 * MiB + 4096);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p.allocate(100, 8).get()) % 64, 0u)
+      << "small memory comes from malloc, 64-byte aligned";
+}
+
+// A stream whose tensors fill the limit between them keeps all of them, though their mappings
+// add a page each to the bytes the budget counts.
+TEST(TensorMemoryPool, KeptMemoryMayExceedTheLimitByWhatMappingsAddToIt) {
+  Pool p(8 * MiB);
+  std::vector<std::shared_ptr<std::byte>> tensors;
+  for (int i = 0; i < 4; ++i) tensors.push_back(p.allocate(2 * MiB, 8));
+  tensors.clear();
+  EXPECT_EQ(p.pool->kept_bytes(), 8 * MiB + 4 * 4096);
+  auto larger = p.allocate(5 * MiB);
+  auto fill = p.allocate(3 * MiB);
+  larger.reset();
+  fill.reset();
+  EXPECT_LE(p.pool->kept_bytes(), 8 * MiB + 8 * MiB / 64);
 }
 
 TEST(TensorMemoryPool, ReleasesAfterCloseUnmapAtOnce) {

@@ -21,6 +21,14 @@ namespace tensorstream {
 /// stats().io_mode. Either way no read blocks the executor's threads; opening a file, size() and
 /// list() do make their (short) system calls on the calling thread.
 ///
+/// FileOptions::direct_io says which files are read with direct I/O (O_DIRECT), decided when a
+/// file is first opened: with DirectIo::automatic, the default, those less than half of which is
+/// in the page cache then. A direct read lands in place where its destination is aligned as the
+/// file (see memory_alignment()), except for an unaligned first or last block, which is read into
+/// a 4 KiB buffer and copied; a read into any other destination goes through the page cache. A
+/// file system that refuses O_DIRECT (procfs; tmpfs before Linux 6.6) is read through the page
+/// cache, as a debug log line says. stats().direct_bytes counts what was read directly.
+///
 /// Open file descriptors are cached per path. A file is pinned at its first access (see
 /// ObjectStore) to its inode, size and modification time; after every read the open descriptor
 /// and the path are stat'ed again, and a file rewritten, truncated, replaced or removed since
@@ -35,7 +43,8 @@ class TENSORSTREAM_API FileStore final : public ObjectStore {
  public:
   /// Completions are delivered on each awaiting coroutine's own executor; `executor` runs the
   /// store's internal io_uring completion watcher. Throws InvalidArgument unless queue_depth is
-  /// 1 to 4096 and pread_threads at least 1.
+  /// 1 to 4096 and pread_threads at least 1, or when direct_io is unset and
+  /// TENSORSTREAM_DIRECT_IO says neither auto, on nor off.
   explicit FileStore(boost::asio::any_io_executor executor, FileOptions options = {});
   ~FileStore() override;
   FileStore(const FileStore&) = delete;
@@ -49,6 +58,9 @@ class TENSORSTREAM_API FileStore final : public ObjectStore {
   boost::asio::awaitable<std::uint64_t> size(std::string key) override;
   /// The size and the inode, size and modification time the store pinned.
   boost::asio::awaitable<ObjectStat> stat(std::string key) override;
+
+  /// 4096 when `key` is read with direct I/O, else 0.
+  std::size_t memory_alignment(const std::string& key) override;
 
   /// Always true.
   bool can_list() const override;
@@ -86,7 +98,7 @@ class TENSORSTREAM_API FileStore final : public ObjectStore {
   boost::asio::awaitable<void> read_range(std::string key, std::uint64_t offset,
                                           std::span<std::byte> destination) override;
 
-  /// Requests, bytes and io_mode: "io_uring", "pread (io_uring unavailable: <reason>)",
+  /// Requests, bytes, direct_bytes and io_mode: "io_uring", "pread (io_uring unavailable: <reason>)",
   /// "pread (io_uring disabled by option)" or
   /// "pread (io_uring disabled by TENSORSTREAM_DISABLE_IO_URING)".
   StoreStats stats() const override;

@@ -52,6 +52,8 @@ struct StoreStats {
   /// Payload bytes delivered into destinations. Network stores count them as they arrive, read
   /// by read (also those of a read that fails later); files count each read_range() once done.
   std::uint64_t bytes = 0;
+  /// Of those, bytes a file store read with direct I/O, past the page cache.
+  std::uint64_t direct_bytes = 0;
   std::uint64_t retries = 0;    ///< Requests repeated after a transient failure.
   std::uint64_t connections = 0;///< Connections opened (network stores).
   std::uint64_t tls_resumed = 0;///< Of those, TLS connections that resumed an earlier session.
@@ -131,6 +133,13 @@ class TENSORSTREAM_API ObjectStore {
   /// Bytes land directly in the caller's memory; a short object is an error, never a short read.
   virtual boost::asio::awaitable<void> read_range(std::string key, std::uint64_t offset,
                                                   std::span<std::byte> destination) = 0;
+
+  /// The alignment reads of `key` are fastest into: a destination whose address is congruent to
+  /// its offset modulo this power of two takes the bytes in place with no copy in between (a
+  /// file read with direct I/O); any other destination takes them as well. 0, the default, when
+  /// no address is better than another. Opens the object where the store must (a file, on the
+  /// calling thread); a missing object gives 0, leaving the error to the read.
+  virtual std::size_t memory_alignment(const std::string& key);
 
   /// Whether create_writer() is supported: file://, s3:// and gs:// yes, http(s):// no.
   virtual bool can_write() const { return false; }

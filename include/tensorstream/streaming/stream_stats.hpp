@@ -19,6 +19,8 @@ struct StreamStats {
   double elapsed_seconds = 0;         ///< Since the stream started (until it finished).
   double first_tensor_seconds = -1;   ///< From the start to the first tensor ready; -1 before.
   std::uint64_t requests = 0;         ///< Requests sent to the store.
+  /// Bytes read from files with direct I/O, past the page cache (FileOptions::direct_io).
+  std::uint64_t direct_bytes = 0;
   std::uint64_t retries = 0;          ///< Requests repeated after transient failures.
   std::uint64_t connections = 0;      ///< Network connections opened.
   std::uint64_t tls_resumed = 0;      ///< Of those, TLS connections that resumed a session.

@@ -17,7 +17,10 @@ namespace tensorstream {
 struct StreamedTensor {
   TensorInfo info;               ///< Name, dtype, shape and offsets from the header.
   std::string object;            ///< URL of the file the tensor came from.
-  std::shared_ptr<std::byte> data;  ///< 64-byte aligned; never null, also for zero bytes.
+  /// 64-byte aligned, except for a tensor of 1 MiB or more read with direct I/O, which lies as a
+  /// memory map of its file would place it: at the file offset of its first byte modulo 4096.
+  /// Never null, also for zero bytes.
+  std::shared_ptr<std::byte> data;
 
   /// The tensor's bytes.
   std::span<std::byte> bytes() const { return {data.get(), info.byte_size()}; }

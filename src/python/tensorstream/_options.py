@@ -17,6 +17,8 @@ STORE_OPTIONS = {
     "read_timeout": "seconds a response body may go without a byte before it is retried",
     "max_retries": "retries of a transient failure",
     "use_io_uring": "read local files through io_uring (default True)",
+    "direct_io": "read local files past the page cache: 'auto' (files mostly not cached), 'on' "
+    "or 'off' (default: TENSORSTREAM_DIRECT_IO, else 'auto')",
 }
 
 

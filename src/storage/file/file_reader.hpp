@@ -14,6 +14,8 @@
 #include <span>
 #include <string>
 
+#include "storage/file/read_pieces.hpp"
+
 namespace tensorstream {
 
 // A waiting read's completion handler with its type erased, so readers need no templates.
@@ -50,29 +52,27 @@ class ReadCompletionFor final : public ReadCompletion {
   Handler handler_;
 };
 
-// Reads exactly `destination.size()` bytes of `fd` at `offset`, or fails with an error code:
+// Reads exactly the bytes a FileRead asks for, or fails with an error code:
 // boost::asio::error::eof when the file ends first, operation_aborted when the reader is
-// destroyed first, else the errno of the failed read.
+// destroyed first, else the errno of the failed read. Direct reads the file system refuses are
+// read through the page cache instead.
 class FileReader {
  public:
   virtual ~FileReader() = default;
 
-  virtual void start(int fd, std::uint64_t offset, std::span<std::byte> destination,
-                     std::unique_ptr<ReadCompletion> completion) = 0;
+  virtual void start(const FileRead& read, std::unique_ptr<ReadCompletion> completion) = 0;
 
   // Executor for handlers that have none of their own.
   virtual boost::asio::any_io_executor executor() const = 0;
 };
 
 template <typename CompletionToken>
-auto async_read_file(FileReader& reader, int fd, std::uint64_t offset,
-                     std::span<std::byte> destination, CompletionToken&& token) {
+auto async_read_file(FileReader& reader, const FileRead& read, CompletionToken&& token) {
   return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code)>(
-      [&reader, fd, offset, destination](auto handler) {
+      [&reader, read](auto handler) {
         using Handler = decltype(handler);
-        reader.start(
-            fd, offset, destination,
-            std::make_unique<ReadCompletionFor<Handler>>(std::move(handler), reader.executor()));
+        reader.start(read, std::make_unique<ReadCompletionFor<Handler>>(std::move(handler),
+                                                                        reader.executor()));
       },
       token);
 }

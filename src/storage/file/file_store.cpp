@@ -22,6 +22,7 @@
 
 #include "storage/builtin_schemes.hpp"
 #include "storage/errno_code.hpp"
+#include "storage/file/direct_io.hpp"
 #include "storage/file/file_writer.hpp"
 #include "storage/file/io_uring_reader.hpp"
 #include "storage/object_pins.hpp"
@@ -167,9 +168,19 @@ void check_unchanged(FilePins& pins, const std::string& path, int fd) {
   }
 }
 
+// Where a file system accepted O_DIRECT but refuses the reads (a FUSE file system may), the
+// file's later reads go through the page cache from the start.
+void refuse_direct_io(const std::string& path, const OpenFile& file) {
+  if (file.direct_fd() < 0) return;
+  file.refuse_direct();
+  log(LogLevel::debug, path + ": the file system refuses direct reads; reading through the page "
+                              "cache");
+}
+
 struct Counters {
   std::atomic<std::uint64_t> requests{0};
   std::atomic<std::uint64_t> bytes{0};
+  std::atomic<std::uint64_t> direct_bytes{0};
 };
 
 void check_directory_prefix(const std::string& prefix) {
@@ -225,7 +236,7 @@ void list_directory(const std::string& directory, ListDepth depth,
 class FileStore::Impl {
  public:
   Impl(boost::asio::any_io_executor executor, const FileOptions& options)
-      : files(kCachedFiles) {
+      : files(kCachedFiles, resolve_direct_io(options.direct_io)) {
     if (options.queue_depth == 0 || options.queue_depth > kMaxQueueDepth) {
       throw InvalidArgument("FileOptions::queue_depth must be between 1 and " +
                             std::to_string(kMaxQueueDepth) + ", not " +
@@ -276,6 +287,12 @@ std::string FileStore::url(const std::string& key) const { return key; }
 
 bool FileStore::can_list() const { return true; }
 
+std::size_t FileStore::memory_alignment(const std::string& key) {
+  boost::system::error_code error;
+  const auto file = impl_->files.open(key, error);
+  return file && file->direct_fd() >= 0 ? kDirectAlignment : 0;
+}
+
 std::unique_ptr<ObjectWriter> FileStore::create_writer(std::string key, WriteOptions) {
   if (key.empty() || key.back() == '/') {
     throw InvalidArgument(key + ": a file to write needs a name, not a directory");
@@ -324,7 +341,11 @@ boost::asio::awaitable<void> FileStore::read_range(std::string key, std::uint64_
   const auto file = impl_->open(key);
   pin(*pins, key, file->fd());
   if (destination.empty()) co_return;
-  const auto [error] = co_await async_read_file(*impl_->reader, file->fd(), offset, destination,
+  bool direct_refused = false;
+  const FileRead read{file->fd(),
+                      aligned_for_direct_io(offset, destination.data()) ? file->direct_fd() : -1,
+                      offset, destination, &direct_refused};
+  const auto [error] = co_await async_read_file(*impl_->reader, read,
                                                 boost::asio::as_tuple(boost::asio::use_awaitable));
   // The store may be gone by now; only the coroutine's own state is safe to use.
   if (error == boost::asio::error::operation_aborted) {
@@ -339,8 +360,12 @@ boost::asio::awaitable<void> FileStore::read_range(std::string key, std::uint64_
                                 std::to_string(offset + destination.size() - 1) +
                                 " but the file has " + std::to_string(status.st_size) + " bytes");
   }
+  if (direct_refused) refuse_direct_io(key, *file);
   if (error) throw_file_error(key, error);
   counters->bytes.fetch_add(destination.size(), std::memory_order_relaxed);
+  if (read.direct_fd >= 0 && !direct_refused) {
+    counters->direct_bytes.fetch_add(destination.size(), std::memory_order_relaxed);
+  }
 }
 
 boost::asio::awaitable<StaleUploads> FileStore::abort_stale_uploads(
@@ -393,6 +418,7 @@ StoreStats FileStore::stats() const {
   StoreStats stats;
   stats.requests = impl_->counters->requests.load(std::memory_order_relaxed);
   stats.bytes = impl_->counters->bytes.load(std::memory_order_relaxed);
+  stats.direct_bytes = impl_->counters->direct_bytes.load(std::memory_order_relaxed);
   stats.io_mode = impl_->io_mode;
   return stats;
 }

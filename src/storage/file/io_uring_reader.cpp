@@ -72,17 +72,16 @@ class IoUringReader::Ring : public std::enable_shared_from_this<Ring> {
 
   const boost::asio::any_io_executor& executor() const { return executor_; }
 
-  void start(int fd, std::uint64_t offset, std::span<std::byte> destination,
-             std::unique_ptr<ReadCompletion> completion) {
-    if (destination.empty()) {
+  void start(const FileRead& read, std::unique_ptr<ReadCompletion> completion) {
+    if (read.destination.empty()) {
       ReadCompletion::finish(std::move(completion), {});
       return;
     }
     auto request = std::make_unique<Request>();
     request->completion = std::move(completion);
-    for (std::size_t done = 0; done < destination.size(); done += kPieceSize) {
-      request->pieces.push_back(Piece{request.get(), fd, offset + done, destination.data() + done,
-                                      std::min(kPieceSize, destination.size() - done)});
+    request->direct_refused = read.direct_refused;
+    for (ReadPiece& each : split_read(read, kPieceSize)) {
+      request->pieces.push_back(Piece{request.get(), std::move(each)});
     }
     request->unfinished = request->pieces.size();
     Finished finished;
@@ -135,16 +134,14 @@ class IoUringReader::Ring : public std::enable_shared_from_this<Ring> {
   struct Request;
   struct Piece {
     Request* request;
-    int fd;
-    std::uint64_t offset;
-    std::byte* data;
-    std::size_t length;
+    ReadPiece read;
   };
   struct Request {
     std::unique_ptr<ReadCompletion> completion;
     std::vector<Piece> pieces;
     std::size_t unfinished = 0;
     boost::system::error_code error;
+    bool* direct_refused = nullptr;
   };
   using Finished = std::vector<Request*>;
 
@@ -176,9 +173,11 @@ class IoUringReader::Ring : public std::enable_shared_from_this<Ring> {
       if (sqe == nullptr) break;
       Piece* piece = pending_.front();
       pending_.pop_front();
-      io_uring_prep_read(sqe, piece->fd, piece->data, static_cast<unsigned>(piece->length),
-                         piece->offset);
-      if (piece->length > kInlineLimit) sqe->flags |= IOSQE_ASYNC;
+      const ReadPiece& read = piece->read;
+      io_uring_prep_read(sqe, read.kernel_fd(), read.kernel_data(),
+                         static_cast<unsigned>(read.kernel_length()), read.kernel_offset());
+      // A direct read only starts the device's transfer; a worker would add a thread hop.
+      if (!read.is_direct() && read.kernel_length() > kInlineLimit) sqe->flags |= IOSQE_ASYNC;
       io_uring_sqe_set_data(sqe, piece);
       ++in_flight_;
     }
@@ -207,20 +206,26 @@ class IoUringReader::Ring : public std::enable_shared_from_this<Ring> {
   void on_result(Piece& piece, int result, Finished& finished) {
     if (result == -EAGAIN || result == -EINTR) {
       retry(piece, finished);
+    } else if (result == -EINVAL && piece.read.is_direct()) {
+      piece.read.read_buffered();
+      if (piece.request->direct_refused != nullptr) *piece.request->direct_refused = true;
+      retry(piece, finished);
     } else if (result == -ECANCELED) {
       piece_done(piece, boost::asio::error::operation_aborted, finished);
     } else if (result < 0) {
       piece_done(piece, errno_code(-result), finished);
-    } else if (result == 0) {
-      piece_done(piece, boost::asio::error::eof, finished);
-    } else if (static_cast<std::size_t>(result) < piece.length) {
-      const auto count = static_cast<std::size_t>(result);
-      piece.offset += count;
-      piece.data += count;
-      piece.length -= count;
-      retry(piece, finished);
     } else {
-      piece_done(piece, {}, finished);
+      switch (piece.read.advance(static_cast<std::size_t>(result))) {
+        case ReadPiece::Progress::done:
+          piece_done(piece, {}, finished);
+          break;
+        case ReadPiece::Progress::again:
+          retry(piece, finished);
+          break;
+        case ReadPiece::Progress::eof:
+          piece_done(piece, boost::asio::error::eof, finished);
+          break;
+      }
     }
   }
 
@@ -274,9 +279,8 @@ boost::system::error_code IoUringReader::probe() {
 
 IoUringReader::~IoUringReader() { ring_->close(); }
 
-void IoUringReader::start(int fd, std::uint64_t offset, std::span<std::byte> destination,
-                          std::unique_ptr<ReadCompletion> completion) {
-  ring_->start(fd, offset, destination, std::move(completion));
+void IoUringReader::start(const FileRead& read, std::unique_ptr<ReadCompletion> completion) {
+  ring_->start(read, std::move(completion));
 }
 
 boost::asio::any_io_executor IoUringReader::executor() const { return ring_->executor(); }

@@ -22,8 +22,7 @@ class IoUringReader final : public FileReader {
   // because the kernel may still be writing into their destinations.
   ~IoUringReader() override;
 
-  void start(int fd, std::uint64_t offset, std::span<std::byte> destination,
-             std::unique_ptr<ReadCompletion> completion) override;
+  void start(const FileRead& read, std::unique_ptr<ReadCompletion> completion) override;
   boost::asio::any_io_executor executor() const override;
 
  private:

@@ -7,20 +7,21 @@
 #include <cerrno>
 
 #include "storage/errno_code.hpp"
+#include "storage/file/direct_io.hpp"
 
 namespace tensorstream {
 namespace {
 
 // O_NONBLOCK so that opening a FIFO cannot hang; it is cleared again for everything but regular
 // files, where it has no effect on reads anyway.
-std::shared_ptr<const OpenFile> open_file(const std::string& path,
+std::shared_ptr<const OpenFile> open_file(const std::string& path, DirectIo direct_io,
                                           boost::system::error_code& error) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     error = errno_code(errno);
     return nullptr;
   }
-  auto file = std::make_shared<const OpenFile>(fd);
+  auto file = std::make_shared<OpenFile>(fd);
   struct stat status {};
   if (::fstat(fd, &status) != 0) {
     error = errno_code(errno);
@@ -34,12 +35,16 @@ std::shared_ptr<const OpenFile> open_file(const std::string& path,
     error = errno_code(errno);
     return nullptr;
   }
+  file->set_direct_fd(open_direct(path, fd, direct_io));
   return file;
 }
 
 }  // namespace
 
-OpenFile::~OpenFile() { ::close(fd_); }
+OpenFile::~OpenFile() {
+  ::close(fd_);
+  if (direct_fd_ >= 0) ::close(direct_fd_);
+}
 
 std::shared_ptr<const OpenFile> OpenFileCache::open(const std::string& path,
                                                     boost::system::error_code& error) {
@@ -52,7 +57,7 @@ std::shared_ptr<const OpenFile> OpenFileCache::open(const std::string& path,
   }
   // Opened outside the lock: open() may wait on a slow file system. Two threads racing for the
   // same path both open it and the loser's descriptor is closed again.
-  auto file = open_file(path, error);
+  auto file = open_file(path, direct_io_, error);
   if (!file) return nullptr;
   std::lock_guard lock(mutex_);
   if (const auto found = entries_.find(path); found != entries_.end()) {

@@ -5,21 +5,32 @@
 #include <boost/asio/error.hpp>
 #include <cerrno>
 
+#include "storage/errno_code.hpp"
+
 namespace tensorstream {
 namespace {
 
-boost::system::error_code read_fully(int fd, std::uint64_t offset,
-                                     std::span<std::byte> destination) {
-  std::size_t done = 0;
-  while (done < destination.size()) {
-    const ssize_t n = ::pread(fd, destination.data() + done, destination.size() - done,
-                              static_cast<off_t>(offset + done));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return {errno, boost::system::system_category()};
+// Below the kernel's limit of a little under 2 GiB per read, and block-aligned for direct I/O.
+constexpr std::size_t kPreadPieceSize = std::size_t{1} << 30;
+
+boost::system::error_code read_fully(const FileRead& read) {
+  for (ReadPiece& piece : split_read(read, kPreadPieceSize)) {
+    for (;;) {
+      const ssize_t n = ::pread(piece.kernel_fd(), piece.kernel_data(), piece.kernel_length(),
+                                static_cast<off_t>(piece.kernel_offset()));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        if (errno == EINVAL && piece.is_direct()) {
+          piece.read_buffered();
+          if (read.direct_refused != nullptr) *read.direct_refused = true;
+          continue;
+        }
+        return errno_code(errno);
+      }
+      const auto progress = piece.advance(static_cast<std::size_t>(n));
+      if (progress == ReadPiece::Progress::eof) return boost::asio::error::eof;
+      if (progress == ReadPiece::Progress::done) break;
     }
-    if (n == 0) return boost::asio::error::eof;
-    done += static_cast<std::size_t>(n);
   }
   return {};
 }
@@ -44,11 +55,10 @@ PreadReader::~PreadReader() {
   }
 }
 
-void PreadReader::start(int fd, std::uint64_t offset, std::span<std::byte> destination,
-                        std::unique_ptr<ReadCompletion> completion) {
+void PreadReader::start(const FileRead& read, std::unique_ptr<ReadCompletion> completion) {
   {
     std::lock_guard lock(mutex_);
-    jobs_.push_back(Job{fd, offset, destination, std::move(completion)});
+    jobs_.push_back(Job{read, std::move(completion)});
   }
   wake_.notify_one();
 }
@@ -62,7 +72,7 @@ void PreadReader::work() {
     jobs_.pop_front();
     lock.unlock();
     ReadCompletion::finish(std::move(job.completion),
-                           read_fully(job.fd, job.offset, job.destination));
+                           read_fully(job.read));
   }
 }
 

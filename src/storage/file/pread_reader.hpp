@@ -18,15 +18,12 @@ class PreadReader final : public FileReader {
   // Lets the reads already running finish and fails the queued ones with operation_aborted.
   ~PreadReader() override;
 
-  void start(int fd, std::uint64_t offset, std::span<std::byte> destination,
-             std::unique_ptr<ReadCompletion> completion) override;
+  void start(const FileRead& read, std::unique_ptr<ReadCompletion> completion) override;
   boost::asio::any_io_executor executor() const override { return executor_; }
 
  private:
   struct Job {
-    int fd;
-    std::uint64_t offset;
-    std::span<std::byte> destination;
+    FileRead read;
     std::unique_ptr<ReadCompletion> completion;
   };
 
