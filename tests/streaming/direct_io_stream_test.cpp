@@ -5,6 +5,7 @@
 
 #include <boost/asio/io_context.hpp>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -90,7 +91,8 @@ TEST_F(DirectIoStream, EveryTensorHasItsBytesInMemoryAlignedAsTheFile) {
   EXPECT_EQ(tensors, 6);
   const StreamStats stats = streamer.stats();
   EXPECT_GE(stats.direct_bytes, large_bytes);
-  EXPECT_LE(stats.direct_bytes, stats.bytes);
+  // The header's read may land directly too, where its buffer happens to be aligned.
+  EXPECT_LE(stats.direct_bytes, std::filesystem::file_size(path_));
 }
 
 TEST_F(DirectIoStream, OffReadsThroughThePageCacheInto64ByteAlignedMemory) {

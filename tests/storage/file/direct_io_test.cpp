@@ -47,7 +47,8 @@ constexpr std::size_t kBlock = 4096;
 class AlignedBuffer {
  public:
   AlignedBuffer(std::uint64_t offset, std::size_t length, std::size_t shift = 0)
-      : memory_(static_cast<std::byte*>(std::aligned_alloc(kBlock, length + 2 * kBlock))),
+      : memory_(static_cast<std::byte*>(
+            std::aligned_alloc(kBlock, (length / kBlock + 2) * kBlock))),
         bytes_(memory_.get() + (offset + shift) % kBlock, length) {}
 
   std::span<std::byte> bytes() const { return bytes_; }
