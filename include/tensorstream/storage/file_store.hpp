@@ -31,8 +31,9 @@ namespace tensorstream {
 ///
 /// Open file descriptors are cached per path. A file is pinned at its first access (see
 /// ObjectStore) to its inode, size and modification time; after every read the open descriptor
-/// and the path are stat'ed again, and a file rewritten, truncated, replaced or removed since
-/// throws StorageError "the file changed while it was being read (...); restart the stream".
+/// is stat'ed again (and the path, once the file has lost its last link), and a file rewritten,
+/// truncated, replaced or removed since throws StorageError "the file changed while it was being
+/// read (...); restart the stream".
 /// Devices and other files that are not regular files are not pinned.
 ///
 /// Destroying the store while reads are in flight is a caller error. The destructor then waits

@@ -149,13 +149,18 @@ std::optional<FileVersion> pin(FilePins& pins, const std::string& path, int fd) 
   return pins.pin(path, version_of(status));
 }
 
-// Throws unless both the open descriptor and the path still show the version pinned: a file
-// rewritten in place changes under the descriptor, one replaced by another under the path.
+// Throws unless the file still shows the version pinned. A file rewritten in place changes under
+// the open descriptor; one replaced by another (renamed over) or removed loses its last link, and
+// only then is the path looked up, to say which, so that a read costs one fstat. (A file with
+// another hard link, replaced at this path, goes on being read at its pinned version from the
+// open descriptor; a later reopen of the path would find the new inode and fail as changed.)
 void check_unchanged(FilePins& pins, const std::string& path, int fd) {
   const auto pinned = pin(pins, path, fd);
   if (!pinned) return;
-  const FileVersion open = version_of(descriptor_status(path, fd));
+  const struct stat status = descriptor_status(path, fd);
+  const FileVersion open = version_of(status);
   if (open != *pinned) throw StorageError(path, file_change(*pinned, open));
+  if (status.st_nlink > 0) return;
   struct stat named {};
   if (::stat(path.c_str(), &named) != 0) {
     if (errno == ENOENT) {
