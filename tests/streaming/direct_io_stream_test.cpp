@@ -91,8 +91,9 @@ TEST_F(DirectIoStream, EveryTensorHasItsBytesInMemoryAlignedAsTheFile) {
   EXPECT_EQ(tensors, 6);
   const StreamStats stats = streamer.stats();
   EXPECT_GE(stats.direct_bytes, large_bytes);
-  // The header's read may land directly too, where its buffer happens to be aligned.
-  EXPECT_LE(stats.direct_bytes, std::filesystem::file_size(path_));
+  // Discovery's first read (64 KiB from the start, header and the first tensors' bytes) lands
+  // directly too where its buffer happens to be page-aligned, as sanitizers' allocators make it.
+  EXPECT_LE(stats.direct_bytes, std::filesystem::file_size(path_) + 64 * 1024);
 }
 
 TEST_F(DirectIoStream, OffReadsThroughThePageCacheInto64ByteAlignedMemory) {
