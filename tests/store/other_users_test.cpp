@@ -112,6 +112,7 @@ import json, socket, struct, sys
 listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 listener.bind(sys.argv[1])
 listener.listen()
+open(sys.argv[1] + ".listening", "w").close()
 while True:
     connection, _ = listener.accept()
     with connection:
@@ -128,11 +129,14 @@ while True:
        "--regid=" + std::to_string(allowed_uid), "--clear-groups", python->string(),
        script.string(), path.string()},
       dir_.path() / "impostor.log");
+  // The socket's file exists from bind() on, but connections are refused until listen(): the
+  // impostor says when it listens.
+  const fs::path listening = path.string() + ".listening";
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (!fs::exists(path) && std::chrono::steady_clock::now() < deadline) {
+  while (!fs::exists(listening) && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  ASSERT_TRUE(fs::exists(path));
+  ASSERT_TRUE(fs::exists(listening));
 
   const std::chrono::seconds reply_wait(20);
   try {
