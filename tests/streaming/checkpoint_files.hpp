@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "support/logged_warnings.hpp"
+#include "support/logged_messages.hpp"
 #include "tensorstream/safetensors/writer.hpp"
 #include "tensorstream/streaming/raw_streamer.hpp"
 

@@ -21,7 +21,7 @@
 namespace tensorstream {
 namespace {
 
-using testing::LoggedWarnings;
+using testing::LoggedMessages;
 using testing::names_of;
 using testing::stream_by_name;
 using testing::stream_error;
@@ -97,7 +97,7 @@ TEST_F(Discovery, AnUndecodableIndexFallsBackToEveryFileWithAWarning) {
   write_checkpoint(path("b.safetensors"), {{"y", 4}});
   write_checkpoint(path("a.safetensors"), {{"x", 4}});
   write_index(R"({"weight_map":{"x":"a.safetensors")");
-  LoggedWarnings warnings;
+  LoggedMessages warnings(LogLevel::warning);
   RawStreamer streamer(prefix());
   EXPECT_EQ(names_of(stream_by_name(streamer)), (Names{"x", "y"}));
   const auto logged = warnings.messages();
@@ -111,7 +111,7 @@ TEST_F(Discovery, AnUndecodableIndexFallsBackToEveryFileWithAWarning) {
 TEST_F(Discovery, AnIndexWithoutWeightMapFallsBackToEveryFileWithAWarning) {
   write_checkpoint(path("a.safetensors"), {{"x", 4}});
   write_index(R"({"metadata":{"total_size":4}})");
-  LoggedWarnings warnings;
+  LoggedMessages warnings(LogLevel::warning);
   RawStreamer streamer(prefix());
   EXPECT_EQ(names_of(stream_by_name(streamer)), (Names{"x"}));
   EXPECT_EQ(warnings.messages(),
@@ -123,7 +123,7 @@ TEST_F(Discovery, AnIndexWithoutWeightMapFallsBackToEveryFileWithAWarning) {
 TEST_F(Discovery, AnIndexThatIsNotAnObjectFallsBack) {
   write_checkpoint(path("a.safetensors"), {{"x", 4}});
   write_index(R"(["weight_map"])");
-  LoggedWarnings warnings;
+  LoggedMessages warnings(LogLevel::warning);
   RawStreamer streamer(prefix());
   EXPECT_EQ(names_of(stream_by_name(streamer)), (Names{"x"}));
   EXPECT_EQ(warnings.messages().size(), 1u);
@@ -219,7 +219,7 @@ TEST_F(Discovery, DuplicateNamesComeFromTheFirstFileOnceWithAWarning) {
   write_checkpoint(path("c.safetensors"), {{"shared", 16}, {"only_c", 4}}, std::byte{3});
   write_checkpoint(path("b.safetensors"), {{"shared", 16}}, std::byte{2});
   write_checkpoint(path("a.safetensors"), {{"shared", 16}, {"only_a", 4}}, std::byte{1});
-  LoggedWarnings warnings;
+  LoggedMessages warnings(LogLevel::warning);
   RawStreamer streamer(prefix());
   const auto tensors = stream_by_name(streamer);
   EXPECT_EQ(names_of(tensors), (Names{"only_a", "only_c", "shared"}));

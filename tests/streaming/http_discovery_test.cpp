@@ -81,7 +81,7 @@ TEST_F(HttpDiscovery, AnUnusableIndexFallsBackToModelSafetensors) {
   generate_synthetic_model(root_.path() / "m", {.preset = "tiny"});
   testing::write_text(root_.path() / "m" / "model.safetensors.index.json", "{\"metadata\":{}}");
   NginxServer nginx({.root = root_.path()});
-  testing::LoggedWarnings warnings;
+  testing::LoggedMessages warnings(LogLevel::warning);
   EXPECT_EQ(streamed_names(nginx.base_url() + "/m/"), tiny_names());
   EXPECT_EQ(warnings.messages(),
             std::vector<std::string>{nginx.base_url() +

@@ -15,13 +15,13 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "support/files.hpp"
+#include "support/logged_messages.hpp"
 #include "support/random_bytes.hpp"
 #include "support/run_task.hpp"
 #include "support/scoped_environment.hpp"
@@ -77,42 +77,15 @@ bool mostly_cached(const std::string& path) {
   return !known || static_cast<std::size_t>(cached) * 2 >= resident.size();
 }
 
-// Writes the file back and asks the kernel to drop its pages, as a cold start finds it.
-void evict_from_page_cache(const std::string& path) {
+// Writes the file back and asks the kernel to drop the pages of `length` bytes from `offset`
+// (0: to the end), as a cold start finds them.
+void evict_from_page_cache(const std::string& path, off_t offset = 0, off_t length = 0) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   ASSERT_GE(fd, 0);
   ::fdatasync(fd);
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::posix_fadvise(fd, offset, length, POSIX_FADV_DONTNEED);
   ::close(fd);
 }
-
-// Collects what is logged at debug level and above while it exists.
-class LoggedMessages {
- public:
-  LoggedMessages() : level_(log_level()) {
-    set_log_level(LogLevel::debug);
-    set_log_sink([this](LogLevel, std::string_view message) {
-      std::lock_guard lock(mutex_);
-      messages_.emplace_back(message);
-    });
-  }
-  ~LoggedMessages() {
-    set_log_sink({});
-    set_log_level(level_);
-  }
-  LoggedMessages(const LoggedMessages&) = delete;
-  LoggedMessages& operator=(const LoggedMessages&) = delete;
-
-  std::vector<std::string> messages() const {
-    std::lock_guard lock(mutex_);
-    return messages_;
-  }
-
- private:
-  LogLevel level_;
-  mutable std::mutex mutex_;
-  std::vector<std::string> messages_;
-};
 
 enum class Mode { io_uring, pread };
 
@@ -245,6 +218,28 @@ TEST_P(DirectIoTest, AutoReadsACachedFileThroughThePageCacheAndAnEvictedOneDirec
   EXPECT_FALSE(mostly_cached(path_)) << "direct reads leave the page cache alone";
 }
 
+// Auto samples the file's pages rather than asking about each: the estimate still tells a file
+// that is mostly cached from one that is mostly not, wherever the cached part lies.
+TEST_P(DirectIoTest, AutoReadsAFileAQuarterCachedDirectlyAndOneThreeQuartersCachedThroughTheCache) {
+  const auto quarter = static_cast<off_t>(kFileSize / 4 / kBlock * kBlock);
+  evict_from_page_cache(path_, quarter, 0);
+  if (mostly_cached(path_)) {
+    GTEST_SKIP() << "the page cache keeps the file after POSIX_FADV_DONTNEED (tmpfs?)";
+  }
+  {
+    FileStore store(context_.get_executor(), options(DirectIo::automatic));
+    SKIP_WHERE_DIRECT_IO_IS_REFUSED(store);
+    EXPECT_EQ(store.memory_alignment(path_), kBlock) << "the first quarter cached";
+  }
+  testing::write_file(path_, contents_);
+  evict_from_page_cache(path_, 0, quarter);
+  if (!mostly_cached(path_)) GTEST_SKIP() << "the file just written is not in the page cache";
+  FileStore store(context_.get_executor(), options(DirectIo::automatic));
+  EXPECT_EQ(store.memory_alignment(path_), 0u) << "the last three quarters cached";
+  expect_range(store, 0, kFileSize);
+  EXPECT_EQ(store.stats().direct_bytes, 0u);
+}
+
 TEST_P(DirectIoTest, OffReadsEverythingThroughThePageCache) {
   evict_from_page_cache(path_);
   FileStore store(context_.get_executor(), options(DirectIo::off));
@@ -283,7 +278,7 @@ TEST_P(DirectIoTest, ReadsOfAFileSystemThatRefusesDirectIoGoThroughThePageCache)
   std::string expected;
   std::getline(std::ifstream(path), expected);
   if (expected.empty()) GTEST_SKIP() << path << " cannot be read here";
-  const LoggedMessages logged;
+  const testing::LoggedMessages logged(LogLevel::debug);
   FileStore store(context_.get_executor(), options(DirectIo::on));
   EXPECT_EQ(store.memory_alignment(path), 0u);
   std::string bytes(expected.size(), '\0');

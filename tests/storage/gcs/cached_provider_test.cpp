@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "support/logged_warnings.hpp"
+#include "support/logged_messages.hpp"
 #include "tensorstream/storage/gcs/cached_provider.hpp"
 #include "tensorstream/storage/credentials_error.hpp"
 
@@ -207,7 +207,7 @@ TEST_F(GcsCachedProvider, WhileARefreshRunsOthersGetTheOldTokenThatStillWorks) {
 }
 
 TEST_F(GcsCachedProvider, FailedRefreshKeepsATokenThatStillWorks) {
-  tensorstream::testing::LoggedWarnings warnings;
+  tensorstream::testing::LoggedMessages warnings(LogLevel::warning);
   EXPECT_EQ(get(), "token-1");
   now_ = start + 58min;
   inner_->fail(true);

@@ -36,7 +36,7 @@
 #include "support/certificates.hpp"
 #include "support/fault_server.hpp"
 #include "support/files.hpp"
-#include "support/logged_warnings.hpp"
+#include "support/logged_messages.hpp"
 #include "support/loopback_listener.hpp"
 #include "support/nginx_server.hpp"
 #include "support/print_error_kind.hpp"
@@ -254,7 +254,7 @@ TEST_F(HttpStoreNginx, ServerErrorIsRetriedThenReported) {
 }
 
 TEST_F(HttpStoreNginx, ServerWithoutRangesIsReadByteExact) {
-  testing::LoggedWarnings warnings;
+  testing::LoggedMessages warnings(LogLevel::warning);
   HttpStore store = make_store();
   const std::size_t size = object_.size();
   for (const auto& [offset, length] : std::vector<std::pair<std::uint64_t, std::size_t>>{
@@ -556,7 +556,7 @@ TEST_F(HttpStoreFaults, WellBehavedServer) {
 }
 
 TEST_F(HttpStoreFaults, ServerIgnoringRangeIsReadByteExact) {
-  testing::LoggedWarnings warnings;
+  testing::LoggedMessages warnings(LogLevel::warning);
   start({.honour_range = false});
   HttpStore store = make_store();
   const std::size_t size = object_.size();
@@ -588,7 +588,7 @@ TEST_F(HttpStoreFaults, ChunkedBodiesAreReadByteExact) {
 }
 
 TEST_F(HttpStoreFaults, ChunkedWholeObjectsAreReadByteExact) {
-  testing::LoggedWarnings warnings;
+  testing::LoggedMessages warnings(LogLevel::warning);
   start({.honour_range = false, .chunked = true, .chunk_size = 4096});
   HttpStore store = make_store();
   EXPECT_TRUE(

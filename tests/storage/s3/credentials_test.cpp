@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "storage/s3_test_environment.hpp"
-#include "support/logged_warnings.hpp"
+#include "support/logged_messages.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/s3/cached_provider.hpp"
 #include "tensorstream/storage/s3/chain_provider.hpp"
@@ -324,7 +324,7 @@ TEST_F(S3CachedProvider, ShortLivedCredentialsAreRefreshedHalfWayThroughTheirLif
 }
 
 TEST_F(S3CachedProvider, KeepsValidCredentialsWhenARefreshFails) {
-  tensorstream::testing::LoggedWarnings warnings;
+  tensorstream::testing::LoggedMessages warnings(LogLevel::warning);
   inner->script = {expiring("AKID1", start + 10min)};
   EXPECT_EQ(load(cached).access_key_id, "AKID1");
   now = start + 6min;
