@@ -422,9 +422,16 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     if (outbox_->finished_locked()) finish_locked();
   }
 
-  // Allocates each read's memory as the budget allows and queues its chunks.
+  // Allocates each read's memory as the budget allows, once the workers are about to need it,
+  // and queues its chunks.
   asio::awaitable<void> plan() {
+    // Memory is taken when the readers are about to need it, not as far ahead as the budget
+    // allows: a read waits until fewer chunks are queued than there are workers. Memory taken
+    // early would sit unread while holding pages that recycled memory could have provided, and
+    // every fresh page costs the kernel a zeroing.
+    const auto few_queued = [this] { return chunks_.size() < *options_.max_concurrency; };
     for (std::size_t index = 0; index < reads_.size(); ++index) {
+      co_await chunks_taken_.wait(few_queued);
       detail::PlannedRead& read = reads_[index];
       detail::Destination::Claim claim = destination_->claim(read);
       const std::uint64_t bytes = claim.budget_bytes;
@@ -476,6 +483,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
       if (chunks_.empty()) co_return;
       ChunkTask task = std::move(chunks_.front());
       chunks_.pop_front();
+      if (chunks_.size() < *options_.max_concurrency) chunks_taken_.notify_all();
       detail::ReadJob& job = *task.job;
       const std::span<std::byte> destination(job.data.get() + task.chunk.offset,
                                              task.chunk.length);
@@ -598,6 +606,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
   // Touched only on the strand.
   async::ConditionVariable work_available_;
   async::ConditionVariable memory_released_;
+  async::ConditionVariable chunks_taken_;
   std::vector<detail::SourceFile> files_;
   std::vector<detail::PlannedRead> reads_;
   std::deque<ChunkTask> chunks_;

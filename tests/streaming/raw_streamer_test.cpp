@@ -5,6 +5,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -279,6 +280,43 @@ TEST(RawStreamer, DestroyingTheStreamerCancelsOutstandingReads) {
   streamer.reset();
   EXPECT_EQ(model.cancelled_reads.load(), 4);
   EXPECT_EQ(kept.bytes()[0], std::byte{7}) << "a yielded tensor outlives its stream";
+}
+
+// Memory is taken when the readers reach a tensor, not as far ahead as the limit allows: memory
+// taken early sits unread, and fresh pages cost a zeroing each where recycled ones would do.
+TEST(RawStreamer, ATensorsMemoryIsTakenWhenTheReadersReachIt) {
+  TempDir dir;
+  const auto path = dir.path() / "model.safetensors";
+  std::vector<std::pair<std::string, std::uint64_t>> tensors;
+  for (int i = 0; i < 8; ++i) tensors.emplace_back("t." + std::to_string(i), 1 << 20);
+  write_u8_tensors(path, tensors);
+  const auto header = inspect(path.string()).at(0).header;
+  StreamerOptions options;
+  options.io_threads = 1;
+  options.chunk_size = 256 * 1024;
+  options.max_concurrency = 2;
+  options.memory_limit = 64 << 20;
+  std::atomic<int> cancelled_reads{0};
+  GatedStore* store = nullptr;
+  RawStreamer streamer(path.string(), options,
+                       [&](const Url&, boost::asio::any_io_executor executor) {
+                         auto gated = std::make_unique<GatedStore>(
+                             executor, path.string(), header.data_start,
+                             header.data_start + (8 << 20), cancelled_reads);
+                         store = gated.get();
+                         return gated;
+                       });
+  while (store == nullptr || store->held_reads() < 2) std::this_thread::yield();
+  // Both readers hold a chunk of t.0 and two more of its chunks wait for them: the next tensor is
+  // not due yet, though the limit would take all eight.
+  EXPECT_EQ(streamer.stats().peak_memory, 1u << 20);
+  store->open();
+  std::set<std::string> names;
+  while (auto tensor = streamer.next_blocking()) {
+    EXPECT_EQ(tensor->bytes()[(1 << 20) - 1], std::byte{7});
+    names.insert(tensor->info.name);
+  }
+  EXPECT_EQ(names.size(), 8u);
 }
 
 TEST(RawStreamer, MemoryStaysWithinTheLimitWithASlowConsumer) {
