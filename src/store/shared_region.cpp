@@ -90,6 +90,10 @@ void SharedRegion::map(int protection) {
   if (size_ == 0) return;
   void* mapping = ::mmap(nullptr, size_, protection, MAP_SHARED, fd_.get(), 0);
   if (mapping == MAP_FAILED) fail("mmap", errno);
+  // Shared memory gets huge pages only where the administrator allows them for mappings that ask
+  // (/sys/kernel/mm/transparent_hugepage/shmem_enabled = advise); under the kernel's default,
+  // never, this asks in vain. See docs/store-server.md#huge-pages for what they cost and save.
+  ::madvise(mapping, size_, MADV_HUGEPAGE);
   mapping_ = mapping;
 }
 

@@ -2,13 +2,11 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdint>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "store/attach_fixture.hpp"
+#include "support/process_mappings.hpp"
 #include "support/run_task.hpp"
 #include "tensorstream/error.hpp"
 
@@ -19,22 +17,8 @@ std::string text(std::span<const std::byte> bytes) {
   return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
 }
 
-// The permissions /proc/self/maps lists for the mapping holding `address` ("r--s").
-std::string permissions_at(const void* address) {
-  const auto target = reinterpret_cast<std::uintptr_t>(address);
-  std::ifstream maps("/proc/self/maps");
-  std::string line;
-  while (std::getline(maps, line)) {
-    std::istringstream fields(line);
-    std::string range, permissions;
-    fields >> range >> permissions;
-    const auto dash = range.find('-');
-    const auto begin = std::stoull(range.substr(0, dash), nullptr, 16);
-    const auto end = std::stoull(range.substr(dash + 1), nullptr, 16);
-    if (begin <= target && target < end) return permissions;
-  }
-  return "unmapped";
-}
+using tensorstream::testing::permissions_at;
+using tensorstream::testing::vm_flags_at;
 
 using AttachedRankTest = AttachServerTest;
 
@@ -69,6 +53,8 @@ TEST_F(AttachedRankTest, WeightsAreReadOnlyAndTheKvCacheIsShared) {
   const TensorEntry& weight = *rank.find("model.embed_tokens.weight");
   const TensorEntry& value = *rank.find("model.layers.0.self_attn.kv_cache.value");
   EXPECT_EQ(permissions_at(rank.bytes(weight).data()), "r--s");
+  EXPECT_NE(vm_flags_at(rank.bytes(weight).data()).find(" hg"), std::string::npos)
+      << "weights are mapped asking for huge pages: " << vm_flags_at(rank.bytes(weight).data());
   EXPECT_FALSE(rank.is_writable(weight));
   const auto refused = thrown<InvalidArgument>([&] { rank.writable_bytes(weight); });
   EXPECT_EQ(refused.what(), socket_path_.string() +

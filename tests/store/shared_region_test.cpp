@@ -13,6 +13,7 @@
 #include <stop_token>
 #include <vector>
 
+#include "support/process_mappings.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream::store {
@@ -163,6 +164,16 @@ TEST(SharedRegion, PopulateAskedToStopAllocatesNothing) {
   stop.request_stop();
   EXPECT_FALSE(region.populate(stop.get_token()));
   EXPECT_EQ(resident_pages(region.writable()), 0U);
+}
+
+// Whether the pages are then huge is the administrator's choice (shmem_enabled); the region asks,
+// writable and sealed.
+TEST(SharedRegion, ItsMappingsAskForHugePages) {
+  SharedRegion region("tensorstream-test-huge", 4 << 20);
+  const auto flags = [&] { return tensorstream::testing::vm_flags_at(region.bytes().data()); };
+  EXPECT_NE(flags().find(" hg"), std::string::npos) << flags();
+  region.seal_read_only();
+  EXPECT_NE(flags().find(" hg"), std::string::npos) << flags();
 }
 
 TEST(SharedRegion, DescriptorIsCloseOnExec) {
