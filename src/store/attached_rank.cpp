@@ -121,9 +121,6 @@ AttachedRank::AttachedRank(ReceivedReply reply, std::string_view where, bool pri
                                             " (" + std::to_string(region.bytes) +
                                             " bytes): " + std::strerror(errno));
       }
-      // The server's pages are huge where shmem_enabled allows it; the mapping must ask too for
-      // them to be mapped as such (see SharedRegion).
-      ::madvise(memory, region.bytes, MADV_HUGEPAGE);
       mapping.data = static_cast<std::byte*>(memory);
     }
     state.mappings.push_back(mapping);

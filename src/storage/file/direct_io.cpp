@@ -23,24 +23,37 @@ namespace {
 // spread pages tell whether most of the file is cached to within a few percent.
 constexpr std::uint64_t kResidencySamples = 256;
 
+// A window of the file mapped at a time: under an address-space limit (ulimit -v, as batch
+// schedulers set) a whole checkpoint may not fit.
+constexpr std::uint64_t kResidencyWindow = std::uint64_t{1} << 30;
+
 // Whether at least half of the sampled pages of the file are in the page cache. A file that
 // cannot be mapped counts as cached, so that direct I/O is only chosen where it is known to help.
 bool mostly_cached(int fd, std::uint64_t size) {
   const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
   const std::uint64_t pages = (size + page - 1) / page;
-  void* mapping = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  if (mapping == MAP_FAILED) return true;
   const std::uint64_t samples = std::min(pages, kResidencySamples);
+  void* window = MAP_FAILED;
+  std::uint64_t window_begin = 0;
+  std::uint64_t window_length = 0;
   std::uint64_t cached = 0;
   bool known = true;
   for (std::uint64_t sample = 0; sample < samples && known; ++sample) {
-    // The middle page of each of `samples` equal stretches of the file.
-    const std::uint64_t index = (2 * sample + 1) * pages / (2 * samples);
+    // The middle page of each of `samples` equal stretches of the file; they only move forward.
+    const std::uint64_t at = (2 * sample + 1) * pages / (2 * samples) * page;
+    if (window == MAP_FAILED || at >= window_begin + window_length) {
+      if (window != MAP_FAILED) ::munmap(window, window_length);
+      window_begin = at / kResidencyWindow * kResidencyWindow;
+      window_length = std::min(kResidencyWindow, size - window_begin);
+      window = ::mmap(nullptr, window_length, PROT_READ, MAP_SHARED, fd,
+                      static_cast<off_t>(window_begin));
+      if (window == MAP_FAILED) return true;
+    }
     unsigned char resident = 0;
-    known = ::mincore(static_cast<char*>(mapping) + index * page, 1, &resident) == 0;
+    known = ::mincore(static_cast<char*>(window) + (at - window_begin), 1, &resident) == 0;
     cached += resident & 1;
   }
-  ::munmap(mapping, size);
+  if (window != MAP_FAILED) ::munmap(window, window_length);
   return !known || cached * 2 >= samples;
 }
 

@@ -219,7 +219,8 @@ TEST_P(DirectIoTest, AutoReadsACachedFileThroughThePageCacheAndAnEvictedOneDirec
 }
 
 // Auto samples the file's pages rather than asking about each: the estimate still tells a file
-// that is mostly cached from one that is mostly not, wherever the cached part lies.
+// that is mostly cached from one that is mostly not, wherever the cached part lies. (This guards
+// the decision, not its cost: a scan of every page passes too.)
 TEST_P(DirectIoTest, AutoReadsAFileAQuarterCachedDirectlyAndOneThreeQuartersCachedThroughTheCache) {
   const auto quarter = static_cast<off_t>(kFileSize / 4 / kBlock * kBlock);
   evict_from_page_cache(path_, quarter, 0);
