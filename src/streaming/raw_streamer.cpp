@@ -429,9 +429,8 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     // allows: a read waits until fewer chunks are queued than there are workers. Memory taken
     // early would sit unread while holding pages that recycled memory could have provided, and
     // every fresh page costs the kernel a zeroing.
-    const auto few_queued = [this] { return chunks_.size() < *options_.max_concurrency; };
     for (std::size_t index = 0; index < reads_.size(); ++index) {
-      co_await chunks_taken_.wait(few_queued);
+      co_await chunks_taken_.wait([this] { return few_chunks_queued(); });
       detail::PlannedRead& read = reads_[index];
       detail::Destination::Claim claim = destination_->claim(read);
       const std::uint64_t bytes = claim.budget_bytes;
@@ -475,6 +474,9 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     if (distribution_) distribution_->planned_all();
   }
 
+  // Whether the planner should queue the next read: fewer chunks wait than there are workers.
+  bool few_chunks_queued() const { return chunks_.size() < *options_.max_concurrency; }
+
   // One of max_concurrency workers: takes queued chunks and reads each into its job's memory.
   asio::awaitable<void> fetch() {
     for (;;) {
@@ -483,7 +485,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
       if (chunks_.empty()) co_return;
       ChunkTask task = std::move(chunks_.front());
       chunks_.pop_front();
-      if (chunks_.size() < *options_.max_concurrency) chunks_taken_.notify_all();
+      if (few_chunks_queued()) chunks_taken_.notify_all();
       detail::ReadJob& job = *task.job;
       const std::span<std::byte> destination(job.data.get() + task.chunk.offset,
                                              task.chunk.length);

@@ -306,7 +306,11 @@ TEST(RawStreamer, ATensorsMemoryIsTakenWhenTheReadersReachIt) {
                          store = gated.get();
                          return gated;
                        });
-  while (store == nullptr || store->held_reads() < 2) std::this_thread::yield();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (store == nullptr || store->held_reads() < 2) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the readers never reached the gate";
+    std::this_thread::yield();
+  }
   // Both readers hold a chunk of t.0 and two more of its chunks wait for them: the next tensor is
   // not due yet, though the limit would take all eight.
   EXPECT_EQ(streamer.stats().peak_memory, 1u << 20);
