@@ -18,7 +18,6 @@ std::string text(std::span<const std::byte> bytes) {
 }
 
 using tensorstream::testing::permissions_at;
-using tensorstream::testing::vm_flags_at;
 
 using AttachedRankTest = AttachServerTest;
 
@@ -53,8 +52,6 @@ TEST_F(AttachedRankTest, WeightsAreReadOnlyAndTheKvCacheIsShared) {
   const TensorEntry& weight = *rank.find("model.embed_tokens.weight");
   const TensorEntry& value = *rank.find("model.layers.0.self_attn.kv_cache.value");
   EXPECT_EQ(permissions_at(rank.bytes(weight).data()), "r--s");
-  EXPECT_NE(vm_flags_at(rank.bytes(weight).data()).find(" hg"), std::string::npos)
-      << "weights are mapped asking for huge pages: " << vm_flags_at(rank.bytes(weight).data());
   EXPECT_FALSE(rank.is_writable(weight));
   const auto refused = thrown<InvalidArgument>([&] { rank.writable_bytes(weight); });
   EXPECT_EQ(refused.what(), socket_path_.string() +

@@ -169,6 +169,9 @@ TEST(SharedRegion, PopulateAskedToStopAllocatesNothing) {
 // Whether the pages are then huge is the administrator's choice (shmem_enabled); the region asks,
 // writable and sealed.
 TEST(SharedRegion, ItsMappingsAskForHugePages) {
+  if (!tensorstream::testing::transparent_huge_pages_available()) {
+    GTEST_SKIP() << "this kernel has no transparent huge pages to ask for";
+  }
   SharedRegion region("tensorstream-test-huge", 4 << 20);
   const auto flags = [&] { return tensorstream::testing::vm_flags_at(region.bytes().data()); };
   EXPECT_NE(flags().find(" hg"), std::string::npos) << flags();

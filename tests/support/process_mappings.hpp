@@ -43,16 +43,23 @@ inline std::string vm_flags_at(const void* address) {
   std::string line;
   bool inside = false;
   while (std::getline(smaps, line)) {
-    // A mapping's first line starts with its range, whose first character is a hex digit; the
-    // field lines that follow start with a capitalised name.
+    // A mapping's first line starts with its range ("7f12…-7f13…"); the field lines that follow
+    // start with a name ending in a colon ("Rss:"), and no name holds a dash.
     const std::string first = line.substr(0, line.find(' '));
     if (first.find('-') != std::string::npos && first.back() != ':') {
       inside = detail::range_holds(first, address);
     } else if (inside && line.starts_with("VmFlags:")) {
-      return line.substr(line.find_first_not_of(' ', 8));
+      const auto flags = line.find_first_not_of(' ', 8);
+      return flags == std::string::npos ? "" : line.substr(flags);
     }
   }
   return "unmapped";
+}
+
+/// Whether this kernel has transparent huge pages at all (not so without
+/// CONFIG_TRANSPARENT_HUGEPAGE, or in some sandboxes), without which MADV_HUGEPAGE fails.
+inline bool transparent_huge_pages_available() {
+  return std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled").good();
 }
 
 }  // namespace tensorstream::testing
