@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -86,6 +87,18 @@ TEST(StreamAfterFork, TheParentsStreamFailsAtOnceInTheChildAndANewOneWorks) {
   auto first = parent_stream->next_blocking();
   ASSERT_TRUE(first);
   EXPECT_GE(async::library_threads(), options.io_threads);
+  // Fork once the reads have stopped for want of memory, with the parent's threads parked: the
+  // child allocates, and where an allocator keeps across fork() a lock that a thread of the
+  // parent held (ASan's does; glibc's takes its locks around fork()), the child would wait on it
+  // for good.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (std::uint64_t bytes = parent_stream->stats().bytes;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const std::uint64_t now = parent_stream->stats().bytes;
+    if (now == bytes) break;
+    bytes = now;
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the stream never stopped for memory";
+  }
 
   const pid_t child = ::fork();
   ASSERT_NE(child, -1) << std::strerror(errno);
