@@ -425,10 +425,8 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
   // Allocates each read's memory as the budget allows, once the workers are about to need it,
   // and queues its chunks.
   asio::awaitable<void> plan() {
-    // Memory is taken when the readers are about to need it, not as far ahead as the budget
-    // allows: a read waits until fewer chunks are queued than there are workers. Memory taken
-    // early would sit unread while holding pages that recycled memory could have provided, and
-    // every fresh page costs the kernel a zeroing.
+    // Not as far ahead as the budget allows: memory taken early would sit unread, holding pages
+    // that recycled memory could have provided, and every fresh page costs the kernel a zeroing.
     for (std::size_t index = 0; index < reads_.size(); ++index) {
       co_await chunks_taken_.wait([this] { return few_chunks_queued(); });
       detail::PlannedRead& read = reads_[index];
