@@ -47,15 +47,8 @@ $aws s3 cp --recursive "$work/model" s3://models/src/
 files=("$work"/model/*)
 echo "model: $preset, $shards shards, ${#files[@]} files, $bytes bytes; s3rver on port $port"
 
-server_ticks() { awk '{print $14 + $15}' "/proc/$server/stat"; }
-seconds() { # COMMAND...: its wall-clock seconds, then the CPU seconds s3rver spent meanwhile
-  local start end ticks
-  ticks="$(server_ticks)"
-  start="$(date +%s.%N)"
-  "$@" >/dev/null
-  end="$(date +%s.%N)"
-  python3 -c "print(f'{$end - $start:.3f}/{($(server_ticks) - $ticks) / $(getconf CLK_TCK):.1f}')"
-}
+# shellcheck source=bench/server_timing.sh
+source "$root/bench/server_timing.sh"
 same_bytes() { # DIR: fails unless DIR holds the model's files, byte for byte
   for file in "${files[@]}"; do cmp -s "$file" "$1/$(basename "$file")" || {
     echo "bytes differ: $1/$(basename "$file")" >&2

@@ -2,7 +2,8 @@
 // the runs end: every byte exact, a clean failure (an exception, timed from the start of the
 // run), or wrong bytes delivered (never acceptable):
 //   http://  a loopback nginx behind the proxy;
-//   s3://    a loopback s3rver behind the proxy.
+//   s3://    a loopback s3rver behind the proxy;
+//   az://    a loopback Azurite behind the proxy, read with Shared Key.
 // At each fault rate, that share of the object reads gets one fault drawn evenly from 503, 500, a
 // reset mid-body, a short body (clean close mid-body) and a 2 s stall mid-body. Streams use the
 // default StreamerOptions and HttpOptions, so the retry counts show what the defaults survive.
@@ -31,6 +32,7 @@
 #include "bench_support.hpp"
 #include "support/fault_proxy.hpp"
 #include "support/nginx_server.hpp"
+#include "support/azurite_server.hpp"
 #include "support/s3rver_server.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
@@ -190,19 +192,36 @@ int main() {
     setenv("AWS_REGION", "us-east-1", 1);
   }
 
+  std::unique_ptr<testing::AzuriteServer> azurite;
+  if (auto why = testing::AzuriteServer::unavailable()) {
+    std::printf("az skipped: %s\n", why->c_str());
+  } else {
+    azurite = std::make_unique<testing::AzuriteServer>();
+    azurite->create_container("bench");
+    azurite->put_blob("bench", "model/model.safetensors", path);
+    setenv("AZURE_STORAGE_KEY", testing::AzuriteServer::account_key, 1);
+  }
+
   for (const double rate : rates()) {
-    for (const std::string backend : {"http", "s3"}) {
-      if (backend == "s3" && !s3rver) continue;
+    for (const std::string backend : {"http", "s3", "az"}) {
+      if ((backend == "s3" && !s3rver) || (backend == "az" && !azurite)) continue;
       std::vector<Run> results;
       for (int i = 0; i < runs; ++i) {
-        FaultProxy proxy(backend == "http" ? nginx.port() : s3rver->port(),
-                         {.mix_rate = rate, .seed = static_cast<std::uint64_t>(i + 1)});
+        const std::uint16_t port = backend == "http" ? nginx.port()
+                                   : backend == "s3" ? s3rver->port()
+                                                     : azurite->port();
+        FaultProxy proxy(port, {.mix_rate = rate, .seed = static_cast<std::uint64_t>(i + 1)});
         std::string url = proxy.endpoint() + "/model.safetensors";
+        StreamerOptions run_options = options;
         if (backend == "s3") {
           setenv("AWS_ENDPOINT_URL", proxy.endpoint().c_str(), 1);
           url = "s3://bench/model/";
+        } else if (backend == "az") {
+          run_options.store.azure().endpoint =
+              proxy.endpoint() + "/" + testing::AzuriteServer::account_name;
+          url = "az://bench/model/";
         }
-        results.push_back(stream_once(url, options, file, proxy));
+        results.push_back(stream_once(url, run_options, file, proxy));
         const Run& run = results.back();
         std::printf("  %s %.0f %% run %d: %s after %.1f s, %llu retries, %d faults\n",
                     backend.c_str(), rate * 100, i + 1,

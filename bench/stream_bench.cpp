@@ -7,7 +7,9 @@
 //   file://  from the page cache (io_uring and pread), against `dd bs=16M` to /dev/null;
 //   s3://    from a loopback s3rver, against parallel `curl` range GETs from the same s3rver,
 //            and end to end against downloading the checkpoint first (`aws s3 cp` when the AWS
-//            CLI is installed, else curl) and then loading the files.
+//            CLI is installed, else curl) and then loading the files;
+//   az://    from a loopback Azurite, against parallel `curl` range GETs from the same Azurite,
+//            both reading with one container SAS token.
 // At the end it prints each configuration's ratio to its ceiling, in GB/s and in CPU per GB.
 //
 // The checkpoint is generated once per run: TENSORSTREAM_BENCH_PRESET (default llama-7b-4layers,
@@ -28,8 +30,10 @@
 #include "support/certificates.hpp"
 #include "support/child_process.hpp"
 #include "support/nginx_server.hpp"
+#include "support/azurite_server.hpp"
 #include "support/s3rver_server.hpp"
 #include "support/temp_dir.hpp"
+#include "tensorstream/storage/azure/default_credentials.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
 #include "tensorstream/streaming/raw_streamer.hpp"
 
@@ -109,6 +113,33 @@ S3Environment* s3_environment(benchmark::State& state) {
     return nullptr;
   }
   static S3Environment instance;
+  return &instance;
+}
+
+// The same checkpoint in Azurite, uploaded through the Azure SDK for Python the first time an
+// az:// benchmark runs, and a SAS token that reads it.
+struct AzureEnvironment {
+  testing::AzuriteServer azurite;
+  std::string sas;
+
+  AzureEnvironment() {
+    azurite.create_container("bench");
+    azurite.put_blob("bench", "model/model.safetensors", environment().file);
+    sas = azurite.container_sas("bench", "rl", std::chrono::hours(24));
+  }
+
+  std::string blob_url() const {
+    return azurite.blob_endpoint() + "/bench/model/model.safetensors?" + sas;
+  }
+};
+
+// nullptr, with the benchmark skipped, where Azurite cannot run.
+AzureEnvironment* azure_environment(benchmark::State& state) {
+  if (auto why = testing::AzuriteServer::unavailable()) {
+    state.SkipWithError(why->c_str());
+    return nullptr;
+  }
+  static AzureEnvironment instance;
   return &instance;
 }
 
@@ -332,6 +363,27 @@ void BM_S3DownloadThenLoad(benchmark::State& state) {
   results().ceilings.emplace("s3 chunk 16 MiB, concurrency 32", key);
 }
 
+void BM_AzureCurlCeiling(benchmark::State& state) {
+  if (auto* azure = azure_environment(state)) {
+    curl_ranges(state, "Azurite " + curl_name(state.range(0)), azure->blob_url(),
+                static_cast<std::uint64_t>(state.range(0)));
+  }
+}
+
+void BM_AzureStream(benchmark::State& state) {
+  auto* azure = azure_environment(state);
+  if (azure == nullptr) return;
+  StreamerOptions options;
+  options.chunk_size = static_cast<std::uint64_t>(state.range(0)) << 20;
+  options.max_concurrency = static_cast<std::size_t>(state.range(1));
+  options.store.azure().endpoint = azure->azurite.blob_endpoint();
+  options.store.azure().credentials =
+      azure::fixed_credentials({azure::Credentials::Kind::sas, azure->sas}, "SAS");
+  const std::string key = "az chunk " + std::to_string(state.range(0)) + " MiB, concurrency " +
+                          std::to_string(state.range(1));
+  stream(state, key, "az://bench/model/", options, "Azurite " + curl_name(state.range(1)));
+}
+
 void BM_FileStream(benchmark::State& state) {
   StreamerOptions options;
   options.store.file().use_io_uring = state.range(0) != 0;
@@ -381,6 +433,14 @@ BENCHMARK(BM_S3TlsCurlCeiling)->Arg(8)->Arg(32)->UseManualTime()->Iterations(ite
 BENCHMARK(BM_S3TlsStream)->ArgName("concurrency")->Arg(8)->Arg(32)->UseManualTime()
     ->Iterations(iterations)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_S3DownloadThenLoad)->UseManualTime()->Iterations(iterations)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AzureCurlCeiling)->Arg(8)->Arg(32)->UseManualTime()->Iterations(iterations)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AzureStream)
+    ->ArgNames({"chunk_MiB", "concurrency"})
+    ->ArgsProduct({{16, 64}, {8, 32}})
+    ->UseManualTime()
+    ->Iterations(iterations)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DdCeiling)->UseManualTime()->Iterations(iterations)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FileStream)->ArgName("io_uring")->Arg(1)->Arg(0)->UseManualTime()

@@ -4,7 +4,8 @@
 #
 #   bash scripts/setup.sh          everything: the libraries with libtorch, the Python package,
 #                                  and what the tests, benchmarks and fuzzers use (GoogleTest,
-#                                  nginx, s3rver on Node.js, botocore, clang-15 and libFuzzer)
+#                                  nginx, s3rver and Azurite on Node.js, botocore, the Azure
+#                                  SDK's blob client, clang-15 and libFuzzer)
 #   bash scripts/setup.sh --tool   only what the command-line tool and the libtorch-free libraries
 #                                  need to build (scripts/demo.sh)
 set -euo pipefail
@@ -31,10 +32,12 @@ if ! $tool_only; then
     python3-dev pybind11-dev python3-torch
     libgtest-dev libgmock-dev libbenchmark-dev python3-pytest
     nginx-light python3-botocore librsvg2-bin
+    # The Azure SDK's blob client, which the tests seed Azurite with independently of our store.
+    python3-azure-storage
     clang-15 libfuzzer-15-dev
   )
-  # s3rver runs on Node.js; a machine that already has node and npm (say from NodeSource) keeps
-  # them.
+  # s3rver and Azurite run on Node.js; a machine that already has node and npm (say from
+  # NodeSource) keeps them.
   command -v npm >/dev/null || packages+=(nodejs npm)
 fi
 
@@ -60,4 +63,11 @@ s3rver_dir="$(dirname "$0")/../third_party/s3rver"
 if [[ ! -x "$s3rver_dir/node_modules/.bin/s3rver" ]]; then
   echo "setup: installing s3rver from its lock file" >&2
   npm ci --prefix "$s3rver_dir" --no-audit --no-fund --loglevel=error >/dev/null
+fi
+# The Azure Blob Storage emulator of the tests, pinned the same way by
+# third_party/azurite/package-lock.json.
+azurite_dir="$(dirname "$0")/../third_party/azurite"
+if [[ ! -x "$azurite_dir/node_modules/.bin/azurite-blob" ]]; then
+  echo "setup: installing Azurite from its lock file" >&2
+  npm ci --prefix "$azurite_dir" --no-audit --no-fund --loglevel=error >/dev/null
 fi

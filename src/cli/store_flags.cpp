@@ -31,7 +31,8 @@ std::chrono::milliseconds milliseconds(double seconds) {
 
 void add_store_flags(CLI::App& command, StoreFlags& flags) {
   command.add_flag("--no-sign-request", flags.no_sign_request,
-                   "Send requests without credentials (public s3:// and gs:// buckets)");
+                   "Send requests without credentials (public s3:// and gs:// buckets, public "
+                   "az:// containers)");
   command.add_option("--profile", flags.profile,
                      "AWS profile of ~/.aws/credentials and ~/.aws/config for s3:// (as "
                      "AWS_PROFILE; its keys win over the environment's, as with the AWS CLI)");
@@ -39,7 +40,13 @@ void add_store_flags(CLI::App& command, StoreFlags& flags) {
                      "S3 region; default: AWS_REGION, AWS_DEFAULT_REGION, the profile, us-east-1");
   command.add_option("--endpoint-url", flags.endpoint_url,
                      "S3-compatible endpoint, e.g. http://127.0.0.1:9000; default: "
-                     "AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, AWS");
+                     "AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, AWS. For az://, the blob endpoint, "
+                     "e.g. Azurite's http://127.0.0.1:10000/devstoreaccount1; default: the "
+                     "connection string's BlobEndpoint, else "
+                     "https://ACCOUNT.blob.core.windows.net");
+  command.add_option("--account", flags.account,
+                     "Azure storage account of az:// URLs; default: the connection string's "
+                     "AccountName, else AZURE_STORAGE_ACCOUNT");
   command.add_option("--ca-bundle", flags.ca_bundle,
                      "PEM file of CAs trusted for https; default: AWS_CA_BUNDLE for s3://, "
                      "else the system's (SSL_CERT_FILE)");
@@ -83,7 +90,9 @@ StoreOptions apply_store_flags(const StoreFlags& flags, StoreOptions options) {
   if (flags.no_sign_request) {
     options.s3().sign_requests = false;
     options.gcs().anonymous = true;
+    options.azure().anonymous = true;
   }
+  if (!flags.account.empty()) options.azure().account = flags.account;
   if (!flags.profile.empty()) {
     // What the AWS CLI's --profile does: the profile's region and files, as AWS_PROFILE names
     // them (set before any thread of the command starts), and its keys before the environment's.
@@ -92,7 +101,10 @@ StoreOptions apply_store_flags(const StoreFlags& flags, StoreOptions options) {
         std::make_shared<s3::CachedProvider>(std::make_shared<s3::ProfileProvider>());
   }
   if (!flags.region.empty()) options.s3().region = flags.region;
-  if (!flags.endpoint_url.empty()) options.s3().endpoint = flags.endpoint_url;
+  if (!flags.endpoint_url.empty()) {
+    options.s3().endpoint = flags.endpoint_url;
+    options.azure().endpoint = flags.endpoint_url;
+  }
   if (!flags.ca_bundle.empty()) options.http().ca_file = flags.ca_bundle;
   if (flags.insecure) {
     options.http().verify_peer = false;

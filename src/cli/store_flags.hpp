@@ -16,7 +16,8 @@ struct StoreFlags {
   bool no_sign_request = false;  ///< Anonymous requests, for public buckets.
   std::string profile;           ///< AWS profile of the shared files.
   std::string region;            ///< S3 region.
-  std::string endpoint_url;      ///< S3-compatible endpoint.
+  std::string endpoint_url;      ///< S3-compatible endpoint, or Azure blob endpoint.
+  std::string account;           ///< Azure storage account.
   std::string ca_bundle;         ///< PEM file of trusted CAs for https.
   bool insecure = false;         ///< Do not verify TLS certificates.
   std::optional<int> retries;    ///< Attempts after the first for transient failures.
@@ -43,9 +44,9 @@ void add_source_read_flags(CLI::App& command, SourceReadFlags& flags,
 StreamerOptions apply_source_read_flags(const SourceReadFlags& flags, const StoreFlags& store,
                                         StreamerOptions options = {});
 
-/// Adds --no-sign-request, --region, --endpoint-url, --ca-bundle, --insecure, --retries,
-/// --connect-timeout, --timeout and --direct-io to `command`, storing into `flags` (which must outlive
-/// parsing).
+/// Adds --no-sign-request, --region, --endpoint-url, --account, --ca-bundle, --insecure,
+/// --retries, --connect-timeout, --timeout and --direct-io to `command`, storing into `flags`
+/// (which must outlive parsing).
 void add_store_flags(CLI::App& command, StoreFlags& flags);
 
 /// `options` with what `flags` set. Warns on stderr that certificates are not verified when

@@ -131,7 +131,9 @@ StoreOptions store_options(const py::dict& options) {
   if (auto endpoint = text(options, "endpoint_url")) {
     store.s3().endpoint = *endpoint;
     store.gcs().endpoint = *endpoint;
+    store.azure().endpoint = *endpoint;
   }
+  if (auto account = text(options, "account")) store.azure().account = *account;
   if (auto region = text(options, "region")) store.s3().region = *region;
   static constexpr std::pair<const char*, S3Addressing> addressing_names[] = {
       {"auto", S3Addressing::automatic},
@@ -143,6 +145,7 @@ StoreOptions store_options(const py::dict& options) {
   if (auto anonymous = boolean(options, "anonymous")) {
     store.s3().sign_requests = !*anonymous;
     store.gcs().anonymous = *anonymous;
+    store.azure().anonymous = *anonymous;
   }
   if (auto ca_bundle = text(options, "ca_bundle")) store.http().ca_file = *ca_bundle;
   if (auto verify = boolean(options, "verify")) store.http().verify_peer = *verify;

@@ -15,7 +15,7 @@ namespace tensorstream::python {
 /// Throws pybind11::type_error for a value of the wrong type, InvalidArgument for a bad value.
 StreamerOptions streamer_options(const pybind11::dict& options);
 
-/// StoreOptions from the backends' keys of `options`: endpoint_url, region, addressing,
+/// StoreOptions from the backends' keys of `options`: endpoint_url, account, region, addressing,
 /// anonymous, ca_bundle, verify, connect_timeout, response_timeout, read_timeout,
 /// max_retries, use_io_uring, direct_io.
 StoreOptions store_options(const pybind11::dict& options);

@@ -64,9 +64,9 @@ std::optional<std::uint64_t> checked_numel(const std::vector<std::int64_t>& shap
   return static_cast<std::uint64_t>(product);
 }
 
-class HeaderParser {
+class JsonHeaderParser {
  public:
-  HeaderParser(std::string_view object, std::uint64_t object_size, std::size_t json_size)
+  JsonHeaderParser(std::string_view object, std::uint64_t object_size, std::size_t json_size)
       : object_(object) {
     header_.data_start = 8 + json_size;
     data_size_ = object_size - header_.data_start;
@@ -447,7 +447,7 @@ Header parse_header(std::string_view json, std::uint64_t object_size, std::strin
     throw fail("header length " + std::to_string(json.size()) +
                " runs past the end of the object (" + std::to_string(object_size) + " bytes)");
   }
-  return HeaderParser(object, object_size, json.size()).parse(json);
+  return JsonHeaderParser(object, object_size, json.size()).parse(json);
 }
 
 }  // namespace tensorstream

@@ -25,4 +25,14 @@ std::unique_ptr<ObjectStore> open_s3_store(const Url& url, boost::asio::any_io_e
 std::unique_ptr<ObjectStore> open_gcs_store(const Url& url, boost::asio::any_io_executor executor,
                                             const StoreOptions& options);
 
+// storage/azure/azure_store.cpp: az://, and http(s):// URLs of blob endpoints
+std::unique_ptr<ObjectStore> open_azure_store(const Url& url, boost::asio::any_io_executor executor,
+                                              const StoreOptions& options);
+
+// storage/azure/azure_store.cpp: whether an http(s) URL names a blob of Azure Storage, which
+// open_http_store() leaves to open_azure_store(): a host of Azure's blob endpoints
+// (ACCOUNT.blob.core.windows.net and the sovereign clouds'), or a URL under the blob endpoint the
+// options or AZURE_STORAGE_CONNECTION_STRING name (an emulator's).
+bool is_azure_blob_url(const Url& url, const StoreOptions& options);
+
 }  // namespace tensorstream

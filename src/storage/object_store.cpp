@@ -6,7 +6,7 @@ namespace tensorstream {
 
 std::unique_ptr<ObjectWriter> ObjectStore::create_writer(std::string key, WriteOptions) {
   throw InvalidArgument(url(key) + ": this store is read-only; objects can be written to "
-                                   "file://, s3:// and gs:// only");
+                                   "file://, s3://, gs:// and az:// only");
 }
 
 boost::asio::awaitable<ObjectStat> ObjectStore::stat(std::string key) {

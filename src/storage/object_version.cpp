@@ -38,13 +38,23 @@ ObjectVersion version_of(const boost::beast::http::fields& response) {
   return version;
 }
 
-std::string version_conditions(const ObjectVersion& pinned) {
-  if (!pinned.generation.empty()) return {};
-  if (!pinned.etag.empty() && !is_weak(pinned.etag)) return "If-Match: " + pinned.etag + "\r\n";
-  if (!pinned.last_modified.empty()) {
-    return "If-Unmodified-Since: " + pinned.last_modified + "\r\n";
+std::optional<std::pair<std::string_view, std::string_view>> version_condition(
+    const ObjectVersion& pinned) {
+  if (!pinned.generation.empty()) return std::nullopt;
+  if (!pinned.etag.empty() && !is_weak(pinned.etag)) {
+    return std::pair<std::string_view, std::string_view>{"If-Match", pinned.etag};
   }
-  return {};
+  if (!pinned.last_modified.empty()) {
+    return std::pair<std::string_view, std::string_view>{"If-Unmodified-Since",
+                                                         pinned.last_modified};
+  }
+  return std::nullopt;
+}
+
+std::string version_conditions(const ObjectVersion& pinned) {
+  const auto condition = version_condition(pinned);
+  if (!condition) return {};
+  return std::string(condition->first) + ": " + std::string(condition->second) + "\r\n";
 }
 
 std::optional<std::string> version_change(const ObjectVersion& pinned,

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "storage/object_pins.hpp"
 
@@ -36,6 +38,11 @@ struct ObjectVersion {
 /// generation, where given, is the whole identity: GCS's ETags are not usable in If-Match on the
 /// JSON API.
 ObjectVersion version_of(const boost::beast::http::fields& response);
+
+/// The header that makes a request fail with 412 unless the object is still `pinned`, as
+/// version_conditions() says; its value points into `pinned`.
+std::optional<std::pair<std::string_view, std::string_view>> version_condition(
+    const ObjectVersion& pinned);
 
 /// Header lines ("Name: value\r\n") that make a request fail with 412 unless the object is still
 /// `pinned`: If-Match with a strong ETag, else If-Unmodified-Since with the Last-Modified date;

@@ -16,6 +16,7 @@ class Registry {
     add({.name = "https", .form = UrlForm::server, .default_port = 443, .open = open_http_store});
     add({.name = "s3", .form = UrlForm::bucket, .open = open_s3_store});
     add({.name = "gs", .form = UrlForm::bucket, .open = open_gcs_store});
+    add({.name = "az", .form = UrlForm::bucket, .open = open_azure_store});
   }
 
   void add(Scheme scheme) {

@@ -117,7 +117,7 @@ TEST_F(CpLocal, AReadOnlyDestinationIsRefusedBeforeAnyRead) {
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_EQ(result.err,
             "tensorstream: error: http://127.0.0.1:1/x: this store is read-only; objects can be "
-            "written to file://, s3:// and gs:// only\n");
+            "written to file://, s3://, gs:// and az:// only\n");
 }
 
 class CpS3 : public s3::testing::S3rverTest {

@@ -73,7 +73,7 @@ TEST_F(WriteDestination, GenModelAndPrefetchToAStoreThatCannotWriteAreErrors) {
   EXPECT_EQ(prefetch.exit_code, 2);
   EXPECT_EQ(prefetch.err,
             "tensorstream: error: http://127.0.0.1:1/x/config.json: this store is read-only; "
-            "objects can be written to file://, s3:// and gs:// only\n");
+            "objects can be written to file://, s3://, gs:// and az:// only\n");
   EXPECT_FALSE(wrote_locally());
 }
 

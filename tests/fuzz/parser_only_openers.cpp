@@ -28,5 +28,9 @@ std::unique_ptr<ObjectStore> open_gcs_store(const Url& url, boost::asio::any_io_
                                             const StoreOptions&) {
   return refuse(url);
 }
+std::unique_ptr<ObjectStore> open_azure_store(const Url& url, boost::asio::any_io_executor,
+                                              const StoreOptions&) {
+  return refuse(url);
+}
 
 }  // namespace tensorstream

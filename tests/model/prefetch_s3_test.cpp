@@ -86,7 +86,7 @@ TEST_F(PrefetchS3, AStoreThatCannotWriteIsRefusedBeforeCopying) {
   } catch (const InvalidArgument& error) {
     EXPECT_EQ(std::string(error.what()),
               "http://127.0.0.1:1/copy/config.json: this store is read-only; objects can be "
-              "written to file://, s3:// and gs:// only");
+              "written to file://, s3://, gs:// and az:// only");
   }
 }
 

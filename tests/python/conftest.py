@@ -1,5 +1,6 @@
 """Fixtures of the Python package's tests: checkpoints written here with their oracle tensors,
-and real servers started on ephemeral loopback ports (nginx, s3rver, the CLI's store server),
+and real servers started on ephemeral loopback ports (nginx, s3rver, Azurite, the CLI's store
+server),
 as the C++ tests start them. A missing server program skips its tests with the reason, except in
 CI (CI=true), which installs every program and so fails instead."""
 
@@ -15,10 +16,12 @@ from typing import Dict, Iterator, List, Optional
 import pytest
 import torch
 
-from servers import NGINX, Nginx, S3rver, free_port, stop  # noqa: F401 (tests import them here)
+from servers import (NGINX, Azurite, Nginx, S3rver, free_port,  # noqa: F401 (tests import them)
+                     stop)
 
 CLI = os.environ.get("TENSORSTREAM_CLI", "")
 S3RVER_SCRIPT = os.environ.get("TENSORSTREAM_S3RVER_SCRIPT", "")
+AZURITE_SCRIPT = os.environ.get("TENSORSTREAM_AZURITE_SCRIPT", "")
 
 # safetensors dtype names of the torch dtypes the tests write.
 DTYPE_NAMES = {
@@ -135,6 +138,23 @@ def s3rver(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[
 
 
 @pytest.fixture
+def azurite(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Azurite]:
+    require(bool(AZURITE_SCRIPT) and os.path.exists(AZURITE_SCRIPT) and shutil.which("node"),
+            "Azurite is not installed at "
+            f"{AZURITE_SCRIPT or '(TENSORSTREAM_AZURITE_SCRIPT unset)'}")
+    try:
+        import azure.storage.blob  # noqa: F401 (the seeding client)
+    except ImportError:
+        require(False, "the Azure SDK for Python (python3-azure-storage) is not installed")
+    for variable in list(os.environ):
+        if variable.startswith("AZURE_") or variable in ("IDENTITY_ENDPOINT", "IDENTITY_HEADER"):
+            monkeypatch.delenv(variable)
+    server = Azurite(tmp_path / "azurite", AZURITE_SCRIPT)
+    yield server
+    server.close()
+
+
+@pytest.fixture
 def cli() -> str:
     require(bool(CLI) and os.access(CLI, os.X_OK),
             f"the tensorstream tool is not built ({CLI or 'TENSORSTREAM_CLI unset'})")
@@ -147,5 +167,6 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for variable in list(os.environ):
         if variable.startswith(("TENSORSTREAM_", "FLYTE_MODEL_LOADER_")) or variable.lower() in (
                 "http_proxy", "https_proxy", "no_proxy"):
-            if variable not in ("TENSORSTREAM_CLI", "TENSORSTREAM_S3RVER_SCRIPT"):
+            if variable not in ("TENSORSTREAM_CLI", "TENSORSTREAM_S3RVER_SCRIPT",
+                                "TENSORSTREAM_AZURITE_SCRIPT"):
                 monkeypatch.delenv(variable)

@@ -136,3 +136,62 @@ class S3rver:
 
     def close(self) -> None:
         stop(self.process)
+
+
+class Azurite:
+    """Azurite's blob service (pinned under third_party/azurite) on an ephemeral loopback port,
+    its blobs in memory, seeded through the Azure SDK for Python: an independent client."""
+
+    account = "devstoreaccount1"
+    key = ("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/"
+           "KBHBeksoGMGw==")
+
+    def __init__(self, work: pathlib.Path, script: str):
+        work.mkdir(parents=True)
+        self.log = work / "azurite.log"
+        with open(self.log, "wb") as log:
+            self.process = subprocess.Popen(
+                [shutil.which("node") or "node", script, "--blobHost", "127.0.0.1",
+                 "--blobPort", "0", "--inMemoryPersistence", "--skipApiVersionCheck",
+                 "--disableTelemetry", "--disableProductStyleUrl"],
+                stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            match = re.search(rb"successfully listens on http://127\.0\.0\.1:(\d+)",
+                              self.log.read_bytes())
+            if match:
+                self.port = int(match.group(1))
+                return
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.02)
+        stop(self.process)
+        raise RuntimeError(f"Azurite did not start: {self.log.read_text(errors='replace')}")
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}/{self.account}"
+
+    @property
+    def connection_string(self) -> str:
+        return (f"AccountName={self.account};AccountKey={self.key};"
+                f"BlobEndpoint={self.endpoint}")
+
+    def put_directory(self, directory: pathlib.Path, container: str, prefix: str) -> None:
+        """Creates `container` if need be and uploads every file under `directory` into it."""
+        from azure.core.exceptions import ResourceExistsError
+        from azure.storage.blob import BlobServiceClient
+        service = BlobServiceClient.from_connection_string(self.connection_string)
+        try:
+            service.create_container(container)
+        except ResourceExistsError:
+            pass
+        for path in sorted(directory.rglob("*")):
+            if path.is_file():
+                with open(path, "rb") as data:
+                    service.get_blob_client(
+                        container, prefix + path.relative_to(directory).as_posix()).upload_blob(
+                            data, overwrite=True)
+
+    def close(self) -> None:
+        stop(self.process)

@@ -41,6 +41,22 @@ def test_streams_from_s3rver_byte_exact(model_dir, s3rver):
     assert_same_tensors(dict(streamer.get_tensors()), oracle)
 
 
+def test_streams_from_azurite_byte_exact(model_dir, azurite, monkeypatch):
+    directory, oracle = model_dir
+    azurite.put_directory(directory, "models", "llama/")
+    monkeypatch.setenv("AZURE_STORAGE_KEY", azurite.key)
+    streamer = tensorstream.SafeTensorsStreamer("az://models/llama/", endpoint_url=azurite.endpoint,
+                                                account=azurite.account, chunk_size=1 << 20)
+    assert_same_tensors(dict(streamer.get_tensors()), oracle)
+    # The blob endpoint's URL is Azure's too, and without credentials a private container says no.
+    blob_url = f"{azurite.endpoint}/models/llama/"
+    assert_same_tensors(dict(tensorstream.SafeTensorsStreamer(
+        blob_url, endpoint_url=azurite.endpoint).get_tensors()), oracle)
+    with pytest.raises(tensorstream.errors.StorageError, match="az://models/llama/"):
+        dict(tensorstream.SafeTensorsStreamer("az://models/llama/", endpoint_url=azurite.endpoint,
+                                              anonymous=True).get_tensors())
+
+
 def test_the_seed_signature_takes_its_arguments_by_position(model_dir):
     directory, oracle = model_dir
     streamer = tensorstream.SafeTensorsStreamer(directory, "/tmp/local", 1 << 20, 4, 0, 1)

@@ -10,7 +10,6 @@
 
 #include "support/isolated_environment_test.hpp"
 #include "support/rsa_key.hpp"
-#include "tensorstream/storage/credentials_error.hpp"
 #include "tensorstream/storage/gcs/token_provider.hpp"
 
 namespace tensorstream::gcs::testing {
@@ -42,23 +41,6 @@ class GcsEnvironmentTest : public tensorstream::testing::IsolatedEnvironmentTest
   static const tensorstream::testing::RsaKeyPair& key() {
     static const auto pair = tensorstream::testing::RsaKeyPair::generate();
     return pair;
-  }
-
-  /// What a failing get() threw.
-  struct Failure {
-    std::string message;
-    bool configured = false;
-  };
-
-  /// The error `provider` fails with (and a test failure if it gets a token instead).
-  static Failure failure(TokenProvider& provider) {
-    try {
-      run(provider.get());
-      ADD_FAILURE() << "got a token from " << provider.name();
-    } catch (const CredentialsError& error) {
-      return {error.what(), error.configured()};
-    }
-    return {};
   }
 };
 

@@ -42,25 +42,8 @@ class AwsEnvironmentTest : public tensorstream::testing::IsolatedEnvironmentTest
     set("AWS_EC2_METADATA_DISABLED", "true");
   }
 
-  /// What a failing get() threw.
-  struct Failure {
-    std::string message;
-    bool configured = false;
-  };
-
   /// The credentials `provider` loads.
   Credentials load(CredentialsProvider& provider) { return run(provider.get()); }
-
-  /// The error `provider` fails with (and a test failure if it loads credentials instead).
-  Failure failure(CredentialsProvider& provider) {
-    try {
-      const auto credentials = run(provider.get());
-      ADD_FAILURE() << "loaded credentials " << credentials.access_key_id;
-    } catch (const CredentialsError& error) {
-      return {error.what(), error.configured()};
-    }
-    return {};
-  }
 };
 
 }  // namespace tensorstream::s3::testing

@@ -43,9 +43,9 @@ std::string invalid_argument(const std::function<void()>& call) {
 
 TEST(Schemes, TheBuiltInOnesComeFirst) {
   const std::vector<std::string> names = scheme_names();
-  ASSERT_GE(names.size(), 5u);
-  EXPECT_EQ(std::vector<std::string>(names.begin(), names.begin() + 5),
-            (std::vector<std::string>{"file", "http", "https", "s3", "gs"}));
+  ASSERT_GE(names.size(), 6u);
+  EXPECT_EQ(std::vector<std::string>(names.begin(), names.begin() + 6),
+            (std::vector<std::string>{"file", "http", "https", "s3", "gs", "az"}));
   EXPECT_EQ(find_scheme("https")->default_port, 443);
   EXPECT_EQ(find_scheme("gs")->form, UrlForm::bucket);
   EXPECT_EQ(find_scheme("ftp"), nullptr);

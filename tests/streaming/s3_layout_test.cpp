@@ -27,18 +27,6 @@ using testing::TempDir;
 using testing::expect_whole_model;
 using testing::small_chunks;
 
-// Every tensor a stream yields, by name.
-std::map<std::string, std::string> stream_all(const std::string& url, StreamerOptions options) {
-  RawStreamer streamer(url, options);
-  std::map<std::string, std::string> tensors;
-  while (auto tensor = streamer.next_blocking()) {
-    const auto bytes = tensor->bytes();
-    tensors[tensor->info.name] =
-        std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
-  }
-  return tensors;
-}
-
 class S3Layout : public s3::testing::S3rverTest {
  protected:
   void SetUp() override {
@@ -86,8 +74,9 @@ TEST_F(S3Layout, RankFilesStreamTheSameBytesAsFromDisk) {
   options.tensor_parallel_size = 2;
   for (int rank = 0; rank < 2; ++rank) {
     options.rank = rank;
-    const auto remote = stream_all("s3://models/ranks/", options);
-    EXPECT_EQ(remote, stream_all(ranks.path().string() + "/", options)) << "rank " << rank;
+    const auto remote = testing::tensor_bytes("s3://models/ranks/", options);
+    EXPECT_EQ(remote, testing::tensor_bytes(ranks.path().string() + "/", options))
+        << "rank " << rank;
     EXPECT_EQ(remote.size(), llama_tensors(synthetic_preset("tiny")).size());
   }
   options.rank = 2;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 #include <set>
 #include <string>
 
@@ -11,6 +12,19 @@
 #include "tensorstream/streaming/raw_streamer.hpp"
 
 namespace tensorstream::testing {
+
+/// Every tensor a stream of `url` yields: its bytes by name, for comparing two streams.
+inline std::map<std::string, std::string> tensor_bytes(const std::string& url,
+                                                       StreamerOptions options) {
+  RawStreamer streamer(url, std::move(options));
+  std::map<std::string, std::string> tensors;
+  while (auto tensor = streamer.next_blocking()) {
+    const auto bytes = tensor->bytes();
+    tensors[tensor->info.name] =
+        std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  }
+  return tensors;
+}
 
 /// Checks that `tensor` holds exactly the bytes generate_synthetic_model() wrote for it.
 inline void expect_synthetic(const StreamedTensor& tensor) {

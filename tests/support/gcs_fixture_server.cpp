@@ -1,8 +1,5 @@
 #include "support/gcs_fixture_server.hpp"
 
-#include <openssl/bio.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
 #include <simdjson.h>
 
 #include <boost/beast/core/flat_buffer.hpp>
@@ -22,6 +19,8 @@
 #include "json_string.hpp"
 #include "support/byte_range.hpp"
 #include "support/files.hpp"
+#include "support/form_fields.hpp"
+#include "support/jwt_parts.hpp"
 #include "support/use_tuple.hpp"
 
 namespace tensorstream::testing {
@@ -64,81 +63,6 @@ constexpr std::string_view read_only_scope =
     "https://www.googleapis.com/auth/devstorage.read_only";
 constexpr std::string_view read_write_scope =
     "https://www.googleapis.com/auth/devstorage.read_write";
-
-// Decodes %XY escapes (and '+' as a space in forms); a malformed escape stays as it is.
-std::string decode(std::string_view text, bool plus_is_space) {
-  std::string decoded;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '+' && plus_is_space) {
-      decoded += ' ';
-    } else if (text[i] == '%' && i + 2 < text.size()) {
-      unsigned value = 0;
-      const auto digits = text.substr(i + 1, 2);
-      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + 2, value, 16);
-      if (ec == std::errc{} && end == digits.data() + 2) {
-        decoded += static_cast<char>(value);
-        i += 2;
-      } else {
-        decoded += '%';
-      }
-    } else {
-      decoded += text[i];
-    }
-  }
-  return decoded;
-}
-
-// The decoded name=value pairs of a query string or form body.
-std::map<std::string, std::string> parse_pairs(std::string_view text, bool plus_is_space) {
-  std::map<std::string, std::string> pairs;
-  while (!text.empty()) {
-    const auto amp = text.find('&');
-    const auto pair = text.substr(0, amp);
-    const auto equals = pair.find('=');
-    pairs[decode(pair.substr(0, equals), plus_is_space)] =
-        equals == std::string_view::npos ? "" : decode(pair.substr(equals + 1), plus_is_space);
-    text = amp == std::string_view::npos ? std::string_view{} : text.substr(amp + 1);
-  }
-  return pairs;
-}
-
-std::optional<std::string> base64url_decode(std::string_view text) {
-  std::string decoded;
-  std::uint32_t bits = 0;
-  int count = 0;
-  for (const char c : text) {
-    std::uint32_t value = 0;
-    if (c >= 'A' && c <= 'Z') value = c - 'A';
-    else if (c >= 'a' && c <= 'z') value = c - 'a' + 26;
-    else if (c >= '0' && c <= '9') value = c - '0' + 52;
-    else if (c == '-') value = 62;
-    else if (c == '_') value = 63;
-    else return std::nullopt;
-    bits = bits << 6 | value;
-    count += 6;
-    if (count >= 8) {
-      count -= 8;
-      decoded += static_cast<char>((bits >> count) & 0xff);
-    }
-  }
-  return decoded;
-}
-
-bool verify_rs256(const std::string& public_key, std::string_view message,
-                  std::string_view signature) {
-  const std::unique_ptr<BIO, decltype(&BIO_free)> bio(
-      BIO_new_mem_buf(public_key.data(), static_cast<int>(public_key.size())), BIO_free);
-  const std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(
-      PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr), EVP_PKEY_free);
-  const std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> context(EVP_MD_CTX_new(),
-                                                                         EVP_MD_CTX_free);
-  return key && context &&
-         EVP_DigestVerifyInit(context.get(), nullptr, EVP_sha256(), nullptr, key.get()) == 1 &&
-         EVP_DigestVerify(context.get(), reinterpret_cast<const unsigned char*>(signature.data()),
-                          signature.size(),
-                          reinterpret_cast<const unsigned char*>(message.data()),
-                          message.size()) == 1;
-}
 
 GcsFixtureServer::Reply json_error(unsigned status, const std::string& message,
                                    std::string_view reason) {
@@ -319,11 +243,7 @@ asio::awaitable<void> GcsFixtureServer::serve(tcp::socket socket) {
 GcsFixtureServer::Reply GcsFixtureServer::answer(const Request& request) {
   std::lock_guard lock(mutex_);
   requests_.push_back(request);
-  const std::string_view target = request.target;
-  const auto question = target.find('?');
-  const std::string_view path = target.substr(0, question);
-  const std::string_view query =
-      question == std::string_view::npos ? std::string_view{} : target.substr(question + 1);
+  const auto [path, query] = split_target(request.target);
   if (request.method == "POST" && path == "/token") return token_grant(request);
   if (request.method == "GET" && path == metadata_token_path) {
     if (request.metadata_flavor != "Google") {
@@ -362,7 +282,7 @@ std::optional<GcsFixtureServer::Reply> GcsFixtureServer::check_token(
 GcsFixtureServer::Reply GcsFixtureServer::upload(std::string_view path, std::string_view query,
                                                  const Request& request) {
   const auto slash = path.find('/');
-  const std::string bucket = decode(path.substr(0, slash), false);
+  const std::string bucket = percent_decode(path.substr(0, slash), false);
   if (slash == std::string_view::npos || path.substr(slash) != "/o") {
     return json_error(404, "Not Found", "notFound");
   }
@@ -473,7 +393,7 @@ GcsFixtureServer::Reply GcsFixtureServer::chunk(const std::string& id, const Req
 GcsFixtureServer::Reply GcsFixtureServer::storage(std::string_view path, std::string_view query,
                                                   const Request& request) {
   const auto slash = path.find('/');
-  const std::string bucket = decode(path.substr(0, slash), false);
+  const std::string bucket = percent_decode(path.substr(0, slash), false);
   const std::string_view rest =
       slash == std::string_view::npos ? std::string_view{} : path.substr(slash);
   if (rest != "/o" && !rest.starts_with("/o/")) return json_error(404, "Not Found", "notFound");
@@ -488,7 +408,7 @@ GcsFixtureServer::Reply GcsFixtureServer::storage(std::string_view path, std::st
   if (encoded.empty() || encoded.find('/') != std::string_view::npos) {
     return json_error(404, "Not Found", "notFound");
   }
-  return object(bucket, decode(encoded, false), query, request);
+  return object(bucket, percent_decode(encoded, false), query, request);
 }
 
 GcsFixtureServer::Reply GcsFixtureServer::object(const std::string& bucket,

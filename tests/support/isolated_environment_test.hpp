@@ -12,6 +12,7 @@
 #include "support/run_task.hpp"
 #include "support/scoped_environment.hpp"
 #include "support/temp_dir.hpp"
+#include "tensorstream/storage/credentials_error.hpp"
 
 namespace tensorstream::testing {
 
@@ -44,6 +45,25 @@ class IsolatedEnvironmentTest : public ::testing::Test {
   template <class T>
   static T run(boost::asio::awaitable<T> task) {
     return run_task(std::move(task));
+  }
+
+  /// What a credential source's failing get() threw.
+  struct Failure {
+    std::string message;
+    bool configured = false;
+  };
+
+  /// The error `source` (a CredentialSource of any cloud) fails with, and a test failure if it
+  /// gets credentials instead.
+  template <class Source>
+  static Failure failure(Source& source) {
+    try {
+      run(source.get());
+      ADD_FAILURE() << "got credentials from " << source.name();
+    } catch (const CredentialsError& error) {
+      return {error.what(), error.configured()};
+    }
+    return {};
   }
 
  private:

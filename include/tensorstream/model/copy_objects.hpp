@@ -27,7 +27,7 @@ struct CopyOptions {
   /// Range reads in flight at once, over all objects together: a large object is read by several
   /// ranges at once, small objects side by side. At least 1.
   std::size_t max_concurrency = 8;
-  /// Bytes per range read, at least 1. Multipart uploads (s3://, gs://) use it as their part
+  /// Bytes per range read, at least 1. Multipart uploads (s3://, gs://, az://) use it as their part
   /// size, raised to WriteOptions::min_part_size where smaller.
   std::uint64_t chunk_size = std::uint64_t{16} << 20;
   /// Parts each object's upload sends at once (WriteOptions::max_parts_in_flight), at least 1.

@@ -11,7 +11,8 @@
 
 namespace tensorstream {
 
-/// How ObjectStore::create_writer uploads. s3:// and gs:// use these; file:// streams to disk.
+/// How ObjectStore::create_writer uploads. s3://, gs:// and az:// use these; file:// streams to
+/// disk.
 ///
 /// gs:// sends the parts as the chunks of a resumable upload, one at a time as GCS requires
 /// (max_parts_in_flight does not apply), each part_size rounded up to a multiple of 256 KiB;

@@ -2,6 +2,7 @@
 /// @file
 /// Options of every backend, gathered for open_store().
 
+#include "tensorstream/storage/azure_options.hpp"
 #include "tensorstream/storage/file_options.hpp"
 #include "tensorstream/storage/gcs_options.hpp"
 #include "tensorstream/storage/http_options.hpp"
@@ -22,7 +23,7 @@ namespace tensorstream {
 /// Options never set are the type's defaults.
 class StoreOptions : public OptionsBag {
  public:
-  /// The HTTP client of http(s)://, s3:// and gs://.
+  /// The HTTP client of http(s)://, s3://, gs:// and az://.
   HttpOptions& http() { return get<HttpOptions>(); }
   const HttpOptions& http() const { return get<HttpOptions>(); }
 
@@ -33,6 +34,10 @@ class StoreOptions : public OptionsBag {
   /// gs://: endpoint, credentials.
   GcsOptions& gcs() { return get<GcsOptions>(); }
   const GcsOptions& gcs() const { return get<GcsOptions>(); }
+
+  /// az://: account, endpoint, credentials.
+  AzureOptions& azure() { return get<AzureOptions>(); }
+  const AzureOptions& azure() const { return get<AzureOptions>(); }
 
   /// file:// and plain paths.
   FileOptions& file() { return get<FileOptions>(); }

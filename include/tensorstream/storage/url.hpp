@@ -1,7 +1,7 @@
 #pragma once
 /// @file
-/// Parsing of the object URLs tensorstream accepts: file://, plain paths, http(s)://, s3://, gs://
-/// and the schemes a program registers (scheme.hpp).
+/// Parsing of the object URLs tensorstream accepts: file://, plain paths, http(s)://, s3://, gs://,
+/// az:// and the schemes a program registers (scheme.hpp).
 
 #include <cstdint>
 #include <string>
@@ -15,7 +15,7 @@ namespace tensorstream {
 ///
 /// `file:///data/m.safetensors` and `/data/m.safetensors` both give scheme "file" and path
 /// "/data/m.safetensors". `https://host:8443/a/b` gives host "host", port 8443, path "/a/b".
-/// `s3://bucket/prefix/` gives host "bucket", path "/prefix/"; s3 and gs paths are object keys
+/// `s3://bucket/prefix/` gives host "bucket", path "/prefix/"; s3, gs and az paths are object keys
 /// taken literally, so they keep any `?` or `%` and have no query. A registered scheme's URLs are
 /// read as its UrlForm says.
 struct TENSORSTREAM_API Url {

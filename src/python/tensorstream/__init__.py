@@ -1,7 +1,7 @@
 """tensorstream: a model's weights from object storage straight into torch tensors.
 
 A drop-in for the Python original's ``SafeTensorsStreamer`` and ``prefetch``, on tensorstream's
-C++ engine: chunked parallel range reads from s3://, gs://, http(s):// and local files, each
+C++ engine: chunked parallel range reads from s3://, gs://, az://, http(s):// and local files, each
 tensor yielded as soon as its bytes have landed, in bounded memory::
 
     from tensorstream import SafeTensorsStreamer

@@ -66,7 +66,7 @@ def prefetch(remote_path: PathLike, local_path: PathLike, exclude_safetensors: b
     """Copies every object under the prefix ``remote_path`` into the directory ``local_path``
     (config.json, tokenizer files, ...), keeping relative paths; with ``exclude_safetensors``
     the ``*.safetensors`` files are skipped, as they are streamed instead. Each file appears under
-    its name only once complete. Needs a store that can list (s3://, gs://, file://)."""
+    its name only once complete. Needs a store that can list (s3://, gs://, az://, file://)."""
     check_store_options("prefetch", store_options)
     result = _tensorstream._prefetch(os.fspath(remote_path), os.fspath(local_path),
                                      bool(exclude_safetensors), store_options)

@@ -59,7 +59,7 @@ class SafeTensorsStreamer:
     model's size. ``memory_accounting="until_released"`` makes it a hard cap on all tensor memory,
     kept tensors included. ``read_order`` is ``"smallest_first"`` (default) or ``"file_order"``;
     ``io_threads`` is the number of threads running the I/O. The keyword arguments left
-    (``**store_options``: endpoint_url, region, addressing, anonymous, ca_bundle, verify,
+    (``**store_options``: endpoint_url, account, region, addressing, anonymous, ca_bundle, verify,
     connect_timeout, response_timeout, read_timeout, max_retries, use_io_uring, direct_io)
     configure the object stores.
 

@@ -6,10 +6,10 @@ namespace tensorstream::gcs {
 
 Adapter::Adapter(std::shared_ptr<TokenProvider> tokens) : tokens_(std::move(tokens)) {}
 
-boost::asio::awaitable<std::string> Adapter::authorize(const RequestHead&) {
-  if (!tokens_) co_return std::string();
+boost::asio::awaitable<Authorization> Adapter::authorize(const RequestHead&) {
+  if (!tokens_) co_return Authorization{};
   const AccessToken token = co_await tokens_->get();
-  co_return "Authorization: Bearer " + token.value + "\r\n";
+  co_return Authorization{.headers = "Authorization: Bearer " + token.value + "\r\n"};
 }
 
 void Adapter::interpret(Failure& failure) const {

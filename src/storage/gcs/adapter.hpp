@@ -19,7 +19,7 @@ class Adapter final : public ServiceAdapter {
 
   /// "Authorization: Bearer TOKEN"; nothing without credentials. Throws CredentialsError when
   /// no token can be had.
-  boost::asio::awaitable<std::string> authorize(const RequestHead& head) override;
+  boost::asio::awaitable<Authorization> authorize(const RequestHead& head) override;
 
   /// "No such object: bucket/name (HTTP 404)" from the error body. Whether the failure is
   /// retried stays as the status decides: 408, 429 and 5xx are, 401 and 403 are not.

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "storage/gcs/service_account_provider.hpp"
+#include "storage/jwt.hpp"
 
 namespace tensorstream::gcs {
 
@@ -16,13 +17,6 @@ inline constexpr std::string_view read_write_scope =
 
 /// How long a signed assertion is valid; Google accepts at most one hour.
 inline constexpr std::chrono::seconds assertion_lifetime{3600};
-
-/// `bytes` in base64url without padding (RFC 7515, appendix C).
-std::string base64url(std::string_view bytes);
-
-/// The RS256 signature of `message` with the PEM private key `pem` (PKCS #1 v1.5, SHA-256).
-/// Throws InvalidArgument when the key cannot be read (it may be encrypted) or is not RSA.
-std::string sign_rs256(std::string_view pem, std::string_view message);
 
 /// "HEADER.CLAIMS.SIGNATURE" with header {"alg":"RS256","typ":"JWT"} (and "kid" when the key
 /// has an id) and claims iss = the account, scope = `scope`, aud = the key's token URI, iat =

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "tensorstream/storage/credentials_error.hpp"
+#include "storage/oauth_token.hpp"
 
 namespace tensorstream::gcs {
 namespace {
@@ -18,9 +18,7 @@ constexpr std::int64_t max_expires_in = 365LL * 24 * 3600;
 AccessToken parse_token(std::string_view json, std::chrono::system_clock::time_point now,
                         const std::string& url, const std::string& provider, bool configured) {
   const auto fail = [&](const std::string& what) {
-    return CredentialsError("Google", provider,
-                            "malformed token response from " + url + ": " + what,
-                            configured);
+    return TokenRequester{"Google", provider, configured}.malformed(url, what);
   };
   simdjson::dom::parser parser;
   const simdjson::padded_string padded(json);

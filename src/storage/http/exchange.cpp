@@ -5,7 +5,7 @@
 namespace tensorstream {
 
 void begin_request(Connection& connection, std::string_view method, std::string_view target,
-                   std::string_view host) {
+                   std::string_view query, std::string_view host) {
   const Proxy* proxy = connection.forwarding_proxy();
   std::string& text = connection.request();
   text.clear();
@@ -16,6 +16,10 @@ void begin_request(Connection& connection, std::string_view method, std::string_
     text += host;
   }
   text += target;
+  if (!query.empty()) {
+    text += target.find('?') == std::string_view::npos ? '?' : '&';
+    text += query;
+  }
   text += " HTTP/1.1\r\nHost: ";
   text += host;
   // Bodies are read byte for byte into tensors: no content coding may be applied.

@@ -18,10 +18,11 @@ namespace tensorstream {
 inline constexpr std::uint32_t header_limit = 16 * 1024;
 
 /// Replaces connection.request() with the request line and the headers every request carries;
-/// the caller appends its own headers and the blank line that ends the header. Through a plain
+/// the caller appends its own headers and the blank line that ends the header. `query`, when not
+/// empty, is appended to the target's query (credentials that travel in the URL). Through a plain
 /// HTTP proxy the target is the absolute URL and the proxy's credentials are added.
 void begin_request(Connection& connection, std::string_view method, std::string_view target,
-                   std::string_view host);
+                   std::string_view query, std::string_view host);
 
 /// Sends connection.request(), then `body` (which the request's header announced), and reads the
 /// response header into `parser`, leaving the connection marked not reusable until the caller has

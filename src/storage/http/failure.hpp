@@ -2,6 +2,7 @@
 // Why one HTTP attempt failed. Attempts report failures as values rather than exceptions so the
 // retry loop can decide what to do; HttpClient turns the last one into a public exception.
 
+#include <boost/beast/http/fields.hpp>
 #include <string>
 
 namespace tensorstream {
@@ -26,6 +27,9 @@ struct Failure {
   /// The error response's body when it was short enough to read (S3 and GCS explain errors
   /// there); empty otherwise.
   std::string body{};
+  /// The header of an error response, for services that explain errors there too (Azure's
+  /// x-ms-error-code, the only explanation a HEAD response can carry); empty otherwise.
+  boost::beast::http::fields headers{};
   /// The Location of a redirect (301, 302, 303, 307 or 308); empty for other responses.
   std::string location{};
 };

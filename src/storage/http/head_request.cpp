@@ -12,9 +12,9 @@ HeadRequest::HeadRequest(std::string_view target, std::string_view host,
     : target_(target), host_(host), read_timeout_(read_timeout) {}
 
 boost::asio::awaitable<std::optional<Failure>> HeadRequest::attempt(Connection& connection) {
-  begin_request(connection, "HEAD", target_, host_);
+  begin_request(connection, "HEAD", target_, credentials_.query, host_);
   std::string& text = connection.request();
-  text += credentials_;
+  text += credentials_.headers;
   text += "\r\n";
 
   HeaderParser parser;

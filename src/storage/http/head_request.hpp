@@ -32,8 +32,8 @@ class HeadRequest {
     host_ = host;
   }
 
-  /// Header lines every attempt carries, from ServiceAdapter::authorize.
-  void set_credentials(std::string lines) { credentials_ = std::move(lines); }
+  /// What every attempt carries from ServiceAdapter::authorize.
+  void set_credentials(Authorization credentials) { credentials_ = std::move(credentials); }
 
   /// Sends the request on `connection` and takes the size from the response.
   boost::asio::awaitable<std::optional<Failure>> attempt(Connection& connection);
@@ -48,7 +48,7 @@ class HeadRequest {
   std::string_view target_;
   std::string_view host_;
   std::chrono::milliseconds read_timeout_;
-  std::string credentials_;
+  Authorization credentials_;
   std::uint64_t size_ = 0;
   ObjectVersion version_;
 };

@@ -65,13 +65,15 @@ std::size_t max_connections(const HttpOptions& options) {
 // "GET https://host/key bytes=0-1023": what an attempt of `request` asks of `origin`, for the
 // trace log; after a redirect, where it was sent rather than the object's own URL.
 template <class Request>
-std::string describe_attempt(Request& request, const Url& origin) {
+std::string describe_attempt(Request& request, const Url& origin,
+                             const std::string& credentials_trace) {
   const RequestHead head = request.head();
   std::string text =
       std::string(head.method) + ' ' + redact_query(origin.origin() + std::string(head.target));
   for (const auto& [name, value] : head.headers) {
     if (name == "Range") text += ' ' + std::string(value);
   }
+  if (!credentials_trace.empty()) text += " (" + credentials_trace + ")";
   return text;
 }
 
@@ -201,9 +203,11 @@ asio::awaitable<std::optional<HttpClient::Outcome>> HttpClient::perform(Request&
   bool fresh = false;
   for (;;) {
     // A service's credentials are for its own server, not for one its redirects lead to.
+    std::string credentials_trace;
     if (adapter_ && &endpoint == home_.get()) {
-      auto lines = co_await adapter_->authorize(request.head());
-      request.set_credentials(std::move(lines));
+      auto credentials = co_await adapter_->authorize(request.head());
+      credentials_trace = std::move(credentials.trace);
+      request.set_credentials(std::move(credentials));
     } else {
       request.set_credentials({});
     }
@@ -213,7 +217,7 @@ asio::awaitable<std::optional<HttpClient::Outcome>> HttpClient::perform(Request&
     std::exception_ptr error;
     const bool traced = log_enabled(LogLevel::trace);
     const std::string attempted =
-        traced ? describe_attempt(request, endpoint.origin) : std::string();
+        traced ? describe_attempt(request, endpoint.origin, credentials_trace) : std::string();
     const auto started = std::chrono::steady_clock::now();
     try {
       auto strand = connection->strand();

@@ -1,14 +1,14 @@
 #include "storage/http/proxy.hpp"
 
-#include <openssl/evp.h>
-
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <string_view>
 
 #include "ascii.hpp"
+#include "storage/base64.hpp"
 #include "storage/environment.hpp"
+#include "storage/percent_decode.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream {
@@ -16,41 +16,6 @@ namespace {
 
 // curl's default for a proxy without a port.
 constexpr std::uint16_t default_proxy_port = 1080;
-
-std::string_view trimmed(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) {
-    text.remove_prefix(1);
-  }
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) {
-    text.remove_suffix(1);
-  }
-  return text;
-}
-
-std::string percent_decoded(std::string_view text) {
-  std::string decoded;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    unsigned value = 0;
-    if (text[i] == '%' && i + 2 < text.size() &&
-        std::from_chars(text.data() + i + 1, text.data() + i + 3, value, 16).ptr ==
-            text.data() + i + 3) {
-      decoded += static_cast<char>(value);
-      i += 2;
-    } else {
-      decoded += text[i];
-    }
-  }
-  return decoded;
-}
-
-std::string base64(std::string_view bytes) {
-  std::string encoded(4 * ((bytes.size() + 2) / 3), '\0');
-  const int length = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(encoded.data()),
-                                     reinterpret_cast<const unsigned char*>(bytes.data()),
-                                     static_cast<int>(bytes.size()));
-  encoded.resize(static_cast<std::size_t>(length));
-  return encoded;
-}
 
 // "host[:port]" or "[v6]:port": the host without brackets and the port, 0 when none is given.
 std::pair<std::string_view, std::string_view> split_port(std::string_view authority) {
@@ -80,7 +45,7 @@ std::optional<std::uint16_t> parse_port(std::string_view digits) {
 }
 
 std::optional<Proxy> parse_proxy(std::string_view text) {
-  text = trimmed(text);
+  text = ascii_trim(text);
   if (text.empty()) return std::nullopt;
   std::string_view rest = text;
   if (const auto scheme_end = rest.find("://"); scheme_end != std::string_view::npos) {
@@ -95,10 +60,10 @@ std::optional<Proxy> parse_proxy(std::string_view text) {
   if (const auto at = rest.rfind('@'); at != std::string_view::npos) {
     const std::string_view userinfo = rest.substr(0, at);
     const auto colon = userinfo.find(':');
-    std::string credentials = percent_decoded(userinfo.substr(0, colon));
+    std::string credentials = percent_decode(userinfo.substr(0, colon));
     credentials += ':';
-    if (colon != std::string_view::npos) credentials += percent_decoded(userinfo.substr(colon + 1));
-    proxy.authorization = "Basic " + base64(credentials);
+    if (colon != std::string_view::npos) credentials += percent_decode(userinfo.substr(colon + 1));
+    proxy.authorization = "Basic " + base64_encode(credentials);
     rest.remove_prefix(at + 1);
   }
   const auto [host, port] = split_port(rest);
@@ -126,7 +91,7 @@ ProxyRoutes::ProxyRoutes(const ProxyOptions& options)
   std::string_view list = options.no_proxy;
   while (!list.empty()) {
     const auto comma = list.find(',');
-    const std::string_view entry = trimmed(list.substr(0, comma));
+    const std::string_view entry = ascii_trim(list.substr(0, comma));
     list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
     if (entry.empty()) continue;
     auto [host, port] = split_port(entry);

@@ -55,12 +55,14 @@ RequestHead RangeRequest::head() {
   append_number(range_, first());
   range_ += '-';
   append_number(range_, last());
-  return RequestHead{"GET", target_, host_, {{"Range", range_}}};
+  RequestHead head{"GET", target_, host_, {{"Range", range_}}};
+  if (const auto condition = version_condition(pinned_)) head.headers.push_back(*condition);
+  return head;
 }
 
 asio::awaitable<std::optional<Failure>> RangeRequest::attempt(Connection& connection) {
   attempt_first_ = first();
-  begin_request(connection, "GET", target_, host_);
+  begin_request(connection, "GET", target_, credentials_.query, host_);
   std::string& text = connection.request();
   text += "Range: bytes=";
   append_number(text, first());
@@ -68,7 +70,7 @@ asio::awaitable<std::optional<Failure>> RangeRequest::attempt(Connection& connec
   append_number(text, last());
   text += "\r\n";
   text += version_conditions(pinned_);
-  text += credentials_;
+  text += credentials_.headers;
   text += "\r\n";
 
   HeaderParser parser;

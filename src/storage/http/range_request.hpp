@@ -39,8 +39,8 @@ class RangeRequest {
     host_ = host;
   }
 
-  /// Header lines the next attempt carries, from ServiceAdapter::authorize.
-  void set_credentials(std::string lines) { credentials_ = std::move(lines); }
+  /// What the next attempt carries from ServiceAdapter::authorize.
+  void set_credentials(Authorization credentials) { credentials_ = std::move(credentials); }
 
   /// Reads only the version `pinned` of the object: every attempt carries its conditions
   /// (If-Match, If-Unmodified-Since), and a 412 or a response naming another version is a
@@ -96,7 +96,7 @@ class RangeRequest {
   std::span<std::byte> destination_;
   std::chrono::milliseconds read_timeout_;
   std::string range_;
-  std::string credentials_;
+  Authorization credentials_;
   ObjectVersion pinned_;
   std::uint64_t delivered_ = 0;
   std::atomic<std::uint64_t>* landed_ = nullptr;

@@ -79,6 +79,7 @@ boost::asio::awaitable<Failure> status_failure(Connection& connection, HeaderPar
   const unsigned code = parser.get().result_int();
   Failure failure{status_text(parser), is_transient_status(code), code == 404};
   failure.status = code;
+  failure.headers = parser.get().base();
   const std::string_view location = parser.get()[beast::http::field::location];
   if (code / 100 == 3 && !location.empty()) {
     failure.cause += " (redirect to " + std::string(location) + " not followed)";

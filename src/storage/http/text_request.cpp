@@ -18,14 +18,34 @@ TextRequest::TextRequest(std::string_view target, std::string_view host, std::si
       read_timeout_(read_timeout),
       body_(body) {}
 
+RequestHead TextRequest::head() {
+  RequestHead head{body_.method, target_, host_, {}, body_.sha256};
+  if (body_.method != "GET") {
+    content_length_ = std::to_string(body_.bytes.size());
+    head.headers.emplace_back("Content-Length", content_length_);
+  }
+  std::string_view lines = body_.headers;
+  while (!lines.empty()) {
+    const auto end = lines.find("\r\n");
+    const std::string_view line = lines.substr(0, end);
+    lines = end == std::string_view::npos ? std::string_view{} : lines.substr(end + 2);
+    const auto colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+    head.headers.emplace_back(line.substr(0, colon), value);
+  }
+  return head;
+}
+
 boost::asio::awaitable<std::optional<Failure>> TextRequest::attempt(Connection& connection) {
-  begin_request(connection, body_.method, target_, host_);
+  begin_request(connection, body_.method, target_, credentials_.query, host_);
   std::string& text = connection.request();
   if (body_.method != "GET") {
     text += "Content-Length: " + std::to_string(body_.bytes.size()) + "\r\n";
   }
   text += body_.headers;
-  text += credentials_;
+  text += credentials_.headers;
   text += "\r\n";
 
   HeaderParser parser;

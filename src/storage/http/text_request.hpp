@@ -49,13 +49,12 @@ class TextRequest {
   TextRequest(std::string_view target, std::string_view host, std::size_t max_size,
               std::chrono::milliseconds read_timeout, RequestBody body = {});
 
-  /// What credentials must cover.
-  RequestHead head() const {
-    return RequestHead{body_.method, target_, host_, {}, body_.sha256};
-  }
+  /// What credentials must cover: the method, target, Content-Length (but for a GET) and the
+  /// header lines of the body.
+  RequestHead head();
 
-  /// Header lines every attempt carries, from ServiceAdapter::authorize.
-  void set_credentials(std::string lines) { credentials_ = std::move(lines); }
+  /// What every attempt carries from ServiceAdapter::authorize.
+  void set_credentials(Authorization credentials) { credentials_ = std::move(credentials); }
 
   /// Sends the request on `connection` and reads the response. A response body over the limit
   /// is a permanent failure; a truncated one a transient failure.
@@ -74,7 +73,8 @@ class TextRequest {
   std::size_t max_size_;
   std::chrono::milliseconds read_timeout_;
   RequestBody body_;
-  std::string credentials_;
+  Authorization credentials_;
+  std::string content_length_;
   TextResponse response_;
 };
 

@@ -4,41 +4,20 @@
 #include <chrono>
 #include <utility>
 
+#include "storage/percent_decode.hpp"
 #include "storage/s3/error_document.hpp"
 #include "storage/s3/sigv4.hpp"
 
 namespace tensorstream::s3 {
 namespace {
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  return -1;
-}
-
-// The targets S3Store builds are URI-encoded exactly as SigV4 encodes, so decoding them gives
-// back the key the signer encodes again.
-std::string percent_decode(std::string_view text) {
-  std::string decoded;
-  decoded.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '%' && i + 2 < text.size() && hex_value(text[i + 1]) >= 0 &&
-        hex_value(text[i + 2]) >= 0) {
-      decoded += static_cast<char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2]));
-      i += 2;
-    } else {
-      decoded += text[i];
-    }
-  }
-  return decoded;
-}
-
 SigningRequest signing_request(const RequestHead& head, const std::string& region) {
   SigningRequest request;
   request.method = std::string(head.method);
   request.host = std::string(head.host);
   const auto question = head.target.find('?');
+  // The targets S3Store builds are URI-encoded exactly as SigV4 encodes, so decoding them gives
+  // back the key the signer encodes again.
   request.path = percent_decode(head.target.substr(0, question));
   if (question != std::string_view::npos) {
     std::string_view query = head.target.substr(question + 1);
@@ -75,8 +54,8 @@ bool is_retryable_code(const std::string& code) {
 Adapter::Adapter(std::string region, std::shared_ptr<CredentialsProvider> credentials)
     : region_(std::move(region)), credentials_(std::move(credentials)) {}
 
-boost::asio::awaitable<std::string> Adapter::authorize(const RequestHead& head) {
-  if (!credentials_) co_return std::string();
+boost::asio::awaitable<Authorization> Adapter::authorize(const RequestHead& head) {
+  if (!credentials_) co_return Authorization{};
   const Credentials credentials = co_await credentials_->get();
   const SignedRequest signed_request = sign(signing_request(head, region_), credentials);
   std::string lines;
@@ -86,7 +65,7 @@ boost::asio::awaitable<std::string> Adapter::authorize(const RequestHead& head) 
     lines += value;
     lines += "\r\n";
   }
-  co_return lines;
+  co_return Authorization{.headers = std::move(lines)};
 }
 
 void Adapter::interpret(Failure& failure) const {

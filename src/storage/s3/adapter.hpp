@@ -19,7 +19,7 @@ class Adapter final : public ServiceAdapter {
   /// x-amz-security-token and
   /// Authorization for `head`, signed now; nothing when unsigned. Throws CredentialsError when
   /// the credentials cannot be loaded.
-  boost::asio::awaitable<std::string> authorize(const RequestHead& head) override;
+  boost::asio::awaitable<Authorization> authorize(const RequestHead& head) override;
 
   /// "NoSuchKey: The specified key does not exist." from the error document; S3's retryable
   /// codes (SlowDown, InternalError, RequestTimeout, ServiceUnavailable) become transient, and

@@ -1,19 +1,13 @@
 #include "storage/s3/writer.hpp"
 
-#include <boost/asio/bind_cancellation_slot.hpp>
-#include <boost/asio/cancellation_signal.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/strand.hpp>
 #include <algorithm>
-#include <map>
-#include <mutex>
 #include <utility>
 
 #include "storage/http/http_client.hpp"
+#include "storage/part_uploads.hpp"
 #include "storage/s3/multipart_documents.hpp"
-#include "tensorstream/async/condition_variable.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
 #include "storage/s3/sigv4.hpp"
@@ -32,25 +26,15 @@ std::string upload_target(const std::string& object_target, const std::string& i
 }  // namespace
 
 struct Writer::Upload {
-  Upload(asio::any_io_executor executor, std::string id, std::string object_target,
-         std::string url)
+  Upload(std::string id, std::string object_target, std::string url)
       : id(std::move(id)), object_target(std::move(object_target)),
-        target(upload_target(this->object_target, this->id)), url(std::move(url)),
-        strand(asio::make_strand(std::move(executor))) {}
+        target(upload_target(this->object_target, this->id)), url(std::move(url)) {}
 
   const std::string id;
   const std::string object_target;
   const std::string target;  // The object's target with "?uploadId=...".
   const std::string url;
-  asio::strand<asio::any_io_executor> strand;  // Where the part uploads run.
-
-  std::mutex mutex;
-  async::ConditionVariable changed;  // Notified when a part upload ends.
-  // Guarded by `mutex`:
-  std::size_t in_flight = 0;
-  std::vector<std::string> etags;  // Of parts 1, 2, ...; empty while a part is in flight.
-  std::exception_ptr error;        // The first part upload's failure.
-  std::map<std::size_t, std::shared_ptr<asio::cancellation_signal>> cancels;  // Of parts in flight.
+  std::shared_ptr<PartUploads> parts;  // Answered with the parts' ETags.
 };
 
 namespace {
@@ -71,55 +55,26 @@ std::string hash_of(std::span<const std::byte> bytes) {
       std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
 }
 
-asio::awaitable<void> wait_until_parts_done(Upload& upload) {
-  std::unique_lock lock(upload.mutex);
-  co_await upload.changed.wait(lock, [&] { return upload.in_flight == 0; });
-}
-
-asio::awaitable<void> upload_part(std::shared_ptr<HttpClient> client,
-                                  std::shared_ptr<Upload> upload, std::size_t number,
-                                  std::vector<std::byte> bytes, std::string sha256) {
-  std::exception_ptr error;
-  std::string etag;
-  try {
-    const std::string target = upload->target + "&partNumber=" + std::to_string(number);
-    const RequestBody body{"PUT", bytes, sha256};
-    TextResponse answer = co_await client->send(target, upload->url, max_answer, body);
-    if (answer.etag.empty()) {
-      throw StorageError(upload->url, "UploadPart " + std::to_string(number) +
-                                          " was answered without an ETag");
-    }
-    etag = std::move(answer.etag);
-  } catch (...) {
-    error = std::current_exception();
+// Uploads part `number` of `upload`; answers its ETag.
+asio::awaitable<std::string> upload_part(std::shared_ptr<HttpClient> client,
+                                         std::shared_ptr<const std::string> target,
+                                         std::string url, std::size_t number,
+                                         std::vector<std::byte> bytes) {
+  const std::string part_target = *target + "&partNumber=" + std::to_string(number);
+  const std::string sha256 = hash_of(bytes);
+  const RequestBody body{"PUT", bytes, sha256};
+  TextResponse answer = co_await client->send(part_target, url, max_answer, body);
+  if (answer.etag.empty()) {
+    throw StorageError(url, "UploadPart " + std::to_string(number) +
+                                " was answered without an ETag");
   }
-  {
-    const std::lock_guard lock(upload->mutex);
-    if (error && !upload->error) upload->error = error;
-    if (!error) upload->etags[number - 1] = std::move(etag);
-    upload->cancels.erase(number);
-    --upload->in_flight;
-  }
-  upload->changed.notify_all();
-}
-
-// Cancels the part uploads in flight, on the strand where they run, as Asio requires.
-void cancel_parts(const std::shared_ptr<Upload>& upload) {
-  asio::post(upload->strand, [upload] {
-    std::vector<std::shared_ptr<asio::cancellation_signal>> signals;
-    {
-      const std::lock_guard lock(upload->mutex);
-      for (const auto& [number, signal] : upload->cancels) signals.push_back(signal);
-    }
-    for (const auto& signal : signals) signal->emit(asio::cancellation_type::terminal);
-  });
+  co_return std::move(answer.etag);
 }
 
 // Cancels the parts in flight, waits for them, and removes the upload with its parts.
 asio::awaitable<void> abort_upload(std::shared_ptr<HttpClient> client,
                                    std::shared_ptr<Upload> upload) {
-  cancel_parts(upload);
-  co_await wait_until_parts_done(*upload);
+  co_await upload->parts->cancel();
   co_await abort_multipart_upload(*client, upload->object_target, upload->url, upload->id);
 }
 
@@ -208,7 +163,13 @@ asio::awaitable<void> Writer::start_multipart() {
   const RequestBody body{"POST"};
   const TextResponse answer = co_await client_->send(target, url_, max_answer, body);
   std::string id = parse_upload_id(answer.body, url_);
-  upload_ = std::make_shared<Upload>(executor_, std::move(id), target_, url_);
+  upload_ = std::make_shared<Upload>(std::move(id), target_, url_);
+  upload_->parts = std::make_shared<PartUploads>(
+      executor_, options_.max_parts_in_flight,
+      [client = client_, target = std::make_shared<const std::string>(upload_->target),
+       url = url_](std::size_t number, std::vector<std::byte> bytes) {
+        return upload_part(client, target, url, number, std::move(bytes));
+      });
   // The buffer holds single_put_limit bytes, which may be several parts.
   std::vector<std::byte> buffered = std::exchange(buffer_, {});
   std::span<const std::byte> rest(buffered);
@@ -221,28 +182,12 @@ asio::awaitable<void> Writer::start_multipart() {
 }
 
 asio::awaitable<void> Writer::send_part(std::vector<std::byte> bytes) {
-  {
-    std::unique_lock lock(upload_->mutex);
-    co_await upload_->changed.wait(lock, [&] {
-      return upload_->in_flight < options_.max_parts_in_flight || upload_->error;
-    });
-    if (upload_->error) std::rethrow_exception(upload_->error);
-  }
-  std::string sha256 = hash_of(bytes);
-  const std::lock_guard lock(upload_->mutex);
-  if (upload_->etags.size() == max_parts) {
+  if (upload_->parts->started() == max_parts) {
     throw StorageError(url_, "the object needs more than S3's " + std::to_string(max_parts) +
                                  " parts of " + std::to_string(options_.part_size) +
                                  " bytes; raise the part size");
   }
-  upload_->etags.emplace_back();
-  const std::size_t number = upload_->etags.size();
-  auto signal = std::make_shared<asio::cancellation_signal>();
-  upload_->cancels.emplace(number, signal);
-  ++upload_->in_flight;
-  asio::co_spawn(upload_->strand,
-                 upload_part(client_, upload_, number, std::move(bytes), std::move(sha256)),
-                 asio::bind_cancellation_slot(signal->slot(), asio::detached));
+  co_await upload_->parts->start(std::move(bytes));
 }
 
 asio::awaitable<void> Writer::commit_or_fail() {
@@ -257,13 +202,8 @@ asio::awaitable<void> Writer::commit_or_fail() {
     std::vector<std::byte> part = std::exchange(buffer_, {});
     co_await send_part(std::move(part));
   }
-  co_await wait_until_parts_done(*upload_);
-  std::string document;
-  {
-    const std::lock_guard lock(upload_->mutex);
-    if (upload_->error) std::rethrow_exception(upload_->error);
-    document = complete_multipart_upload_body(upload_->etags);
-  }
+  const std::vector<std::string> etags = co_await upload_->parts->finish();
+  const std::string document = complete_multipart_upload_body(etags);
   const std::string sha256 = hash_of(bytes_of(document));
   const RequestBody body{"POST", bytes_of(document), sha256};
   const TextResponse answer = co_await client_->send(upload_->target, url_, max_answer, body);

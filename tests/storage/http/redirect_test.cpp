@@ -343,8 +343,8 @@ class RecordingServer {
 
 class BearerToken final : public ServiceAdapter {
  public:
-  asio::awaitable<std::string> authorize(const RequestHead&) override {
-    co_return "Authorization: Bearer secret\r\n";
+  asio::awaitable<Authorization> authorize(const RequestHead&) override {
+    co_return Authorization{.headers = "Authorization: Bearer secret\r\n"};
   }
   void interpret(Failure&) const override {}
 };

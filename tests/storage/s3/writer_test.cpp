@@ -298,7 +298,7 @@ TEST_F(S3WriterTest, OptionsOutOfRangeAndReadOnlyStoresAreRefusedWithTheUrl) {
   } catch (const InvalidArgument& error) {
     EXPECT_EQ(std::string(error.what()),
               "http://127.0.0.1:1/x.bin: this store is read-only; objects can be written to "
-              "file://, s3:// and gs:// only");
+              "file://, s3://, gs:// and az:// only");
   }
 }
 
