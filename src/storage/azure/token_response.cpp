@@ -63,8 +63,12 @@ Credentials parse_token(std::string_view json, std::chrono::system_clock::time_p
     }
     credentials.expiration = now + std::chrono::seconds(*expires_in);
   } else if (expires_on) {
-    if (*expires_on < 0 || *expires_on > max_lifetime * 1000) {
-      throw fail("expires_on " + std::to_string(*expires_on) + " is not a time in epoch seconds");
+    // Within a year of now, or the conversion to the clock's nanoseconds could overflow.
+    const std::int64_t now_seconds =
+        std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+    if (*expires_on < now_seconds - max_lifetime || *expires_on > now_seconds + max_lifetime) {
+      throw fail("expires_on " + std::to_string(*expires_on) +
+                 " is not a time within a year of now in epoch seconds");
     }
     credentials.expiration =
         std::chrono::system_clock::time_point(std::chrono::seconds(*expires_on));

@@ -474,7 +474,7 @@ TEST_F(AzureEntraIdProviders, ThirtyTwoCallersOfACacheMakeOneTokenRequest) {
 
 TEST(AzureTokenResponse, LifetimesAreReadInEveryDialect) {
   const TokenRequester who{"Azure", "managed identity", true};
-  const auto now = Clock::time_point(std::chrono::seconds(1600000000));
+  const auto now = Clock::time_point(std::chrono::seconds(1699990000));
   const auto expiration = [&](std::string_view json) {
     return parse_token(json, now, "URL", who).expiration;
   };
@@ -501,7 +501,8 @@ TEST(AzureTokenResponse, MalformedAnswersAreReportedWithTheUrl) {
     }
     return std::string("no error");
   };
-  const std::string prefix = "Azure credentials from managed identity: malformed token response from URL: ";
+  const std::string prefix =
+      "Azure credentials from managed identity: malformed token response from URL: ";
   EXPECT_EQ(message(R"({"token_type":"Bearer"})"),
             prefix + "access_token: The JSON field referenced does not exist in this object.");
   EXPECT_EQ(message(R"({"access_token":""})"), prefix + "access_token is empty");
@@ -517,6 +518,11 @@ TEST(AzureTokenResponse, MalformedAnswersAreReportedWithTheUrl) {
             prefix + "expires_in -1 is outside [0, 31536000] seconds");
   EXPECT_EQ(message(R"({"access_token":"t","expires_in":"9223372036854775807"})"),
             prefix + "expires_in 9223372036854775807 is outside [0, 31536000] seconds");
+  // Found by azure_fuzz: a time centuries away overflowed the clock's nanoseconds.
+  EXPECT_EQ(message(R"({"access_token":"t","expires_on":"17650000000"})"),
+            prefix + "expires_on 17650000000 is not a time within a year of now in epoch seconds");
+  EXPECT_EQ(message(R"({"access_token":"t","expires_on":-1})"),
+            prefix + "expires_on -1 is not a time within a year of now in epoch seconds");
   EXPECT_EQ(message("<html>"), prefix + "The JSON document has an improper structure: missing "
                                         "or superfluous commas, braces, missing keys, etc.");
 }
