@@ -86,6 +86,22 @@ class Nginx:
         stop(self.process)
 
 
+def announced_port(process: subprocess.Popen, log: pathlib.Path, pattern: bytes, name: str,
+                   seconds: float) -> int:
+    """The port a server started on port 0 announces in its log (the first group of
+    `pattern`); stops it and raises with its log when it exits or stays silent for `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        match = re.search(pattern, log.read_bytes())
+        if match:
+            return int(match.group(1))
+        if process.poll() is not None:
+            break
+        time.sleep(0.02)
+    stop(process)
+    raise RuntimeError(f"{name} did not start: {log.read_text(errors='replace')}")
+
+
 class S3rver:
     """s3rver (pinned under third_party/s3rver) on an ephemeral loopback port, with one bucket."""
 
@@ -99,17 +115,8 @@ class S3rver:
                 [shutil.which("node") or "node", "--openssl-legacy-provider", script,
                  "-d", str(work / "data"), "-a", "127.0.0.1", "-p", "0",
                  "--configure-bucket", bucket], stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            match = re.search(rb"S3rver listening on 127\.0\.0\.1:(\d+)", self.log.read_bytes())
-            if match:
-                self.port = int(match.group(1))
-                return
-            if self.process.poll() is not None:
-                break
-            time.sleep(0.02)
-        stop(self.process)
-        raise RuntimeError(f"s3rver did not start: {self.log.read_text(errors='replace')}")
+        self.port = announced_port(self.process, self.log,
+                                   rb"S3rver listening on 127\.0\.0\.1:(\d+)", "s3rver", 20)
 
     @property
     def endpoint(self) -> str:
@@ -155,18 +162,9 @@ class Azurite:
                  "--blobPort", "0", "--inMemoryPersistence", "--skipApiVersionCheck",
                  "--disableTelemetry", "--disableProductStyleUrl"],
                 stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            match = re.search(rb"successfully listens on http://127\.0\.0\.1:(\d+)",
-                              self.log.read_bytes())
-            if match:
-                self.port = int(match.group(1))
-                return
-            if self.process.poll() is not None:
-                break
-            time.sleep(0.02)
-        stop(self.process)
-        raise RuntimeError(f"Azurite did not start: {self.log.read_text(errors='replace')}")
+        self.port = announced_port(self.process, self.log,
+                                   rb"successfully listens on http://127\.0\.0\.1:(\d+)",
+                                   "Azurite", 30)
 
     @property
     def endpoint(self) -> str:
