@@ -24,6 +24,9 @@ std::unique_ptr<ObjectStore> open_s3_store(const Url& url, boost::asio::any_io_e
 // storage/gcs/gcs_store.cpp
 std::unique_ptr<ObjectStore> open_gcs_store(const Url& url, boost::asio::any_io_executor executor,
                                             const StoreOptions& options);
+// storage/hf/hf_store.cpp
+std::unique_ptr<ObjectStore> open_hf_store(const Url& url, boost::asio::any_io_executor executor,
+                                           const StoreOptions& options);
 
 // storage/azure/azure_store.cpp: az://, and http(s):// URLs of blob endpoints
 std::unique_ptr<ObjectStore> open_azure_store(const Url& url, boost::asio::any_io_executor executor,

@@ -17,6 +17,7 @@ class Registry {
     add({.name = "s3", .form = UrlForm::bucket, .open = open_s3_store});
     add({.name = "gs", .form = UrlForm::bucket, .open = open_gcs_store});
     add({.name = "az", .form = UrlForm::bucket, .open = open_azure_store});
+    add({.name = "hf", .form = UrlForm::bucket, .open = open_hf_store});
   }
 
   void add(Scheme scheme) {

@@ -28,6 +28,10 @@ std::unique_ptr<ObjectStore> open_gcs_store(const Url& url, boost::asio::any_io_
                                             const StoreOptions&) {
   return refuse(url);
 }
+std::unique_ptr<ObjectStore> open_hf_store(const Url& url, boost::asio::any_io_executor,
+                                           const StoreOptions&) {
+  return refuse(url);
+}
 std::unique_ptr<ObjectStore> open_azure_store(const Url& url, boost::asio::any_io_executor,
                                               const StoreOptions&) {
   return refuse(url);

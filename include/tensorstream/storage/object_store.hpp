@@ -141,7 +141,7 @@ class TENSORSTREAM_API ObjectStore {
   /// calling thread); a missing object gives 0, leaving the error to the read.
   virtual std::size_t memory_alignment(const std::string& key);
 
-  /// Whether create_writer() is supported: file://, s3://, gs:// and az:// yes, http(s):// no.
+  /// Whether create_writer() is supported: file://, s3://, gs:// and az:// yes, http(s):// and hf:// no.
   virtual bool can_write() const { return false; }
 
   /// A writer that creates (or replaces) the object `key`, a key as read_range() takes it, e.g.

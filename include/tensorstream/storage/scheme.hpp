@@ -1,8 +1,8 @@
 #pragma once
 /// @file
 /// The URL schemes tensorstream reads, and how to add one: a scheme says how its URLs are
-/// written and opens the stores that serve them. file://, http://, https://, s3://, gs:// and az://
-/// are registered from the start; a program registers its own once, before it streams.
+/// written and opens the stores that serve them. file://, http://, https://, s3://, gs://, az://
+/// and hf:// are registered from the start; a program registers its own once, before it streams.
 
 #include <boost/asio/any_io_executor.hpp>
 #include <cstdint>
@@ -53,7 +53,7 @@ TENSORSTREAM_API void register_scheme(Scheme scheme);
 TENSORSTREAM_API std::shared_ptr<const Scheme> find_scheme(std::string_view name);
 
 /// The names of the registered schemes in the order they were registered, the built-in ones
-/// first: file, http, https, s3, gs, az.
+/// first: file, http, https, s3, gs, az, hf.
 TENSORSTREAM_API std::vector<std::string> scheme_names();
 
 }  // namespace tensorstream

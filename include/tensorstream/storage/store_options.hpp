@@ -5,6 +5,7 @@
 #include "tensorstream/storage/azure_options.hpp"
 #include "tensorstream/storage/file_options.hpp"
 #include "tensorstream/storage/gcs_options.hpp"
+#include "tensorstream/storage/hf_options.hpp"
 #include "tensorstream/storage/http_options.hpp"
 #include "tensorstream/storage/options_bag.hpp"
 #include "tensorstream/storage/s3_options.hpp"
@@ -23,7 +24,7 @@ namespace tensorstream {
 /// Options never set are the type's defaults.
 class StoreOptions : public OptionsBag {
  public:
-  /// The HTTP client of http(s)://, s3://, gs:// and az://.
+  /// The HTTP client of http(s)://, s3://, gs://, az:// and hf://.
   HttpOptions& http() { return get<HttpOptions>(); }
   const HttpOptions& http() const { return get<HttpOptions>(); }
 
@@ -38,6 +39,10 @@ class StoreOptions : public OptionsBag {
   /// az://: account, endpoint, credentials.
   AzureOptions& azure() { return get<AzureOptions>(); }
   const AzureOptions& azure() const { return get<AzureOptions>(); }
+
+  /// hf://: the Hub's endpoint, token and local cache.
+  HfOptions& hf() { return get<HfOptions>(); }
+  const HfOptions& hf() const { return get<HfOptions>(); }
 
   /// file:// and plain paths.
   FileOptions& file() { return get<FileOptions>(); }

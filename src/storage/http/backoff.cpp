@@ -1,8 +1,11 @@
 #include "storage/http/backoff.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdint>
+#include <ctime>
 #include <random>
+#include <string>
 
 namespace tensorstream {
 
@@ -20,6 +23,29 @@ std::chrono::milliseconds backoff_cap(const HttpOptions& options, int retry, boo
   std::int64_t cap = base;
   for (int i = 1; i < retry && cap < limit; ++i) cap *= 2;
   return std::chrono::milliseconds(std::min(cap, limit));
+}
+
+std::optional<std::chrono::milliseconds> retry_after(const boost::beast::http::fields& response,
+                                                     std::chrono::system_clock::time_point now) {
+  const auto found = response.find(boost::beast::http::field::retry_after);
+  if (found == response.end()) return std::nullopt;
+  const std::string_view text = found->value();
+  std::chrono::milliseconds wait{};
+  std::int64_t seconds = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+  if (ec == std::errc{} && end == text.data() + text.size() && seconds >= 0) {
+    wait = std::chrono::seconds(std::min<std::int64_t>(seconds, 24 * 3600));
+  } else {
+    // IMF-fixdate, the only date form servers may send: "Sun, 06 Nov 1994 08:49:37 GMT".
+    std::tm date{};
+    const std::string copy(text);
+    const char* parsed = strptime(copy.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &date);
+    if (parsed == nullptr || *parsed != '\0') return std::nullopt;
+    const auto at = std::chrono::system_clock::from_time_t(timegm(&date));
+    wait = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(at - now),
+                    std::chrono::milliseconds{0});
+  }
+  return std::min<std::chrono::milliseconds>(wait, max_retry_after);
 }
 
 }  // namespace tensorstream

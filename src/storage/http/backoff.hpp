@@ -1,8 +1,10 @@
 #pragma once
 // How long to wait before retrying a request.
 
+#include <boost/beast/http/fields.hpp>
 #include <chrono>
 #include <functional>
+#include <optional>
 
 #include "tensorstream/storage/http_options.hpp"
 
@@ -20,5 +22,14 @@ std::chrono::milliseconds full_jitter(std::chrono::milliseconds cap);
 /// throttle_base_delay after a throttling answer, doubled for each earlier retry, at most
 /// retry_max_delay.
 std::chrono::milliseconds backoff_cap(const HttpOptions& options, int retry, bool throttled);
+
+/// The longest Retry-After honoured: a server asking for more is retried after this long.
+inline constexpr std::chrono::minutes max_retry_after{5};
+
+/// The pause a throttled or unavailable server (429, 503) asks for in its Retry-After header,
+/// as delay-seconds or an HTTP date (RFC 9110 section 10.2.3) relative to `now`, at most
+/// max_retry_after; nullopt when there is no such header or it is malformed.
+std::optional<std::chrono::milliseconds> retry_after(const boost::beast::http::fields& response,
+                                                     std::chrono::system_clock::time_point now);
 
 }  // namespace tensorstream

@@ -32,6 +32,9 @@ struct Failure {
   boost::beast::http::fields headers{};
   /// The Location of a redirect (301, 302, 303, 307 or 308); empty for other responses.
   std::string location{};
+  /// The target (path and query) of the request that failed, set before
+  /// ServiceAdapter::interpret so that a service's messages can name what was asked for.
+  std::string target{};
 };
 
 /// A failure that may go away when retried.

@@ -238,6 +238,7 @@ asio::awaitable<std::optional<HttpClient::Outcome>> HttpClient::perform(Request&
     if (!failure) co_return std::nullopt;
     co_await throw_if_cancelled();
     if (adapter_ && &endpoint == home_.get() && failure->status != 0) {
+      failure->target = request.head().target;
       adapter_->interpret(*failure);
     }
 
@@ -260,7 +261,11 @@ asio::awaitable<std::optional<HttpClient::Outcome>> HttpClient::perform(Request&
       co_return Outcome{std::move(*failure), attempts};
     }
     retries_.fetch_add(1, std::memory_order_relaxed);
-    const auto delay = jitter_(backoff_cap(options_, attempts, is_throttling(*failure)));
+    auto delay = jitter_(backoff_cap(options_, attempts, is_throttling(*failure)));
+    if (failure->status == 429 || failure->status == 503) {
+      const auto asked = retry_after(failure->headers, std::chrono::system_clock::now());
+      if (asked && *asked > delay) delay = *asked;
+    }
     // At the default level: a slow load that is retrying should say so, not look hung.
     log(LogLevel::warning, [&] {
       return url + ": " + failure->cause + "; retrying in " + seconds_text(delay) + " (attempt " +

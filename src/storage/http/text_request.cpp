@@ -82,6 +82,7 @@ boost::asio::awaitable<std::optional<Failure>> TextRequest::attempt(Connection& 
   response_.status = status;
   response_.location = std::string(head[boost::beast::http::field::location]);
   response_.range = std::string(head[boost::beast::http::field::range]);
+  response_.link = std::string(head[boost::beast::http::field::link]);
   co_return std::nullopt;
 }
 

@@ -39,6 +39,7 @@ struct TextResponse {
   unsigned status = 0;   ///< 200, 204 or one of RequestBody::also_accepted.
   std::string location;  ///< The Location header; empty when there is none.
   std::string range;     ///< The Range header (GCS's bytes persisted); empty when there is none.
+  std::string link;      ///< The Link header (the Hub's next page); empty when there is none.
 };
 
 /// A request of `target` whose 200 (or 204) response body is read whole, up to `max_size`

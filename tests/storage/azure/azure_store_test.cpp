@@ -12,6 +12,7 @@
 #include "storage/azurite_test.hpp"
 #include "storage/builtin_schemes.hpp"
 #include "storage/killed_writer.hpp"
+#include "support/error_of.hpp"
 #include "support/azurite_server.hpp"
 #include "support/fault_proxy.hpp"
 #include "support/logged_messages.hpp"
@@ -28,6 +29,7 @@ namespace tensorstream::azure_store_tests {
 
 using testing::AzuriteServer;
 using testing::FaultProxy;
+using testing::error_of;
 using testing::random_bytes;
 using Access = AzuriteServer::PublicAccess;
 
@@ -75,16 +77,6 @@ class AzureStoreTest : public azure::testing::AzuriteTest {
       if (content.empty()) break;
     }
     run(writer->commit());
-  }
-
-  template <class Error>
-  std::string error_of(auto&& action) {
-    try {
-      action();
-    } catch (const Error& error) {
-      return error.what();
-    }
-    return "no error";
   }
 
   boost::asio::io_context io_;

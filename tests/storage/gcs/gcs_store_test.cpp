@@ -14,6 +14,7 @@
 
 #include "storage/gcs_test_environment.hpp"
 #include "storage/gcs/json_api.hpp"
+#include "support/error_of.hpp"
 #include "support/gcs_fixture_server.hpp"
 #include "support/print_error_kind.hpp"
 #include "support/random_bytes.hpp"
@@ -26,6 +27,7 @@ namespace {
 
 using gcs::testing::FixedToken;
 using testing::GcsFixtureServer;
+using testing::error_of;
 using testing::random_bytes;
 
 class GcsStoreTest : public gcs::testing::GcsEnvironmentTest {
@@ -57,17 +59,6 @@ class GcsStoreTest : public gcs::testing::GcsEnvironmentTest {
 
   std::string read(GcsStore& store, const std::string& key, std::uint64_t offset, std::size_t size) {
     return testing::read_string(io_, store, key, offset, size);
-  }
-
-  // The message of the `Error` that `action` throws.
-  template <class Error, class Action>
-  static std::string error_of(Action action) {
-    try {
-      action();
-    } catch (const Error& error) {
-      return error.what();
-    }
-    return "no error";
   }
 
   // The requests the fixture got for the storage API (not for tokens).

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "storage/s3_test_environment.hpp"
+#include "support/error_of.hpp"
 #include "support/certificates.hpp"
 #include "support/print_error_kind.hpp"
 #include "support/run_task.hpp"
@@ -25,6 +26,7 @@ namespace {
 using testing::S3rverServer;
 using testing::SignatureVerifier;
 using testing::TempDir;
+using testing::error_of;
 using testing::random_bytes;
 
 class S3StoreTest : public s3::testing::AwsEnvironmentTest {
@@ -68,16 +70,6 @@ class S3StoreTest : public s3::testing::AwsEnvironmentTest {
 
   std::string read(S3Store& store, const std::string& key, std::uint64_t offset, std::size_t size) {
     return testing::read_string(io_, store, key, offset, size);
-  }
-
-  template <class Error>
-  std::string error_of(auto&& action) {
-    try {
-      action();
-    } catch (const Error& error) {
-      return error.what();
-    }
-    return "no error";
   }
 
   // The kind of the tensorstream::Error that `action` throws.

@@ -1,0 +1,84 @@
+#include "storage/hf/adapter.hpp"
+
+#include <simdjson.h>
+
+#include <string_view>
+
+namespace tensorstream::hf {
+namespace {
+
+// "ORG/NAME" of a request target: "/api/models/ORG/NAME/..." or "/ORG/NAME/resolve/...", below
+// the endpoint's path prefix.
+std::string repo_of(std::string_view target, std::string_view endpoint) {
+  const auto scheme_end = endpoint.find("://");
+  const auto path = endpoint.find('/', scheme_end == std::string_view::npos ? 0 : scheme_end + 3);
+  if (path != std::string_view::npos && target.starts_with(endpoint.substr(path))) {
+    target.remove_prefix(endpoint.size() - path);
+  }
+  target = target.substr(0, target.find('?'));
+  if (target.starts_with("/api/models/")) target.remove_prefix(11);
+  if (!target.starts_with('/')) return {};
+  const auto first = target.find('/', 1);
+  if (first == std::string_view::npos) return {};
+  const auto second = target.find('/', first + 1);
+  return std::string(target.substr(1, second == std::string_view::npos ? second : second - 1));
+}
+
+// The Hub's own words: X-Error-Message, else the body's {"error": "..."}.
+std::string hub_message(const Failure& failure) {
+  if (const auto found = failure.headers.find("X-Error-Message"); found != failure.headers.end()) {
+    return std::string(found->value());
+  }
+  simdjson::dom::parser parser;
+  const simdjson::padded_string padded(failure.body);
+  std::string_view error;
+  if (!failure.body.empty() && !parser.parse(padded)["error"].get(error)) {
+    return std::string(error);
+  }
+  return {};
+}
+
+}  // namespace
+
+Adapter::Adapter(std::optional<std::string> token, std::string token_source, std::string endpoint)
+    : token_(std::move(token)),
+      token_source_(std::move(token_source)),
+      endpoint_(std::move(endpoint)) {}
+
+boost::asio::awaitable<Authorization> Adapter::authorize(const RequestHead&) {
+  if (!token_) co_return Authorization{};
+  co_return Authorization{.headers = "Authorization: Bearer " + *token_ + "\r\n"};
+}
+
+void Adapter::interpret(Failure& failure) const {
+  const std::string status = " (HTTP " + std::to_string(failure.status) + ")";
+  const auto code_field = failure.headers.find("X-Error-Code");
+  const std::string code =
+      code_field == failure.headers.end() ? std::string() : std::string(code_field->value());
+  const std::string repo = repo_of(failure.target, endpoint_);
+  if (code == "GatedRepo") {
+    failure.cause = "the repository is gated: accept its license at " + endpoint_ + "/" + repo +
+                    " and use a token with access (" + token_source_ + ")" + status;
+  } else if (code == "RepoNotFound") {
+    failure.cause = "no such repository " + repo +
+                    ", or a private one the token cannot see (" + token_source_ + ")" + status;
+    failure.not_found = true;
+  } else if (code == "RevisionNotFound") {
+    failure.cause = "no such revision of " + repo + status;
+    failure.not_found = true;
+  } else if (code == "EntryNotFound") {
+    failure.cause = "no such file in " + repo + status;
+    failure.not_found = true;
+  } else if (failure.status == 401) {
+    const std::string message = hub_message(failure);
+    failure.cause = "the Hub refused the token from " + token_source_ +
+                    (message.empty() ? std::string() : ": " + message) + status;
+  } else if (const std::string message = hub_message(failure); !message.empty()) {
+    failure.cause = message + status;
+  }
+  if (failure.not_found || failure.status == 401 || failure.status == 403) {
+    failure.transient = false;
+  }
+}
+
+}  // namespace tensorstream::hf

@@ -1,0 +1,106 @@
+#include "storage/hf/hub_settings.hpp"
+
+#include <fstream>
+#include <iterator>
+
+#include "ascii.hpp"
+#include "storage/environment.hpp"
+#include "tensorstream/error.hpp"
+
+namespace tensorstream::hf {
+namespace {
+
+constexpr std::string_view hub_endpoint = "https://huggingface.co";
+
+// HF_HOME, else XDG_CACHE_HOME/huggingface, else ~/.cache/huggingface; empty without a HOME.
+std::filesystem::path hf_home() {
+  if (const std::string home = environment("HF_HOME"); !home.empty()) return home;
+  if (const std::string xdg = environment("XDG_CACHE_HOME"); !xdg.empty()) {
+    return std::filesystem::path(xdg) / "huggingface";
+  }
+  if (const std::string home = environment("HOME"); !home.empty()) {
+    return std::filesystem::path(home) / ".cache" / "huggingface";
+  }
+  return {};
+}
+
+// huggingface_hub's truthy and falsy spellings.
+bool offline_setting(const std::string& value) {
+  const std::string lower = ascii_lowercase(ascii_trim(value));
+  if (lower == "1" || lower == "on" || lower == "yes" || lower == "true") return true;
+  if (lower.empty() || lower == "0" || lower == "off" || lower == "no" || lower == "false") {
+    return false;
+  }
+  throw InvalidArgument("HF_HUB_OFFLINE=" + value + ": neither 1 nor 0 (true/false, yes/no, on/off)");
+}
+
+void decide_token(const HfOptions& options, HubSettings& settings) {
+  if (options.anonymous) {
+    settings.token_source = "no token (anonymous)";
+    return;
+  }
+  if (options.token) {
+    if (!options.token->empty()) settings.token = *options.token;
+    settings.token_source = "HfOptions::token";
+    return;
+  }
+  for (const char* name : {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"}) {
+    if (std::string token{ascii_trim(environment(name))}; !token.empty()) {
+      settings.token = std::move(token);
+      settings.token_source = name;
+      return;
+    }
+  }
+  std::filesystem::path file = environment("HF_TOKEN_PATH");
+  if (file.empty() && !hf_home().empty()) file = hf_home() / "token";
+  if (!file.empty()) {
+    std::ifstream in(file, std::ios::binary);
+    std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    if (std::string token{ascii_trim(text)}; in && !token.empty()) {
+      settings.token = std::move(token);
+      settings.token_source = "the token file " + file.string();
+      return;
+    }
+  }
+  settings.token_source = "no token (none in HF_TOKEN, HUGGING_FACE_HUB_TOKEN or " +
+                          (file.empty() ? std::string("a token file") : file.string()) + ")";
+}
+
+}  // namespace
+
+HubSettings resolve_hub_settings(const HfOptions& options) {
+  HubSettings settings;
+  std::string endpoint = options.endpoint;
+  std::string source = "HfOptions::endpoint";
+  if (endpoint.empty()) {
+    endpoint = environment("HF_ENDPOINT");
+    source = "HF_ENDPOINT";
+  }
+  if (endpoint.empty()) endpoint = hub_endpoint;
+  try {
+    settings.origin = Url::parse(endpoint);
+  } catch (const InvalidArgument& error) {
+    throw InvalidArgument(source + ": " + error.what());
+  }
+  if (settings.origin.scheme != "http" && settings.origin.scheme != "https") {
+    throw InvalidArgument(source + " " + endpoint + ": the Hub's endpoint must be http or https");
+  }
+  settings.path_prefix = settings.origin.path;
+  while (!settings.path_prefix.empty() && settings.path_prefix.back() == '/') {
+    settings.path_prefix.pop_back();
+  }
+  decide_token(options, settings);
+  settings.offline =
+      options.offline ? *options.offline : offline_setting(environment("HF_HUB_OFFLINE"));
+  settings.read_cache = options.read_cache;
+  if (!options.cache_dir.empty()) {
+    settings.cache_dir = options.cache_dir;
+  } else if (const std::string cache = environment("HF_HUB_CACHE"); !cache.empty()) {
+    settings.cache_dir = cache;
+  } else if (!hf_home().empty()) {
+    settings.cache_dir = hf_home() / "hub";
+  }
+  return settings;
+}
+
+}  // namespace tensorstream::hf
