@@ -235,7 +235,8 @@ void register_cp_command(CLI::App& app) {
   command
       ->add_option("src", arguments->source,
                    "Object, or with -r a directory or prefix: /path, file:///path, "
-                   "http(s)://host/path, s3://bucket/key, gs://bucket/key")
+                   "http(s)://host/path, s3://bucket/key, gs://bucket/key, az://container/key, "
+                   "hf://org/name[@revision]/path")
       ->required();
   command
       ->add_option("dst", arguments->destination,

@@ -181,7 +181,8 @@ void register_ls_command(CLI::App& app) {
       app.add_subcommand("ls", "List objects with their sizes, and the prefixes below (PRE)");
   command->add_option("url", arguments->url,
                       "Object or prefix: /path, file:///path, s3://bucket/prefix/, "
-                      "gs://bucket/prefix/; s3:// alone lists the buckets")
+                      "gs://bucket/prefix/, az://container/prefix/, hf://org/name[@revision]/; s3:// "
+                      "alone lists the buckets")
       ->required();
   command->add_flag("-r,--recursive", arguments->recursive, "Include objects at any depth");
   command->add_flag("-H,--human-readable", arguments->human, "Sizes in KiB, MiB, GiB");

@@ -57,7 +57,8 @@ void register_prefetch_command(CLI::App& app) {
       "prefetch", "Copy a model's other artifacts (config, tokenizer, ...) to a local directory "
       "or a bucket");
   command->add_option("url", arguments->url,
-                      "Prefix to copy from: /path, file:///path, s3://bucket/path, gs://...; "
+                      "Prefix to copy from: /path, file:///path, s3://bucket/path, gs://..., az://..., "
+                      "hf://org/name[@revision]; "
                       "default: the configured remote model path");
   command->add_option("dir", arguments->directory,
                       "Directory to copy into (created if missing), or a file://, s3:// or "

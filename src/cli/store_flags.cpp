@@ -32,7 +32,7 @@ std::chrono::milliseconds milliseconds(double seconds) {
 void add_store_flags(CLI::App& command, StoreFlags& flags) {
   command.add_flag("--no-sign-request", flags.no_sign_request,
                    "Send requests without credentials (public s3:// and gs:// buckets, public "
-                   "az:// containers)");
+                   "az:// containers, hf:// without HF_TOKEN)");
   command.add_option("--profile", flags.profile,
                      "AWS profile of ~/.aws/credentials and ~/.aws/config for s3:// (as "
                      "AWS_PROFILE; its keys win over the environment's, as with the AWS CLI)");
@@ -91,6 +91,7 @@ StoreOptions apply_store_flags(const StoreFlags& flags, StoreOptions options) {
     options.s3().sign_requests = false;
     options.gcs().anonymous = true;
     options.azure().anonymous = true;
+    options.hf().anonymous = true;
   }
   if (!flags.account.empty()) options.azure().account = flags.account;
   if (!flags.profile.empty()) {

@@ -193,7 +193,8 @@ void register_stream_command(CLI::App& app) {
   auto* command = app.add_subcommand("stream", "Stream every tensor of a checkpoint and drop it");
   command->add_option("url", arguments->url,
                       "File, index, directory or prefix: /path, file:///path, "
-                      "http(s)://host/path, s3://bucket/prefix/, gs://bucket/prefix/; default: "
+                      "http(s)://host/path, s3://bucket/prefix/, gs://, az://container/prefix/, "
+                      "hf://org/name[@revision]; default: "
                       "the configured remote model path");
   command->add_option("--chunk-size", arguments->chunk_size,
                       "Bytes per range read; default: the configured chunk size, 16MiB unless set");

@@ -132,7 +132,9 @@ StoreOptions store_options(const py::dict& options) {
     store.s3().endpoint = *endpoint;
     store.gcs().endpoint = *endpoint;
     store.azure().endpoint = *endpoint;
+    store.hf().endpoint = *endpoint;
   }
+  if (auto token = text(options, "hf_token")) store.hf().token = *token;
   if (auto account = text(options, "account")) store.azure().account = *account;
   if (auto region = text(options, "region")) store.s3().region = *region;
   static constexpr std::pair<const char*, S3Addressing> addressing_names[] = {
@@ -146,6 +148,7 @@ StoreOptions store_options(const py::dict& options) {
     store.s3().sign_requests = !*anonymous;
     store.gcs().anonymous = *anonymous;
     store.azure().anonymous = *anonymous;
+    store.hf().anonymous = *anonymous;
   }
   if (auto ca_bundle = text(options, "ca_bundle")) store.http().ca_file = *ca_bundle;
   if (auto verify = boolean(options, "verify")) store.http().verify_peer = *verify;

@@ -6,9 +6,12 @@ from typing import Any
 
 # Options of the object stores, shared by SafeTensorsStreamer, inspect() and prefetch().
 STORE_OPTIONS = {
-    "endpoint_url": "service endpoint of s3://, gs:// or az://, e.g. 'http://127.0.0.1:9000'",
+    "endpoint_url": "service endpoint of s3://, gs://, az:// or hf:// (a Hub mirror), e.g. "
+    "'http://127.0.0.1:9000'",
     "account": "Azure storage account of az:// URLs (default: the connection string's, else "
     "AZURE_STORAGE_ACCOUNT)",
+    "hf_token": "Hugging Face token of hf:// URLs (default: HF_TOKEN, HUGGING_FACE_HUB_TOKEN, "
+    "else the token file)",
     "region": "region s3:// requests are signed for",
     "addressing": "where an s3:// bucket goes: 'auto', 'virtual' or 'path'",
     "anonymous": "send unsigned requests, for public buckets and containers",

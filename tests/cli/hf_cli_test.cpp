@@ -1,0 +1,138 @@
+// The CLI over hf://, against the Hub fixture: ls, stream with the checksums of the local files,
+// one-line errors, a token kept out of every trace, and the seed's flow in one command:
+// `partition hf://ORG/NAME s3://bucket/raw/NAME/`, which writes what partitioning a local copy
+// writes, byte for byte.
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "storage/s3rver_test.hpp"
+#include "support/files.hpp"
+#include "support/hub_fixture_server.hpp"
+#include "support/process.hpp"
+#include "support/scoped_environment.hpp"
+#include "support/temp_dir.hpp"
+#include "tensorstream/model/synthetic_model.hpp"
+
+namespace tensorstream::hf_cli_tests {
+
+using testing::HubFixtureServer;
+using testing::lines_of;
+using testing::run_cli;
+using testing::TempDir;
+
+constexpr const char* token = "hf_fixture_token_0123456789";
+
+class HfCli : public s3::testing::S3rverTest {
+ protected:
+  void SetUp() override {
+    S3rverTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    generate_synthetic_model(model_.path(), {.preset = "tiny", .shards = 2, .index = true});
+    commit_ = hub_.commit_directory("acme/tiny", model_.path());
+    hf_environment_.set("HF_ENDPOINT", hub_.endpoint());
+  }
+
+  std::string size_line(const std::string& name) const {
+    char line[256];
+    std::snprintf(line, sizeof line, "%12llu  hf://acme/tiny/%s",
+                  static_cast<unsigned long long>(std::filesystem::file_size(model_.path() / name)),
+                  name.c_str());
+    return line;
+  }
+
+  HubFixtureServer hub_{{}};
+  testing::ScopedEnvironment hf_environment_{{"HF_ENDPOINT", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN",
+                                              "HF_TOKEN_PATH", "HF_HOME", "HF_HUB_CACHE",
+                                              "HF_HUB_OFFLINE", "XDG_CACHE_HOME"}};
+  TempDir model_;
+  std::string commit_;
+};
+
+TEST_F(HfCli, LsListsTheFilesOfTheCommitWithSizes) {
+  const auto result = run_cli({"ls", "hf://acme/tiny/"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto lines = lines_of(result.out);
+  ASSERT_EQ(lines.size(), 7u) << result.out;
+  EXPECT_EQ(lines[0], size_line("config.json"));
+  EXPECT_EQ(lines[2], size_line("model-00001-of-00002.safetensors"));
+  EXPECT_EQ(lines[5], size_line("tokenizer.json"));
+  EXPECT_TRUE(lines[6].starts_with("6 objects, ")) << lines[6];
+}
+
+TEST_F(HfCli, StreamGivesTheChecksumsOfTheLocalFilesAndNeverPrintsTheToken) {
+  hub_.make_gated("acme/tiny");
+  hf_environment_.set("HF_TOKEN", token);
+  const auto local = run_cli({"stream", model_.path().string() + "/", "--checksum", "sha256"});
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  const auto remote = run_cli({"stream", "hf://acme/tiny@" + commit_, "--checksum", "sha256",
+                               "--chunk-size", "100KB", "-vv"});
+  ASSERT_EQ(remote.exit_code, 0) << remote.err;
+  EXPECT_EQ(testing::sorted_tensor_lines(remote.out), testing::sorted_tensor_lines(local.out));
+  EXPECT_EQ(testing::sorted_tensor_lines(remote.out).size(),
+            llama_tensors(synthetic_preset("tiny")).size());
+  // The -vv trace shows the requests to the Hub and the CDN, never the token.
+  EXPECT_NE(remote.err.find(hub_.endpoint() + "/api/models/acme/tiny/revision/" + commit_),
+            std::string::npos)
+      << remote.err;
+  EXPECT_NE(remote.err.find(hub_.cdn_endpoint() + "/repos/"), std::string::npos) << remote.err;
+  EXPECT_NE(remote.err.find("(HF_TOKEN)"), std::string::npos) << remote.err;
+  EXPECT_EQ(remote.err.find(token), std::string::npos) << remote.err;
+  EXPECT_EQ(remote.out.find(token), std::string::npos) << remote.out;
+  EXPECT_EQ(hub_.leaked_tokens(), 0);
+}
+
+TEST_F(HfCli, ErrorsAreOneLineNamingTheRepositoryAndRevision) {
+  hub_.make_gated("acme/tiny");
+  const auto gated = run_cli({"stream", "hf://acme/tiny"});
+  EXPECT_EQ(gated.exit_code, 1);
+  EXPECT_EQ(gated.err, "tensorstream: error: hf://acme/tiny@main: the repository is gated: "
+                       "accept its license at " + hub_.endpoint() +
+                       "/acme/tiny and use a token with access (no token (none in HF_TOKEN, "
+                       "HUGGING_FACE_HUB_TOKEN or " + home().string() +
+                       "/.cache/huggingface/token)) (HTTP 403)\n");
+
+  hf_environment_.set("HF_TOKEN", token);
+  const auto revision = run_cli({"stream", "hf://acme/tiny@v2"});
+  EXPECT_EQ(revision.exit_code, 1);
+  EXPECT_EQ(revision.err,
+            "tensorstream: error: hf://acme/tiny@v2: no such revision of acme/tiny (HTTP 404)\n");
+
+  const auto file = run_cli({"stream", "hf://acme/tiny/model.safetensors"});
+  EXPECT_EQ(file.exit_code, 1);
+  EXPECT_EQ(file.err, "tensorstream: error: hf://acme/tiny/model.safetensors: no such file in "
+                      "commit " + commit_ + " of acme/tiny (revision main)\n");
+
+  const auto dataset = run_cli({"ls", "hf://datasets/acme/squad/"});
+  EXPECT_EQ(dataset.exit_code, 2);
+  EXPECT_EQ(dataset.err, "tensorstream: error: hf://datasets/acme/squad/: only model "
+                         "repositories are read, not datasets\n");
+}
+
+TEST_F(HfCli, PartitionFromTheHubWritesWhatPartitioningALocalCopyWrites) {
+  TempDir work;
+  const auto local = run_cli({"partition", model_.path().string(),
+                              (work.path() / "local").string(), "--tp", "1,2"});
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  const auto remote = run_cli({"partition", "hf://acme/tiny", "s3://models/raw/tiny/", "--tp",
+                               "1,2"});
+  ASSERT_EQ(remote.exit_code, 0) << remote.err;
+  EXPECT_NE(remote.out.find(" from hf://acme/tiny for TP 1,2 into 63 traw objects"),
+            std::string::npos)
+      << remote.out;
+  const auto copied = run_cli({"cp", "-r", "s3://models/raw/tiny/",
+                               (work.path() / "copied").string() + "/", "--progress", "never"});
+  ASSERT_EQ(copied.exit_code, 0) << copied.err;
+  const auto root = work.path() / "copied";
+  const auto files = testing::files_under(work.path() / "local");
+  ASSERT_EQ(files, testing::files_under(root));
+  EXPECT_EQ(files.size(), 66u);
+  for (const auto& name : files) {
+    EXPECT_EQ(testing::read_file(root / name), testing::read_file(work.path() / "local" / name))
+        << name;
+  }
+}
+
+}  // namespace tensorstream::hf_cli_tests
