@@ -22,6 +22,7 @@
 #include "storage/relative_key.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/copy_objects.hpp"
+#include "tensorstream/model/hf_cache.hpp"
 #include "tensorstream/storage/open_store.hpp"
 #include "tensorstream/storage/url.hpp"
 
@@ -39,6 +40,7 @@ struct CpArguments {
   std::string chunk_size = "16MiB";
   bool json = false;
   std::string progress;
+  bool to_hf_cache = false;
   StoreFlags store;
 };
 
@@ -143,11 +145,50 @@ std::string summary_line(const CpArguments& arguments, std::size_t objects, std:
   return line + "}}";
 }
 
+// cp --to-hf-cache: SRC's files into the Hugging Face cache, in its layout.
+void run_cp_to_hf_cache(const CpArguments& arguments) {
+  Url from = Url::parse(arguments.source);
+  PrefetchOptions options;
+  options.exclude_safetensors = false;
+  options.max_concurrency = arguments.concurrency;
+  options.chunk_size = parse_chunk_size(arguments.chunk_size);
+  options.store = apply_store_flags(arguments.store);
+  options.include = arguments.patterns.include;
+  options.exclude = arguments.patterns.exclude;
+  if (!arguments.recursive) {
+    if (from.is_prefix()) {
+      throw InvalidArgument(arguments.source + " is a prefix; pass --recursive (-r) to copy what "
+                            "is under it");
+    }
+    // One file: its folder, taking that file alone.
+    const auto slash = from.path.rfind('/');
+    options.include = {from.path.substr(slash + 1)};
+    from.path.resize(slash + 1);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const HfCachePrefetchResult result = prefetch_to_hf_cache_blocking(from.str(), options);
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  std::printf("copied %s (%s) from %s to the Hugging Face cache at %s in %.3f s\n",
+              counted(result.files.files.size(), "file").c_str(),
+              format_byte_size(result.files.bytes).c_str(), arguments.source.c_str(),
+              result.snapshot.c_str(), elapsed.count());
+  std::fflush(stdout);
+}
+
 void run_cp(const CpArguments& arguments) {
   arguments.patterns.check("object path");
   if (!arguments.recursive && !arguments.patterns.empty()) {
     throw InvalidArgument("--include and --exclude choose objects under a prefix; they need "
                           "--recursive (-r)");
+  }
+  if (arguments.to_hf_cache != arguments.destination.empty()) {
+    throw InvalidArgument(arguments.to_hf_cache ? "--to-hf-cache copies into the Hugging Face "
+                                                  "cache; give no DST with it"
+                                                : "cp needs a DST, or --to-hf-cache");
+  }
+  if (arguments.to_hf_cache) {
+    run_cp_to_hf_cache(arguments);
+    return;
   }
   const Url from = Url::parse(arguments.source);
   const Url to = Url::parse(arguments.destination);
@@ -240,9 +281,9 @@ void register_cp_command(CLI::App& app) {
       ->required();
   command
       ->add_option("dst", arguments->destination,
-                   "File or directory (created if missing), or a file://, s3:// or gs:// URL; "
-                   "a trailing '/' or an existing directory copies into it under SRC's name")
-      ->required();
+                   "File or directory (created if missing), or a file://, s3://, gs:// or az:// "
+                   "URL; a trailing '/' or an existing directory copies into it under SRC's "
+                   "name");
   command->add_flag("-r,--recursive", arguments->recursive,
                     "Copy every object under the prefix SRC, keeping their paths below it");
   add_object_filter_flags(*command, arguments->patterns);
@@ -259,6 +300,10 @@ void register_cp_command(CLI::App& app) {
   command->add_flag("--json", arguments->json,
                     "One JSON object per file copied, as each completes, then a summary");
   add_progress_flag(*command, arguments->progress);
+  command->add_flag("--to-hf-cache", arguments->to_hf_cache,
+                    "Copy an hf:// SRC into the Hugging Face cache (HF_HUB_CACHE, else "
+                    "HF_HOME/hub, else ~/.cache/huggingface/hub) in its layout, for transformers "
+                    "and vLLM; no DST");
   add_store_flags(*command, arguments->store);
   command->callback([arguments] { run_cp(*arguments); });
 }

@@ -11,6 +11,7 @@
 #include "cli/store_flags.hpp"
 #include "tensorstream/storage/url.hpp"
 #include "tensorstream/model/model_loader_config.hpp"
+#include "tensorstream/model/hf_cache.hpp"
 #include "tensorstream/model/prefetch.hpp"
 
 namespace tensorstream::cli {
@@ -23,6 +24,7 @@ struct PrefetchArguments {
   std::size_t concurrency = PrefetchOptions{}.max_concurrency;
   std::string chunk_size = "8MiB";
   tensorstream::detail::NamePatterns patterns;
+  bool to_hf_cache = false;
   StoreFlags store;
 };
 
@@ -35,6 +37,19 @@ void run_prefetch(const PrefetchArguments& arguments) {
   options.include = arguments.patterns.include;
   options.exclude = arguments.patterns.exclude;
 
+  if (arguments.to_hf_cache) {
+    if (!arguments.url || arguments.directory) {
+      throw InvalidArgument("--to-hf-cache copies an hf:// URL into the Hugging Face cache; give "
+                            "the URL and no directory");
+    }
+    const HfCachePrefetchResult result = prefetch_to_hf_cache_blocking(*arguments.url, options);
+    std::printf("prefetched %s (%s) from %s to the Hugging Face cache at %s\n",
+                counted(result.files.files.size(), "file").c_str(),
+                format_byte_size(result.files.bytes).c_str(), arguments.url->c_str(),
+                result.snapshot.c_str());
+    std::fflush(stdout);
+    return;
+  }
   // The environment is read only for what the command line leaves out, so that a malformed
   // variable this command does not need cannot fail it.
   std::optional<ModelLoaderConfig> config;
@@ -72,6 +87,10 @@ void register_prefetch_command(CLI::App& app) {
   command->add_option("--chunk-size", arguments->chunk_size, "Bytes per range read")
       ->capture_default_str();
   add_object_filter_flags(*command, arguments->patterns);
+  command->add_flag("--to-hf-cache", arguments->to_hf_cache,
+                    "Copy an hf:// URL into the Hugging Face cache (HF_HUB_CACHE, else "
+                    "HF_HOME/hub, else ~/.cache/huggingface/hub) in its layout, for "
+                    "transformers and vLLM; no dir");
   add_store_flags(*command, arguments->store);
   command->callback([arguments] { run_prefetch(*arguments); });
 }

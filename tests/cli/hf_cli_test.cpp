@@ -8,11 +8,13 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "byte_size.hpp"
 #include "storage/s3rver_test.hpp"
 #include "support/files.hpp"
 #include "support/hub_fixture_server.hpp"
 #include "support/process.hpp"
 #include "support/scoped_environment.hpp"
+#include "support/sha256.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
 
@@ -133,6 +135,57 @@ TEST_F(HfCli, PartitionFromTheHubWritesWhatPartitioningALocalCopyWrites) {
     EXPECT_EQ(testing::read_file(root / name), testing::read_file(work.path() / "local" / name))
         << name;
   }
+}
+
+TEST_F(HfCli, PrefetchToTheHfCacheWritesHuggingFaceHubsLayoutThatOfflineStreamsRead) {
+  const auto result = run_cli({"prefetch", "hf://acme/tiny", "--to-hf-cache",
+                               "--include-safetensors"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  const auto repo = home() / ".cache/huggingface/hub/models--acme--tiny";
+  std::uint64_t total = 0;
+  for (const auto& name : testing::files_under(model_.path())) {
+    total += std::filesystem::file_size(model_.path() / name);
+  }
+  EXPECT_EQ(result.out, "prefetched 6 files (" + format_byte_size(total) +
+                            ") from hf://acme/tiny to the Hugging Face cache at " +
+                            (repo / "snapshots" / commit_).string() + "\n");
+  EXPECT_EQ(testing::read_file(repo / "refs/main"), commit_);
+  for (const auto& name : testing::files_under(model_.path())) {
+    const auto link = repo / "snapshots" / commit_ / name;
+    ASSERT_TRUE(std::filesystem::is_symlink(link)) << name;
+    EXPECT_TRUE(std::filesystem::read_symlink(link).string().starts_with("../../blobs/")) << name;
+    EXPECT_EQ(testing::read_file(link), testing::read_file(model_.path() / name)) << name;
+  }
+  const auto large = repo / "snapshots" / commit_ / "model-00001-of-00002.safetensors";
+  const auto bytes = testing::read_file(large);
+  EXPECT_EQ(std::filesystem::read_symlink(large).filename().string(),
+            testing::sha256_hex(std::as_bytes(std::span(bytes.data(), bytes.size()))));
+
+  const auto requests = hub_.hub_requests().size();
+  hf_environment_.set("HF_HUB_OFFLINE", "1");
+  const auto local = run_cli({"stream", model_.path().string() + "/", "--checksum", "sha256"});
+  const auto offline = run_cli({"stream", "hf://acme/tiny", "--checksum", "sha256"});
+  ASSERT_EQ(offline.exit_code, 0) << offline.err;
+  EXPECT_EQ(testing::sorted_tensor_lines(offline.out), testing::sorted_tensor_lines(local.out));
+  EXPECT_EQ(hub_.hub_requests().size(), requests);
+}
+
+TEST_F(HfCli, CpToTheHfCacheTakesOneFileOrAPrefixAndNoDestination) {
+  const auto one = run_cli({"cp", "hf://acme/tiny/config.json", "--to-hf-cache"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const auto snapshot = home() / ".cache/huggingface/hub/models--acme--tiny/snapshots" / commit_;
+  EXPECT_EQ(testing::files_under(snapshot), std::vector<std::string>{"config.json"});
+  const auto all = run_cli({"cp", "-r", "hf://acme/tiny@" + commit_, "--to-hf-cache",
+                            "--exclude", "*.safetensors"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_EQ(testing::files_under(snapshot).size(), 4u);
+  const auto both = run_cli({"cp", "-r", "hf://acme/tiny", "out", "--to-hf-cache"});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_EQ(both.err, "tensorstream: error: --to-hf-cache copies into the Hugging Face cache; "
+                      "give no DST with it\n");
+  const auto neither = run_cli({"cp", "-r", "hf://acme/tiny"});
+  EXPECT_EQ(neither.exit_code, 2);
+  EXPECT_EQ(neither.err, "tensorstream: error: cp needs a DST, or --to-hf-cache\n");
 }
 
 }  // namespace tensorstream::hf_cli_tests

@@ -165,8 +165,8 @@ def cli() -> str:
 def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     """No configuration from the machine's environment: each test sets what it tests."""
     for variable in list(os.environ):
-        if variable.startswith(("TENSORSTREAM_", "FLYTE_MODEL_LOADER_")) or variable.lower() in (
-                "http_proxy", "https_proxy", "no_proxy"):
+        if variable.startswith(("TENSORSTREAM_", "FLYTE_MODEL_LOADER_", "HF_")) or (
+                variable.lower() in ("http_proxy", "https_proxy", "no_proxy")):
             if variable not in ("TENSORSTREAM_CLI", "TENSORSTREAM_S3RVER_SCRIPT",
                                 "TENSORSTREAM_AZURITE_SCRIPT"):
                 monkeypatch.delenv(variable)

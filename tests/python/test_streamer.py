@@ -4,6 +4,7 @@ in bounded memory."""
 from __future__ import annotations
 
 import gc
+import hashlib
 import os
 import pathlib
 
@@ -55,6 +56,28 @@ def test_streams_from_azurite_byte_exact(model_dir, azurite, monkeypatch):
     with pytest.raises(tensorstream.errors.StorageError, match="az://models/llama/"):
         dict(tensorstream.SafeTensorsStreamer("az://models/llama/", endpoint_url=azurite.endpoint,
                                               anonymous=True).get_tensors())
+
+
+def test_streams_hf_urls_from_the_hugging_face_cache_offline(model_dir, tmp_path, monkeypatch):
+    directory, oracle = model_dir
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "hub" / "models--acme--llama"
+    for file in directory.iterdir():
+        blob = repo / "blobs" / hashlib.sha256(file.read_bytes()).hexdigest()
+        blob.parent.mkdir(parents=True, exist_ok=True)
+        blob.write_bytes(file.read_bytes())
+        link = repo / "snapshots" / commit / file.name
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(pathlib.Path("../../blobs") / blob.name)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    streamer = tensorstream.SafeTensorsStreamer("hf://acme/llama", hf_token="hf_unused")
+    assert_same_tensors(dict(streamer.get_tensors()), oracle)
+    with pytest.raises(tensorstream.errors.NotFoundError,
+                       match="hf://acme/llama@v2: offline .HF_HUB_OFFLINE."):
+        dict(tensorstream.SafeTensorsStreamer("hf://acme/llama@v2").get_tensors())
 
 
 def test_the_seed_signature_takes_its_arguments_by_position(model_dir):

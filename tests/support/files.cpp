@@ -47,7 +47,7 @@ std::vector<std::string> files_under(const std::filesystem::path& root) {
   if (!std::filesystem::exists(root)) return files;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
     if (entry.is_regular_file()) {
-      files.push_back(std::filesystem::relative(entry.path(), root).string());
+      files.push_back(entry.path().lexically_relative(root).string());
     }
   }
   std::sort(files.begin(), files.end());
