@@ -31,7 +31,10 @@
 #include "support/child_process.hpp"
 #include "support/nginx_server.hpp"
 #include "support/azurite_server.hpp"
+#include "support/files.hpp"
+#include "support/hub_fixture_server.hpp"
 #include "support/s3rver_server.hpp"
+#include "support/scoped_environment.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/storage/azure/default_credentials.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
@@ -141,6 +144,25 @@ AzureEnvironment* azure_environment(benchmark::State& state) {
   }
   static AzureEnvironment instance;
   return &instance;
+}
+
+// The checkpoint as the only file of the Hub fixture's repository bench/model, whose CDN serves
+// it; hf:// reads it from the Hub and nowhere else (no HF_* of the machine, no cache).
+struct HubEnvironment {
+  testing::HubFixtureServer hub{{}};
+  testing::ScopedEnvironment variables{{"HF_ENDPOINT", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN",
+                                        "HF_TOKEN_PATH", "HF_HOME", "HF_HUB_CACHE",
+                                        "HF_HUB_OFFLINE"}};
+
+  HubEnvironment() {
+    hub.commit("bench/model", {{"model.safetensors", testing::read_file(environment().file)}});
+    variables.set("HF_ENDPOINT", hub.endpoint());
+  }
+};
+
+HubEnvironment& hub_environment() {
+  static HubEnvironment instance;
+  return instance;
 }
 
 // Best GB/s of each configuration and of each ceiling, and the least CPU seconds per GB where
@@ -384,6 +406,23 @@ void BM_AzureStream(benchmark::State& state) {
   stream(state, key, "az://bench/model/", options, "Azurite " + curl_name(state.range(1)));
 }
 
+// The ceiling of hf://: the same file streamed from the CDN by its signed URL, no Hub involved.
+void BM_HfCdnDirectStream(benchmark::State& state) {
+  auto& hub = hub_environment();
+  stream(state, "http from the Hub's CDN", hub.hub.cdn_url("bench/model", "main",
+                                                           "model.safetensors"),
+         StreamerOptions{}, "");
+}
+
+// hf:// at the defaults: the revision, the tree, then each range by the redirect to the CDN.
+void BM_HfStream(benchmark::State& state) {
+  hub_environment();
+  StreamerOptions options;
+  options.store.hf().read_cache = false;
+  stream(state, "hf:// through the Hub", "hf://bench/model/model.safetensors", options,
+         "http from the Hub's CDN");
+}
+
 void BM_FileStream(benchmark::State& state) {
   StreamerOptions options;
   options.store.file().use_io_uring = state.range(0) != 0;
@@ -441,6 +480,12 @@ BENCHMARK(BM_AzureStream)
     ->ArgsProduct({{16, 64}, {8, 32}})
     ->UseManualTime()
     ->Iterations(iterations)
+    ->Unit(benchmark::kMillisecond);
+// The ceiling runs before and after, so that neither side gains from running second.
+BENCHMARK(BM_HfCdnDirectStream)->UseManualTime()->Iterations(iterations)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_HfStream)->UseManualTime()->Iterations(iterations)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_HfCdnDirectStream)->UseManualTime()->Iterations(iterations)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DdCeiling)->UseManualTime()->Iterations(iterations)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FileStream)->ArgName("io_uring")->Arg(1)->Arg(0)->UseManualTime()

@@ -144,7 +144,7 @@ TEST_F(CustomSchemeCli, AnUnregisteredSchemeIsAUsageErrorNamingTheRegisteredOnes
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_EQ(unknown.err,
             "tensorstream: error: invalid URL 'vault://models/tiny/': unsupported scheme 'vault' "
-            "(use file, http, https, s3, gs, az or mem)\n");
+            "(use file, http, https, s3, gs, az, hf or mem)\n");
 }
 
 }  // namespace

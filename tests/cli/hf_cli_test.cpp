@@ -64,6 +64,20 @@ TEST_F(HfCli, LsListsTheFilesOfTheCommitWithSizes) {
   EXPECT_TRUE(lines[6].starts_with("6 objects, ")) << lines[6];
 }
 
+TEST_F(HfCli, InspectAndBenchTakeHfUrlsAsEveryOtherSource) {
+  const auto local = run_cli({"inspect", model_.path().string() + "/"});
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  const auto remote = run_cli({"inspect", "hf://acme/tiny"});
+  ASSERT_EQ(remote.exit_code, 0) << remote.err;
+  EXPECT_EQ(lines_of(remote.out).size(), lines_of(local.out).size());
+  EXPECT_NE(remote.out.find("model.layers.0.self_attn.q_proj.weight"), std::string::npos)
+      << remote.out;
+  const auto bench = run_cli({"bench", "hf://acme/tiny", "--chunk-size", "1MiB", "--concurrency",
+                              "4", "--repeat", "1", "--json"});
+  ASSERT_EQ(bench.exit_code, 0) << bench.err;
+  EXPECT_NE(bench.out.find("\"chunk_size\":1048576"), std::string::npos) << bench.out;
+}
+
 TEST_F(HfCli, StreamGivesTheChecksumsOfTheLocalFilesAndNeverPrintsTheToken) {
   hub_.make_gated("acme/tiny");
   hf_environment_.set("HF_TOKEN", token);

@@ -15,9 +15,9 @@ namespace tensorstream {
 ///
 /// `file:///data/m.safetensors` and `/data/m.safetensors` both give scheme "file" and path
 /// "/data/m.safetensors". `https://host:8443/a/b` gives host "host", port 8443, path "/a/b".
-/// `s3://bucket/prefix/` gives host "bucket", path "/prefix/"; s3, gs and az paths are object keys
-/// taken literally, so they keep any `?` or `%` and have no query. A registered scheme's URLs are
-/// read as its UrlForm says.
+/// `s3://bucket/prefix/` gives host "bucket", path "/prefix/"; s3, gs, az and hf paths are object
+/// keys taken literally, so they keep any `?` or `%` and have no query. A registered scheme's URLs
+/// are read as its UrlForm says.
 struct TENSORSTREAM_API Url {
   std::string scheme;       ///< A registered scheme's name: "file", "http", "https", "s3", "gs"...
   std::string host;         ///< Host name or bucket; empty for file.
