@@ -5,11 +5,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
+#include <thread>
 
 #include "byte_size.hpp"
 #include "storage/s3rver_test.hpp"
+#include "support/child_process.hpp"
 #include "support/files.hpp"
 #include "support/hub_fixture_server.hpp"
 #include "support/process.hpp"
@@ -17,6 +22,7 @@
 #include "support/sha256.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
+#include "tensorstream/store/attached_rank.hpp"
 
 namespace tensorstream::hf_cli_tests {
 
@@ -200,6 +206,49 @@ TEST_F(HfCli, CpToTheHfCacheTakesOneFileOrAPrefixAndNoDestination) {
   const auto neither = run_cli({"cp", "-r", "hf://acme/tiny"});
   EXPECT_EQ(neither.exit_code, 2);
   EXPECT_EQ(neither.err, "tensorstream: error: cp needs a DST, or --to-hf-cache\n");
+}
+
+// The seed's deployment: partition from the Hub, then serve the partitions from where they went
+// (the Hub too, here) to workers that attach: what they attach to is what a server of the local
+// partitions serves.
+TEST_F(HfCli, ServeLoadsTrawPartitionsFromTheHubForWorkersToAttach) {
+  TempDir work;
+  const auto raw = work.path() / "raw";
+  ASSERT_EQ(run_cli({"partition", "hf://acme/tiny", raw.string(), "--tp", "2"}).exit_code, 0);
+  hub_.commit_directory("acme/tiny-raw", raw);
+  std::vector<std::unique_ptr<testing::ChildProcess>> servers;
+  for (const std::string& source : {std::string("hf://acme/tiny-raw"), raw.string()}) {
+    const auto name = std::to_string(servers.size());
+    servers.push_back(std::make_unique<testing::ChildProcess>(
+        std::vector<std::string>{TENSORSTREAM_CLI_PATH, "serve", source, "--tp", "2", "--socket",
+                                 (work.path() / (name + ".sock")).string(), "--ready-file",
+                                 (work.path() / (name + ".ready")).string()},
+        work.path() / (name + ".log")));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (std::size_t i = 0; i < servers.size(); ++i) {
+    const auto name = std::to_string(i);
+    while (!std::filesystem::exists(work.path() / (name + ".ready"))) {
+      ASSERT_FALSE(servers[i]->exited()) << testing::read_file(work.path() / (name + ".log"));
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "server " << name << " not ready";
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  const store::AttachedRank from_hub = store::attach(work.path() / "0.sock", 1);
+  const store::AttachedRank from_disk = store::attach(work.path() / "1.sock", 1);
+  const auto& tensors = from_disk.manifest().tensors;
+  ASSERT_EQ(from_hub.manifest().tensors.size(), tensors.size());
+  EXPECT_GT(tensors.size(), 10u);
+  for (const auto& entry : tensors) {
+    if (entry.name.find("kv_cache") != std::string::npos) continue;
+    const store::TensorEntry* served = from_hub.find(entry.name);
+    ASSERT_NE(served, nullptr) << entry.name;
+    const auto expected = from_disk.bytes(entry);
+    const auto actual = from_hub.bytes(*served);
+    ASSERT_EQ(actual.size(), expected.size()) << entry.name;
+    EXPECT_TRUE(std::equal(actual.begin(), actual.end(), expected.begin())) << entry.name;
+  }
+  for (auto& server : servers) EXPECT_EQ(server->stop(), 0);
 }
 
 }  // namespace tensorstream::hf_cli_tests

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "ascii.hpp"
+#include "storage/relative_key.hpp"
 #include "storage/s3/sigv4.hpp"
 #include "tensorstream/error.hpp"
 
@@ -81,8 +82,9 @@ std::vector<HfFile> parse_tree_page(std::string_view body, const std::string& ur
       throw malformed(url, what, std::string("path: ") + simdjson::error_message(error));
     }
     if (type != "file") continue;
-    if (path.empty() || path.front() == '/' || path.back() == '/') {
-      throw malformed(url, what, "path \"" + std::string(path) + "\" names no file");
+    // The paths become paths in the local cache: none may lead out of its snapshot.
+    if (!detail::is_relative_key_inside(path)) {
+      throw malformed(url, what, "path \"" + std::string(path) + "\" names no file in it");
     }
     HfFile file{std::string(path), 0, {}};
     if (const auto error = entry["size"].get(file.size)) {

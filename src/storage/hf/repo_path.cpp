@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "storage/percent_decode.hpp"
+#include "storage/relative_key.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream::hf {
@@ -41,7 +42,8 @@ RepoPath parse_repo_path(std::string_view org, std::string_view key, const std::
       const auto u = static_cast<unsigned char>(c);
       return u > 0x20 && u != 0x7f;
     });
-    if (parsed.revision.empty() || !printable) {
+    // Git allows no ".." in a ref, and the revision names a file under the cache's refs/.
+    if (!printable || !detail::is_relative_key_inside(parsed.revision)) {
       throw InvalidArgument(url + ": the revision after '@' must be a branch, tag or commit");
     }
   }

@@ -54,6 +54,9 @@ TEST(HubApi, ReadsFilesOfATreePageWithTheirBlobs) {
   EXPECT_THROW(hf::parse_tree_page(R"([{"type":"file","path":"/etc/passwd","size":1,"oid":"a"}])",
                                    url),
                FormatError);
+  EXPECT_THROW(hf::parse_tree_page(R"([{"type":"file","path":"a/../../b","size":1,"oid":"a"}])",
+                                   url),
+               FormatError);
   EXPECT_THROW(hf::parse_tree_page(R"({"error":"x"})", url), FormatError);
 }
 
@@ -85,6 +88,8 @@ TEST(HubApi, SplitsKeysIntoRepositoryRevisionAndPath) {
   EXPECT_EQ(pinned.revision, "refs/pr/1");
   EXPECT_EQ(pinned.path, "TP2/a.traw");
   EXPECT_EQ(pinned.repo_key, "/llama@refs%2Fpr%2F1");
+  EXPECT_THROW(hf::parse_repo_path("acme", "/llama@..%2F..%2Fetc", url), InvalidArgument);
+  EXPECT_THROW(hf::parse_repo_path("acme", "/llama@refs%2F%2Fpr", url), InvalidArgument);
   EXPECT_FALSE(hf::is_hub_name("-llama"));
   EXPECT_FALSE(hf::is_hub_name("lla..ma"));
   EXPECT_TRUE(hf::is_hub_name("Llama-3.1_8B"));
