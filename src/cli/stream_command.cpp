@@ -83,7 +83,7 @@ std::string summary_line(const StreamStats& stats, const StreamerOptions& option
                 static_cast<unsigned long long>(stats.connections),
                 static_cast<unsigned long long>(stats.peak_memory),
                 static_cast<unsigned long long>(stats.fresh_memory),
-                static_cast<unsigned long long>(*options.chunk_size), *options.max_concurrency,
+                static_cast<unsigned long long>(stats.chunk_size), *options.max_concurrency,
                 process_cpu_seconds());
   std::string line = text;
   append_json_string(line, stats.io_mode);

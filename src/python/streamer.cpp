@@ -110,6 +110,7 @@ py::dict stats_dict(const StreamStats& stats) {
   result["peak_memory"] = stats.peak_memory;
   result["fresh_memory"] = stats.fresh_memory;
   result["io_mode"] = stats.io_mode;
+  result["chunk_size"] = stats.chunk_size;
   result["gigabytes_per_second"] = stats.gigabytes_per_second();
   return result;
 }

@@ -26,6 +26,7 @@
 
 #include "async/run_on_thread.hpp"
 #include "byte_size.hpp"
+#include "environment_setting.hpp"
 #include "exception_message.hpp"
 #include "streaming/broadcast_distribution.hpp"
 #include "streaming/discovery.hpp"
@@ -75,12 +76,17 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
   Engine(std::string remote_path, StreamerOptions options, const StoreFactory& make_store,
          std::optional<asio::any_io_executor> executor)
       : remote_path_(redact_query(remote_path)),
+        chunk_size_chosen_(options.chunk_size.has_value() ||
+                           detail::environment_setting("CHUNK_SIZE").has_value()),
         options_(resolve(std::move(options))),
         url_(resolve_url(remote_path)),
         own_io_(executor ? std::nullopt : std::make_optional<asio::io_context>()),
         executor_(executor ? *executor : asio::any_io_executor(own_io_->get_executor())),
         strand_(asio::make_strand(executor_)),
         store_(make_store(url_, executor_)),
+        chunk_size_(chunk_size_chosen_
+                        ? *options_.chunk_size
+                        : std::max(*options_.chunk_size, store_->preferred_read_size())),
         budget_(std::make_shared<MemoryBudget>(options_.memory_limit)),
         destination_(std::make_shared<detail::HostDestination>(
             options_.placement, std::make_shared<detail::TensorMemoryPool>(budget_))) {}
@@ -277,6 +283,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     stats.connections = store.connections;
     stats.tls_resumed = store.tls_resumed;
     stats.io_mode = store.io_mode;
+    stats.chunk_size = chunk_size_;
     stats.waiting_for = store.waiting_for;
     stats.waiting_seconds = store.waiting_seconds;
     stats.peak_memory = budget_->peak();
@@ -410,7 +417,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
                                  format_byte_size(options_.memory_limit) +
                                  "): tensors that large are read one at a time, over the limit");
     }
-    reads_ = detail::plan_reads(files_, *options_.chunk_size, options_.memory_limit,
+    reads_ = detail::plan_reads(files_, chunk_size_, options_.memory_limit,
                                 options_.read_order);
     const std::uint64_t store_bytes = store_->stats().bytes;
     std::lock_guard lock(outbox_->mutex);
@@ -451,7 +458,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
       job->read = std::move(read);
       const std::uint64_t length = job->read.length;
       destination_->land(*job, std::move(claim));
-      job->chunks_left = chunk_count(length, *options_.chunk_size);
+      job->chunks_left = chunk_count(length, chunk_size_);
       if (job->chunks_left == 0) {
         deliver(*job);
         continue;
@@ -463,7 +470,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
         if (job->ready) continue;
       }
       for (std::uint64_t i = 0; i < job->chunks_left; ++i) {
-        chunks_.push_back({job, chunk_at(length, *options_.chunk_size, i)});
+        chunks_.push_back({job, chunk_at(length, chunk_size_, i)});
       }
       work_available_.notify_all();
     }
@@ -586,6 +593,8 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
   }
 
   const std::string remote_path_;
+  // Whether the options or the environment set the chunk size, which the store may raise if not.
+  const bool chunk_size_chosen_;
   const StreamerOptions options_;
   const Url url_;
   const Clock::time_point started_at_ = Clock::now();
@@ -597,6 +606,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
   asio::strand<asio::any_io_executor> strand_;
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_guard_;
   std::unique_ptr<ObjectStore> store_;
+  const std::uint64_t chunk_size_;  // Bytes per range read, as used.
   std::shared_ptr<MemoryBudget> budget_;
   const std::shared_ptr<detail::Destination> destination_;
   asio::cancellation_signal cancellation_;

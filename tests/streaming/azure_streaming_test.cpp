@@ -48,6 +48,25 @@ TEST_F(AzureStreaming, ASingleFileStreamsByteExact) {
   EXPECT_EQ(streamer.stats().retries, 0u);
 }
 
+TEST_F(AzureStreaming, BlobsAreReadInTheStoresPreferredRangesUnlessTheChunkSizeIsChosen) {
+  TempDir dir;
+  generate_synthetic_model(dir.path(), {.preset = "tiny"});
+  azurite().put_directory(container(), "single/", dir.path());
+  RawStreamer defaults(url("single/model.safetensors"), StreamerOptions{});
+  expect_whole_model(defaults);
+  EXPECT_EQ(defaults.stats().chunk_size, std::uint64_t{64} << 20);
+
+  RawStreamer chosen(url("single/model.safetensors"), small_chunks());
+  EXPECT_EQ(chosen.stats().chunk_size, 100'000u);
+  set("TENSORSTREAM_CHUNK_SIZE", "1MiB");
+  RawStreamer from_environment(url("single/model.safetensors"), StreamerOptions{});
+  EXPECT_EQ(from_environment.stats().chunk_size, std::uint64_t{1} << 20);
+  unset("TENSORSTREAM_CHUNK_SIZE");
+  // Files have no preference: the default stays.
+  RawStreamer local(dir.path().string() + "/model.safetensors", StreamerOptions{});
+  EXPECT_EQ(local.stats().chunk_size, default_chunk_size);
+}
+
 TEST_F(AzureStreaming, AShardedModelWithAnIndexUnderAPrefixStreamsByteExact) {
   upload("sharded/", {.preset = "tiny", .shards = 3, .index = true});
   RawStreamer streamer(url("sharded/"), small_chunks());

@@ -58,6 +58,11 @@ class TENSORSTREAM_API AzureStore final : public ObjectStore {
   bool can_list() const override { return true; }
   /// Always true.
   bool can_write() const override { return true; }
+
+  /// 64 MiB: each Get Blob costs the service fixed work (Azurite measurably so: 16 MiB ranges
+  /// reach 0.82 of 32 whole-range readers, 64 MiB ranges 1.09), so streams read four default
+  /// chunks per request unless told otherwise.
+  std::uint64_t preferred_read_size() const override { return std::uint64_t{64} << 20; }
   /// A writer of the block blob `key` ("/prefix/name"): one Put Blob for objects of at most
   /// options.single_put_limit bytes, else Put Block of options.part_size bytes, at most
   /// options.max_parts_in_flight at a time, and Put Block List at commit. Until then nothing is

@@ -141,6 +141,12 @@ class TENSORSTREAM_API ObjectStore {
   /// calling thread); a missing object gives 0, leaving the error to the read.
   virtual std::size_t memory_alignment(const std::string& key);
 
+  /// The smallest range worth one request of this store, for streams whose chunk size nothing
+  /// chose (neither StreamerOptions::chunk_size nor the environment): their default is raised
+  /// to it. Stores whose service spends much on every request say so here (az://); 0, the
+  /// default, where any chunk size serves.
+  virtual std::uint64_t preferred_read_size() const { return 0; }
+
   /// Whether create_writer() is supported: file://, s3://, gs:// and az:// yes, http(s):// and hf:// no.
   virtual bool can_write() const { return false; }
 

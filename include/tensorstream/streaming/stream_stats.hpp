@@ -30,6 +30,9 @@ struct StreamStats {
   /// consumer that releases tensors as it goes keeps this near the memory limit.
   std::uint64_t fresh_memory = 0;
   std::string io_mode;                ///< How the store reads, e.g. "io_uring", "http", "https".
+  /// Bytes per range read: StreamerOptions::chunk_size, raised to the store's
+  /// ObjectStore::preferred_read_size() where nothing chose it.
+  std::uint64_t chunk_size = 0;
   /// What the request that has waited longest for its server waits for, "a response from
   /// HOST", and for how many seconds so far; empty and 0 while none waits (StoreStats).
   std::string waiting_for{};

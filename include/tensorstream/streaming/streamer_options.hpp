@@ -65,7 +65,9 @@ using TensorSelection =
 /// beats `TENSORSTREAM_*`, which beats `FLYTE_MODEL_LOADER_*`, which beats the default.
 struct StreamerOptions {
   /// Bytes per range read; each tensor is split into reads of at most this size. 16 MiB unless
-  /// set here or in TENSORSTREAM_CHUNK_SIZE / FLYTE_MODEL_LOADER_CHUNK_SIZE.
+  /// set here or in TENSORSTREAM_CHUNK_SIZE / FLYTE_MODEL_LOADER_CHUNK_SIZE, or raised to what
+  /// the store prefers (ObjectStore::preferred_read_size(): 64 MiB for az://) when neither sets
+  /// it; StreamStats::chunk_size says what a stream used.
   std::optional<std::uint64_t> chunk_size;
   /// Range reads in flight at once, across all files. 32 unless set here or in
   /// TENSORSTREAM_MAX_CONCURRENCY / FLYTE_MODEL_LOADER_MAX_CONCURRENCY.
