@@ -129,8 +129,9 @@ StoreOptions apply_store_flags(const StoreFlags& flags, StoreOptions options) {
 
 void add_source_read_flags(CLI::App& command, SourceReadFlags& flags,
                            const std::string& memory_help) {
-  command.add_option("--chunk-size", flags.chunk_size, "Bytes per range read of SRC")
-      ->capture_default_str();
+  command.add_option("--chunk-size", flags.chunk_size,
+                     "Bytes per range read of SRC; default: TENSORSTREAM_CHUNK_SIZE, else 16MiB "
+                     "(64MiB for az://)");
   command.add_option("--concurrency", flags.concurrency, "Range reads of SRC in flight")
       ->capture_default_str()
       ->check(positive_number);
@@ -139,7 +140,7 @@ void add_source_read_flags(CLI::App& command, SourceReadFlags& flags,
 
 StreamerOptions apply_source_read_flags(const SourceReadFlags& flags, const StoreFlags& store,
                                         StreamerOptions options) {
-  options.chunk_size = parse_chunk_size(flags.chunk_size);
+  if (flags.chunk_size) options.chunk_size = parse_chunk_size(*flags.chunk_size);
   options.max_concurrency = flags.concurrency;
   options.memory_limit = parse_memory_limit(flags.memory_limit);
   options.store = apply_store_flags(store, options.store);

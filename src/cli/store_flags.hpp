@@ -31,7 +31,9 @@ struct StoreFlags {
 
 /// How a command that rewrites a checkpoint (shard, partition) reads its source.
 struct SourceReadFlags {
-  std::string chunk_size = "16MiB";    ///< --chunk-size
+  /// --chunk-size; unset: TENSORSTREAM_CHUNK_SIZE, else the stream's default (which the
+  /// store may raise: ObjectStore::preferred_read_size()).
+  std::optional<std::string> chunk_size;
   std::size_t concurrency = 32;        ///< --concurrency
   std::string memory_limit = "512MiB";  ///< --memory-limit
 };

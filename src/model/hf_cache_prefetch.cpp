@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <fstream>
 #include <system_error>
+#include <unistd.h>
 
 #include "model/write_destination.hpp"
 #include "storage/hf/hf_cache.hpp"
@@ -25,21 +26,34 @@ void check(const std::error_code& error, const fs::path& path, const char* what)
   if (error) throw StorageError(path.string(), std::string(what) + ": " + error.message());
 }
 
-// Moves the file prefetch() wrote at `file` into `blob` (or drops it, when the blob is there
-// already) and links `file` to the blob, as huggingface_hub lays files out.
+// A name beside `path` that no other process picks: ".NAME.tensorstream-PID.tmp".
+fs::path temporary_beside(const fs::path& path) {
+  return path.parent_path() /
+         ("." + path.filename().string() + ".tensorstream-" + std::to_string(::getpid()) + ".tmp");
+}
+
+// Makes the file prefetch() wrote at `file` the cache's `blob` (unless the blob is there
+// already) and puts a symbolic link to the blob in its place, as huggingface_hub lays files out. The link
+// is made beside and renamed over the file, so the snapshot's path never goes missing.
 void link_to_blob(const fs::path& file, const fs::path& blob) {
   std::error_code error;
   fs::create_directories(blob.parent_path(), error);
   check(error, blob.parent_path(), "cannot create the directory");
-  if (fs::exists(blob, error)) {
-    fs::remove(file, error);
-    check(error, file, "cannot remove");
-  } else {
-    fs::rename(file, blob, error);
-    check(error, blob, "cannot move the file into the cache's blobs");
+  if (!fs::exists(blob, error)) {
+    // A second name for the same inode, renamed into place: the blob appears whole or not at all.
+    const fs::path next = temporary_beside(blob);
+    fs::remove(next, error);
+    fs::create_hard_link(file, next, error);
+    check(error, next, "cannot add the file to the cache's blobs");
+    fs::rename(next, blob, error);
+    check(error, blob, "cannot add the file to the cache's blobs");
   }
-  fs::create_symlink(blob.lexically_relative(file.parent_path()), file, error);
-  check(error, file, "cannot link the snapshot's file to its blob");
+  const fs::path link = temporary_beside(file);
+  fs::remove(link, error);
+  fs::create_symlink(blob.lexically_relative(file.parent_path()), link, error);
+  check(error, link, "cannot link the snapshot's file to its blob");
+  fs::rename(link, file, error);
+  check(error, file, "cannot put the link to its blob in place");
 }
 
 }  // namespace
@@ -56,7 +70,8 @@ asio::awaitable<HfCachePrefetchResult> prefetch_to_hf_cache(std::string url,
     throw InvalidArgument("the Hugging Face cache is nowhere: set HF_HUB_CACHE, HF_HOME or HOME");
   }
   const auto where = hf::parse_repo_path(source.host, source.path, source.str());
-  const auto opened = open_store(source, co_await asio::this_coro::executor, options.store);
+  const auto executor = co_await asio::this_coro::executor;
+  const auto opened = open_store(source, executor, options.store);
   auto& hub = dynamic_cast<HfStore&>(*opened);
   const HfSnapshot snapshot = co_await hub.snapshot(source.path);
   const fs::path root = hf::repo_folder(settings.cache_dir, snapshot.repo);
@@ -72,6 +87,10 @@ asio::awaitable<HfCachePrefetchResult> prefetch_to_hf_cache(std::string url,
     const auto file = std::lower_bound(
         snapshot.files.begin(), snapshot.files.end(), path,
         [](const HfFile& entry, const std::string& wanted) { return entry.path < wanted; });
+    if (file == snapshot.files.end() || file->path != path) {
+      throw StorageError(source.str(), path + " was copied but is not in commit " +
+                                           snapshot.commit);
+    }
     link_to_blob(target / relative, root / "blobs" / file->blob);
   }
   if (snapshot.revision != snapshot.commit) {
@@ -79,10 +98,14 @@ asio::awaitable<HfCachePrefetchResult> prefetch_to_hf_cache(std::string url,
     std::error_code error;
     fs::create_directories(ref.parent_path(), error);
     check(error, ref.parent_path(), "cannot create the directory");
-    std::ofstream out(ref, std::ios::binary | std::ios::trunc);
+    // Renamed into place: a reader never sees an empty ref.
+    const fs::path next = temporary_beside(ref);
+    std::ofstream out(next, std::ios::binary | std::ios::trunc);
     out << snapshot.commit;
     out.close();
-    if (!out) throw StorageError(ref.string(), "cannot write the revision's commit");
+    if (!out) throw StorageError(next.string(), "cannot write the revision's commit");
+    fs::rename(next, ref, error);
+    check(error, ref, "cannot replace the revision's commit");
   }
   co_return result;
 }

@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 #include <string_view>
+#include <tuple>
 #include <utility>
 
 #include "json_string.hpp"
@@ -204,8 +205,14 @@ asio::awaitable<void> HubFixtureServer::serve(tcp::socket socket, bool cdn) {
       response.content_length(reply.bytes_count);
       http::response_serializer<http::span_body<const char>> serializer(response);
       if (head) serializer.split(true);
-      auto [ec, n] = head ? co_await http::async_write_header(socket, serializer, use_tuple)
-                          : co_await http::async_write(socket, serializer, use_tuple);
+      // Not a conditional expression of two co_awaits, whose temporaries GCC 12 miscompiles.
+      boost::system::error_code ec;
+      if (head) {
+        std::tie(ec, std::ignore) =
+            co_await http::async_write_header(socket, serializer, use_tuple);
+      } else {
+        std::tie(ec, std::ignore) = co_await http::async_write(socket, serializer, use_tuple);
+      }
       if (ec) co_return;
     } else {
       http::response<http::string_body> response;

@@ -106,7 +106,8 @@ class TENSORSTREAM_API HfStore final : public ObjectStore {
   StoreStats stats() const override;
 
   /// The endpoint, where the token came from and the cache, for logs, e.g.
-  /// "https://huggingface.co (token from HF_TOKEN), cache /root/.cache/huggingface/hub".
+  /// "https://huggingface.co (token from HF_TOKEN), cache /root/.cache/huggingface/hub", or
+  /// "offline, cache ...".
   const std::string& describe() const;
 
  private:

@@ -56,12 +56,14 @@ void Adapter::interpret(Failure& failure) const {
   const std::string code =
       code_field == failure.headers.end() ? std::string() : std::string(code_field->value());
   const std::string repo = repo_of(failure.target, endpoint_);
+  // What was sent, for messages: "the token from HF_TOKEN", or why none was.
+  const std::string sent = token_ ? "the token from " + token_source_
+                                  : "no token was sent (" + token_source_ + ")";
   if (code == "GatedRepo") {
     failure.cause = "the repository is gated: accept its license at " + endpoint_ + "/" + repo +
-                    " and use a token with access (" + token_source_ + ")" + status;
+                    " and use a token with access; " + sent + status;
   } else if (code == "RepoNotFound") {
-    failure.cause = "no such repository " + repo +
-                    ", or a private one the token cannot see (" + token_source_ + ")" + status;
+    failure.cause = "no such repository " + repo + ", or a private one: " + sent + status;
     failure.not_found = true;
   } else if (code == "RevisionNotFound") {
     failure.cause = "no such revision of " + repo + status;
@@ -71,7 +73,7 @@ void Adapter::interpret(Failure& failure) const {
     failure.not_found = true;
   } else if (failure.status == 401) {
     const std::string message = hub_message(failure);
-    failure.cause = "the Hub refused the token from " + token_source_ +
+    failure.cause = (token_ ? "the Hub refused " : "the Hub wants a token: ") + sent +
                     (message.empty() ? std::string() : ": " + message) + status;
   } else if (const std::string message = hub_message(failure); !message.empty()) {
     failure.cause = message + status;

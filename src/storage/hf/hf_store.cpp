@@ -79,9 +79,11 @@ struct HfStore::Impl {
   std::map<std::string, std::shared_ptr<CredentialCache<PinnedEntry>>, std::less<>> snapshots;
   std::unique_ptr<FileStore> cache;  // Made when the first cached file is read.
 
-  // "hf://ORG/NAME@REV", which messages about the revision name.
+  // "hf://ORG/NAME@REV", which messages about the revision name, the revision spelled as in
+  // the URL (a '/' in it percent-encoded) so that it can be pasted back.
   std::string revision_url(const hf::RepoPath& where) const {
-    return "hf://" + where.repo + "@" + where.revision;
+    const bool named = where.repo_key.find('@') != std::string::npos;
+    return "hf://" + organisation + where.repo_key + (named ? "" : "@" + where.revision);
   }
 
   boost::asio::awaitable<PinnedEntry> resolve(hf::RepoPath where) {
@@ -110,9 +112,17 @@ struct HfStore::Impl {
     snapshot.commit = hf::parse_commit(document, url);
     std::optional<std::string> page = hf::tree_target(settings.path_prefix, where.repo,
                                                       snapshot.commit);
+    std::set<std::string> pages_seen;
     while (page) {
       const std::string target = std::move(*page);
-      const TextResponse response = co_await client->send(target, url, max_tree_page, {});
+      // A server whose next page is one it sent already would page forever.
+      if (!pages_seen.insert(target).second) {
+        throw FormatError(url + ": malformed tree listing from the Hub: the page " + target +
+                          " comes round again");
+      }
+      RequestBody get;
+      const TextResponse response =
+          co_await client->send(target, url, max_tree_page, std::move(get));
       auto files = hf::parse_tree_page(response.body, url);
       std::move(files.begin(), files.end(), std::back_inserter(snapshot.files));
       page = hf::next_page_target(response.link, settings.origin.origin(), url);
@@ -168,7 +178,10 @@ HfStore::HfStore(boost::asio::any_io_executor executor, const Url& organisation,
   impl_->file_options = std::move(file);
   const auto& settings = impl_->settings;
   impl_->description =
-      settings.offline ? std::string("offline") : settings.endpoint() + " (" + settings.token_source + ")";
+      settings.offline ? std::string("offline")
+                       : settings.endpoint() + " (" +
+                             (settings.token ? "token from " : "no token: ") +
+                             settings.token_source + ")";
   impl_->description += settings.read_cache && !settings.cache_dir.empty()
                             ? ", cache " + settings.cache_dir.string()
                             : std::string(", cache not read");

@@ -102,6 +102,17 @@ std::vector<HfFile> parse_tree_page(std::string_view body, const std::string& ur
       throw malformed(url, what, std::string("oid of ") + std::string(path) + ": " +
                                      simdjson::error_message(blob_error));
     }
+    // The blob names a file of the local cache (blobs/BLOB): a git object id (40 hex digits)
+    // or an LFS SHA-256 (64), nothing else.
+    const auto hex = [](std::string_view text, std::size_t digits) {
+      return text.size() == digits && std::all_of(text.begin(), text.end(), [](char c) {
+               return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+             });
+    };
+    if (!(lfs_error ? hex(blob, 40) : hex(blob, 64))) {
+      throw malformed(url, what, "oid of " + std::string(path) + " \"" + std::string(blob) +
+                                     "\" is no " + (lfs_error ? "git object id" : "SHA-256"));
+    }
     file.blob = std::string(blob);
     files.push_back(std::move(file));
   }

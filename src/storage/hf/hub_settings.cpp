@@ -1,5 +1,6 @@
 #include "storage/hf/hub_settings.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 
@@ -36,12 +37,12 @@ bool offline_setting(const std::string& value) {
 
 void decide_token(const HfOptions& options, HubSettings& settings) {
   if (options.anonymous) {
-    settings.token_source = "no token (anonymous)";
+    settings.token_source = "anonymous";
     return;
   }
   if (options.token) {
     if (!options.token->empty()) settings.token = *options.token;
-    settings.token_source = "HfOptions::token";
+    settings.token_source = options.token->empty() ? "HfOptions::token is empty" : "HfOptions::token";
     return;
   }
   for (const char* name : {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"}) {
@@ -62,8 +63,20 @@ void decide_token(const HfOptions& options, HubSettings& settings) {
       return;
     }
   }
-  settings.token_source = "no token (none in HF_TOKEN, HUGGING_FACE_HUB_TOKEN or " +
-                          (file.empty() ? std::string("a token file") : file.string()) + ")";
+  settings.token_source = "none in HF_TOKEN, HUGGING_FACE_HUB_TOKEN or " +
+                          (file.empty() ? std::string("a token file") : file.string());
+}
+
+// A token goes on a header line as it is: a line break in it would end the header there.
+void check_token(const HubSettings& settings) {
+  if (!settings.token) return;
+  const bool printable = std::all_of(settings.token->begin(), settings.token->end(), [](char c) {
+    return c > 0x20 && c < 0x7f;
+  });
+  if (!printable) {
+    throw InvalidArgument("the Hugging Face token from " + settings.token_source +
+                          " holds spaces or control characters; a token is one word");
+  }
 }
 
 }  // namespace
@@ -90,6 +103,7 @@ HubSettings resolve_hub_settings(const HfOptions& options) {
     settings.path_prefix.pop_back();
   }
   decide_token(options, settings);
+  check_token(settings);
   settings.offline =
       options.offline ? *options.offline : offline_setting(environment("HF_HUB_OFFLINE"));
   settings.read_cache = options.read_cache;
@@ -99,6 +113,13 @@ HubSettings resolve_hub_settings(const HfOptions& options) {
     settings.cache_dir = cache;
   } else if (!hf_home().empty()) {
     settings.cache_dir = hf_home() / "hub";
+  }
+  if (settings.offline && (!settings.read_cache || settings.cache_dir.empty())) {
+    throw InvalidArgument(settings.read_cache
+                              ? "HF_HUB_OFFLINE reads the Hugging Face cache, which is nowhere: "
+                                "set HF_HUB_CACHE, HF_HOME or HOME"
+                              : "HF_HUB_OFFLINE reads only the Hugging Face cache, which "
+                                "HfOptions::read_cache = false forbids");
   }
   return settings;
 }

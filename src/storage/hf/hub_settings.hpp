@@ -17,8 +17,9 @@ struct HubSettings {
   std::string path_prefix;  ///< The endpoint's path without a trailing '/', often empty.
   /// The access token, or nullopt to send none.
   std::optional<std::string> token;
-  /// Where the token came from, for messages: "HF_TOKEN", "the token file PATH", ...; never
-  /// the token itself.
+  /// Where the token came from, for messages: "HF_TOKEN", "the token file PATH", ...; without
+  /// a token, why: "anonymous", "none in HF_TOKEN, HUGGING_FACE_HUB_TOKEN or PATH". Never the
+  /// token itself.
   std::string token_source;
   bool offline = false;
   std::filesystem::path cache_dir;
@@ -31,7 +32,8 @@ struct HubSettings {
 /// Decides every setting of `options` left open from HF_ENDPOINT, HF_TOKEN,
 /// HUGGING_FACE_HUB_TOKEN, HF_TOKEN_PATH, HF_HOME, XDG_CACHE_HOME, HOME, HF_HUB_CACHE and
 /// HF_HUB_OFFLINE. Throws InvalidArgument naming the setting for an endpoint that is no http(s)
-/// URL or an HF_HUB_OFFLINE that is no boolean.
+/// URL, an HF_HUB_OFFLINE that is no boolean, a token with spaces or control characters (never
+/// quoting it), or offline without a cache to read.
 HubSettings resolve_hub_settings(const HfOptions& options);
 
 }  // namespace tensorstream::hf

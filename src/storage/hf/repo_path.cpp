@@ -15,8 +15,10 @@ bool is_hub_name(std::string_view name) {
            c == '-' || c == '_' || c == '.';
   };
   const auto edge = [](char c) { return c == '-' || c == '.'; };
+  // "--" joins organisation and name in the cache's folder names (models--ORG--NAME).
   return std::all_of(name.begin(), name.end(), allowed) && !edge(name.front()) &&
-         !edge(name.back()) && name.find("..") == std::string_view::npos;
+         !edge(name.back()) && name.find("..") == std::string_view::npos &&
+         name.find("--") == std::string_view::npos;
 }
 
 RepoPath parse_repo_path(std::string_view org, std::string_view key, const std::string& url) {

@@ -26,7 +26,8 @@ struct RepoPath {
 RepoPath parse_repo_path(std::string_view org, std::string_view key, const std::string& url);
 
 /// Whether `name` is a repository or organisation name the Hub accepts: letters, digits, '-',
-/// '_' and '.', at most 96 characters, neither starting nor ending with '-' or '.'.
+/// '_' and '.', at most 96 characters, neither starting nor ending with '-' or '.', and with
+/// neither "--" nor ".." in it.
 bool is_hub_name(std::string_view name);
 
 }  // namespace tensorstream::hf

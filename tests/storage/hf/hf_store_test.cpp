@@ -151,9 +151,9 @@ TEST_F(HfStoreTest, SizeAndStatComeFromTheTreeWithoutRequestsForTheFile) {
 TEST_F(HfStoreTest, MissingRepositoryRevisionAndFileAreNotFoundNamingThem) {
   auto hf = store();
   EXPECT_EQ(error_of<NotFoundError>([&] { read(*hf, "/nope/model.safetensors", 0, 1); }),
-            "hf://acme/nope@main: no such repository acme/nope, or a private one the token "
-            "cannot see (no token (none in HF_TOKEN, HUGGING_FACE_HUB_TOKEN or " +
-                (home() / ".cache/huggingface/token").string() + ")) (HTTP 401)");
+            "hf://acme/nope@main: no such repository acme/nope, or a private one: no token was "
+            "sent (none in HF_TOKEN, HUGGING_FACE_HUB_TOKEN or " +
+                (home() / ".cache/huggingface/token").string() + ") (HTTP 401)");
   EXPECT_EQ(error_of<NotFoundError>([&] { read(*hf, "/llama@v9/model.safetensors", 0, 1); }),
             "hf://acme/llama@v9: no such revision of acme/llama (HTTP 404)");
   EXPECT_EQ(error_of<NotFoundError>([&] { read(*hf, "/llama/missing.safetensors", 0, 1); }),
@@ -169,9 +169,9 @@ TEST_F(HfStoreTest, GatedRepositorySaysWhereToAcceptTheLicense) {
   auto hf = store();
   EXPECT_EQ(error_of<StorageError>([&] { read(*hf, "/gated/model.safetensors", 0, 1); }),
             "hf://acme/gated@main: the repository is gated: accept its license at " +
-                hub_.endpoint() + "/acme/gated and use a token with access (no token (none in "
-                "HF_TOKEN, HUGGING_FACE_HUB_TOKEN or " +
-                (home() / ".cache/huggingface/token").string() + ")) (HTTP 403)");
+                hub_.endpoint() + "/acme/gated and use a token with access; no token was sent "
+                "(none in HF_TOKEN, HUGGING_FACE_HUB_TOKEN or " +
+                (home() / ".cache/huggingface/token").string() + ") (HTTP 403)");
   // Not retried: one request.
   EXPECT_EQ(hub_requests("/api/models/acme/gated/").size(), 1u);
 
@@ -195,13 +195,14 @@ TEST_F(HfStoreTest, TokensComeFromHfTokenThenTheOldVariableThenTheTokenFile) {
   set("HF_HOME", (home() / "hf").string());
   write("hf/token", good + "\n");
   EXPECT_EQ(read(*store(), "/llama/config.json", 0, 22), files_.at("config.json"));
-  EXPECT_NE(store()->describe().find("(the token file " + (home() / "hf/token").string() + ")"),
+  EXPECT_NE(store()->describe().find("(token from the token file " +
+                                     (home() / "hf/token").string() + ")"),
             std::string::npos)
       << store()->describe();
 
   set("HUGGING_FACE_HUB_TOKEN", good);
   write("hf/token", "hf_stale");
-  EXPECT_NE(store()->describe().find("(HUGGING_FACE_HUB_TOKEN)"), std::string::npos);
+  EXPECT_NE(store()->describe().find("(token from HUGGING_FACE_HUB_TOKEN)"), std::string::npos);
   EXPECT_EQ(read(*store(), "/llama/config.json", 0, 22), files_.at("config.json"));
 
   set("HF_TOKEN", "hf_wrong");
@@ -213,8 +214,27 @@ TEST_F(HfStoreTest, TokensComeFromHfTokenThenTheOldVariableThenTheTokenFile) {
   unset("HUGGING_FACE_HUB_TOKEN");
   set("HF_TOKEN_PATH", write("elsewhere/token", good).string());
   EXPECT_EQ(read(*store(), "/llama/config.json", 0, 22), files_.at("config.json"));
-  EXPECT_NE(store({.anonymous = true})->describe().find("(no token (anonymous))"),
+  EXPECT_NE(store({.anonymous = true})->describe().find("(no token: anonymous)"),
             std::string::npos);
+}
+
+TEST_F(HfStoreTest, ATokenThatIsNoOneWordIsRefusedWithoutQuotingIt) {
+  set("HF_TOKEN", "hf_fixture\r\nX-Injected: 1");
+  EXPECT_EQ(error_of<InvalidArgument>([&] { store(); }),
+            "the Hugging Face token from HF_TOKEN holds spaces or control characters; a token is "
+            "one word");
+  EXPECT_TRUE(hub_.hub_requests().empty());
+}
+
+TEST_F(HfStoreTest, OfflineNeedsACacheToRead) {
+  set("HF_HUB_OFFLINE", "1");
+  EXPECT_EQ(error_of<InvalidArgument>([&] { store({.read_cache = false}); }),
+            "HF_HUB_OFFLINE reads only the Hugging Face cache, which HfOptions::read_cache = "
+            "false forbids");
+  unset("HOME");
+  EXPECT_EQ(error_of<InvalidArgument>([&] { store(); }),
+            "HF_HUB_OFFLINE reads the Hugging Face cache, which is nowhere: set HF_HUB_CACHE, "
+            "HF_HOME or HOME");
 }
 
 class HfThrottledTest : public HfStoreTest {
@@ -301,6 +321,10 @@ TEST_F(HfStoreTest, RevisionsMayBeTagsCommitsOrPercentEncodedRefs) {
   const std::string pr = hub_.commit("acme/llama", {{"a.bin", "pr"}}, "refs/pr/1");
   auto hf = store();
   EXPECT_EQ(read(*hf, "/llama@refs%2Fpr%2F1/a.bin", 0, 2), "pr");
+  // Messages spell the revision as the URL did, so that it can be pasted back.
+  EXPECT_EQ(error_of<NotFoundError>([&] { read(*hf, "/nope@refs%2Fpr%2F1/a.bin", 0, 1); })
+                .substr(0, 46),
+            "hf://acme/nope@refs%2Fpr%2F1: no such reposito");
   EXPECT_EQ(hub_requests("/api/models/acme/llama/revision/refs%2Fpr%2F1").size(), 1u);
   EXPECT_EQ(run(hf->snapshot("/llama@" + commit_ + "/")).commit, commit_);
   EXPECT_EQ(run(hf->snapshot("/llama@refs%2Fpr%2F1/")).commit, pr);

@@ -42,14 +42,14 @@ TEST(HubApi, ReadsFilesOfATreePageWithTheirBlobs) {
       R"([{"type":"directory","oid":"aa","size":0,"path":"TP2"},
           {"type":"file","oid":"1111111111111111111111111111111111111111","size":22,"path":"config.json"},
           {"type":"file","oid":"2222222222222222222222222222222222222222","size":5000000000,
-           "path":"TP2/model.safetensors","lfs":{"oid":"abcd","size":5000000000,"pointerSize":134}}])",
+           "path":"TP2/model.safetensors","lfs":{"oid":"abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789","size":5000000000,"pointerSize":134}}])",
       url);
   ASSERT_EQ(files.size(), 2u);
   EXPECT_EQ(files[0].path, "config.json");
   EXPECT_EQ(files[0].size, 22u);
   EXPECT_EQ(files[0].blob, "1111111111111111111111111111111111111111");
   EXPECT_EQ(files[1].size, 5000000000u);
-  EXPECT_EQ(files[1].blob, "abcd");
+  EXPECT_EQ(files[1].blob, "abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789");
   EXPECT_THROW(hf::parse_tree_page(R"([{"type":"file","path":"a"}])", url), FormatError);
   EXPECT_THROW(hf::parse_tree_page(R"([{"type":"file","path":"/etc/passwd","size":1,"oid":"a"}])",
                                    url),
@@ -58,6 +58,17 @@ TEST(HubApi, ReadsFilesOfATreePageWithTheirBlobs) {
                                    url),
                FormatError);
   EXPECT_THROW(hf::parse_tree_page(R"({"error":"x"})", url), FormatError);
+  // Blob ids name files of the cache: nothing but hex digits of the right length.
+  try {
+    hf::parse_tree_page(R"([{"type":"file","path":"a","size":1,"oid":"0","lfs":{"oid":"../../x"}}])",
+                        url);
+    FAIL() << "accepted a blob id that is a path";
+  } catch (const FormatError& error) {
+    EXPECT_STREQ(error.what(), "hf://acme/llama@main: malformed tree listing from the Hub: oid of "
+                               "a \"../../x\" is no SHA-256");
+  }
+  EXPECT_THROW(hf::parse_tree_page(R"([{"type":"file","path":"a","size":1,"oid":""}])", url),
+               FormatError);
 }
 
 TEST(HubApi, FollowsOnlyNextLinksOnTheHubsOwnServer) {
@@ -93,6 +104,8 @@ TEST(HubApi, SplitsKeysIntoRepositoryRevisionAndPath) {
   EXPECT_FALSE(hf::is_hub_name("-llama"));
   EXPECT_FALSE(hf::is_hub_name("lla..ma"));
   EXPECT_TRUE(hf::is_hub_name("Llama-3.1_8B"));
+  // models--a--b--c would be both a/b--c and a--b/c.
+  EXPECT_FALSE(hf::is_hub_name("b--c"));
 }
 
 TEST(HubApi, CacheFoldersAreNamedAsHuggingfaceHubNamesThem) {
