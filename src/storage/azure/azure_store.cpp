@@ -16,6 +16,7 @@
 #include "storage/percent_decode.hpp"
 #include "storage/s3/sigv4.hpp"
 #include "storage/request_checks.hpp"
+#include "storage/service_endpoint.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
 #include "tensorstream/storage/azure/default_credentials.hpp"
@@ -111,19 +112,9 @@ Endpoint resolve_endpoint(const Url& container, const AzureOptions& options) {
     text = "https://" + endpoint.account + ".blob.core.windows.net";
     source = "the account's endpoint";
   }
-  try {
-    endpoint.origin = Url::parse(text);
-  } catch (const InvalidArgument& error) {
-    throw InvalidArgument(source + ": " + error.what());
-  }
-  if (endpoint.origin.scheme != "http" && endpoint.origin.scheme != "https") {
-    throw InvalidArgument(source + " " + endpoint.origin.str() +
-                          ": the blob endpoint must be http or https");
-  }
-  endpoint.path_prefix = endpoint.origin.path;
-  while (!endpoint.path_prefix.empty() && endpoint.path_prefix.back() == '/') {
-    endpoint.path_prefix.pop_back();
-  }
+  ServiceEndpoint parsed = parse_service_endpoint(text, source, "the blob endpoint");
+  endpoint.origin = std::move(parsed.origin);
+  endpoint.path_prefix = std::move(parsed.path_prefix);
   if (endpoint.account.empty() || own_endpoint) {
     if (std::string named = account_of(endpoint); !named.empty()) endpoint.account = named;
   }

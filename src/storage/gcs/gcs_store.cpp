@@ -12,6 +12,7 @@
 #include "storage/http/http_client.hpp"
 #include "storage/object_version.hpp"
 #include "storage/request_checks.hpp"
+#include "storage/service_endpoint.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
 #include "tensorstream/storage/gcs/default_token_provider.hpp"
@@ -51,18 +52,9 @@ Endpoint resolve_endpoint(const GcsOptions& options) {
     if (endpoint.emulator && text.find("://") == std::string::npos) text = "http://" + text;
   }
   if (text.empty()) text = google_endpoint;
-  try {
-    endpoint.origin = Url::parse(text);
-  } catch (const InvalidArgument& error) {
-    throw InvalidArgument(source + ": " + error.what());
-  }
-  if (endpoint.origin.scheme != "http" && endpoint.origin.scheme != "https") {
-    throw InvalidArgument(source + " " + text + ": the JSON API endpoint must be http or https");
-  }
-  endpoint.path_prefix = endpoint.origin.path;
-  while (!endpoint.path_prefix.empty() && endpoint.path_prefix.back() == '/') {
-    endpoint.path_prefix.pop_back();
-  }
+  ServiceEndpoint parsed = parse_service_endpoint(text, source, "the JSON API endpoint");
+  endpoint.origin = std::move(parsed.origin);
+  endpoint.path_prefix = std::move(parsed.path_prefix);
   return endpoint;
 }
 

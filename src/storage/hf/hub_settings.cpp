@@ -6,6 +6,7 @@
 
 #include "ascii.hpp"
 #include "storage/environment.hpp"
+#include "storage/service_endpoint.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream::hf {
@@ -90,18 +91,9 @@ HubSettings resolve_hub_settings(const HfOptions& options) {
     source = "HF_ENDPOINT";
   }
   if (endpoint.empty()) endpoint = hub_endpoint;
-  try {
-    settings.origin = Url::parse(endpoint);
-  } catch (const InvalidArgument& error) {
-    throw InvalidArgument(source + ": " + error.what());
-  }
-  if (settings.origin.scheme != "http" && settings.origin.scheme != "https") {
-    throw InvalidArgument(source + " " + endpoint + ": the Hub's endpoint must be http or https");
-  }
-  settings.path_prefix = settings.origin.path;
-  while (!settings.path_prefix.empty() && settings.path_prefix.back() == '/') {
-    settings.path_prefix.pop_back();
-  }
+  ServiceEndpoint parsed = parse_service_endpoint(endpoint, source, "the Hub's endpoint");
+  settings.origin = std::move(parsed.origin);
+  settings.path_prefix = std::move(parsed.path_prefix);
   decide_token(options, settings);
   check_token(settings);
   settings.offline =
