@@ -25,8 +25,9 @@ namespace tensorstream::python {
 /// epoll_wait, holding no Python object, so the interpreter may exit under it.
 boost::asio::any_io_executor runner_executor();
 
-/// Called at interpreter exit (tensorstream/__init__.py, before closing every live streamer):
-/// from then on no stream or wait starts, and no call takes the GIL (see call_python()).
+/// Called with the GIL at interpreter exit (tensorstream/__init__.py, before closing every live
+/// streamer, and before the interpreter finalizes): from then on no stream or wait starts, and
+/// no call takes the GIL (see call_python()). Lets the call that has it, if any, end first.
 void begin_shutdown();
 
 /// Whether begin_shutdown() was called or the interpreter is finalizing; a thread that takes

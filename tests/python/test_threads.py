@@ -153,3 +153,26 @@ def test_the_interpreter_exits_cleanly_under_a_daemon_thread_that_streams(tmp_pa
         result = subprocess.run([sys.executable, "-c", script, delay], capture_output=True,
                                 text=True, timeout=60)
         assert result.returncode == 0, result.stderr
+
+
+def test_a_callback_that_runs_at_exit_ends_before_the_interpreter_finalizes(tmp_path):
+    # The callback of an asyncio wait runs on the extension's thread and drops the GIL inside
+    # (its write to the loop's self-pipe): were the interpreter finalizing when it takes the GIL
+    # back, the thread would be ended mid-call and release the call's objects without the GIL.
+    # The streamer is gone, so closing live streamers at exit does not wait for it.
+    write_safetensors(tmp_path / "one" / "model.safetensors", {"one": torch.ones(4)})
+    script = textwrap.dedent(f"""
+        import time, tensorstream
+        from tensorstream import _tensorstream
+        def on_done(result, error):
+            time.sleep(0.5)
+            print("delivered", type(error).__name__, flush=True)
+            return True
+        streamer = _tensorstream._Streamer({str(tmp_path / "one")!r}, "", {{}})
+        streamer.next_async(on_done)
+        del streamer
+        time.sleep(0.1)
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=60)
+    assert (result.returncode, result.stdout) == (0, "delivered CancelledError\n"), result.stderr
