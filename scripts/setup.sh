@@ -25,6 +25,7 @@ esac
 packages=(
   build-essential cmake ninja-build ccache pkg-config git ca-certificates
   libboost1.81-dev liburing-dev libssl-dev libsimdjson-dev libcli11-dev libpugixml-dev
+  libxxhash-dev
 )
 if ! $tool_only; then
   packages+=(

@@ -1,10 +1,8 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/use_future.hpp>
-#include <charconv>
 #include <chrono>
 #include <cstdio>
-#include <ctime>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -13,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/store_flags.hpp"
+#include "cli/time_text.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/open_store.hpp"
 
@@ -25,45 +24,6 @@ struct CleanupArguments {
   bool json = false;
   StoreFlags store;
 };
-
-// "0", "90s", "30m", "12h", "7d"; a bare number counts seconds.
-std::chrono::seconds parse_duration(std::string_view text) {
-  const auto fail = [&] {
-    return InvalidArgument("--older-than: '" + std::string(text) +
-                           "' is not a duration such as 90s, 30m, 12h or 7d");
-  };
-  std::uint64_t count = 0;
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), count);
-  if (error != std::errc{} || end == text.data()) throw fail();
-  const std::string_view unit(end, static_cast<std::size_t>(text.data() + text.size() - end));
-  std::uint64_t seconds_per_unit = 0;
-  if (unit.empty() || unit == "s") {
-    seconds_per_unit = 1;
-  } else if (unit == "m") {
-    seconds_per_unit = 60;
-  } else if (unit == "h") {
-    seconds_per_unit = 3600;
-  } else if (unit == "d") {
-    seconds_per_unit = 86400;
-  } else {
-    throw fail();
-  }
-  // Beyond a thousand years the clock's arithmetic would overflow.
-  constexpr std::uint64_t max_seconds = std::uint64_t{1000} * 366 * 86400;
-  if (count > max_seconds / seconds_per_unit) throw fail();
-  return std::chrono::seconds(count * seconds_per_unit);
-}
-
-// "2026-12-01T10:00:00Z"
-std::string utc_text(std::chrono::system_clock::time_point time) {
-  const std::time_t seconds = std::chrono::system_clock::to_time_t(
-      std::chrono::floor<std::chrono::seconds>(time));
-  std::tm parts{};
-  ::gmtime_r(&seconds, &parts);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &parts);
-  return text;
-}
 
 // The URL and the store prefix (starting and ending with '/') that `text` names: a local path
 // (relative to the working directory) or a file:// or bucket URL; `s3://bucket/llama` means the

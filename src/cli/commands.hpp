@@ -37,6 +37,9 @@ void register_partition_command(CLI::App& app);
 /// `tensorstream cleanup URL ...`: removes temporaries and uploads that killed writers left.
 void register_cleanup_command(CLI::App& app);
 
+/// `tensorstream cache ls|du|verify|prune|rm`: what a cache directory holds, and its upkeep.
+void register_cache_command(CLI::App& app);
+
 /// `tensorstream attach SOCKET --rank R ...`: maps a rank a store server serves and lists its
 /// tensors.
 void register_attach_command(CLI::App& app);

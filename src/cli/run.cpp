@@ -59,6 +59,7 @@ int run(int argc, char** argv) {
   register_shard_command(app);
   register_partition_command(app);
   register_cleanup_command(app);
+  register_cache_command(app);
   register_serve_command(app);
   register_attach_command(app);
   register_status_command(app);

@@ -5,6 +5,7 @@
 #include "storage/s3/profile_provider.hpp"
 #include "tensorstream/storage/s3/cached_provider.hpp"
 #include "tensorstream/error.hpp"
+#include "tensorstream/storage/cache_options.hpp"
 #include "tensorstream/log.hpp"
 
 #include <algorithm>
@@ -81,6 +82,19 @@ void add_store_flags(CLI::App& command, StoreFlags& flags) {
                   "Read local files past the page cache (O_DIRECT): auto (files mostly not "
                   "cached), on or off; default: TENSORSTREAM_DIRECT_IO, else auto")
       ->check(CLI::IsMember({"auto", "on", "off"}));
+  command.add_option("--cache", flags.cache,
+                     "Keep what is read from sources in DIR and read it from there next time, "
+                     "checked against its hash (docs/cache.md); default: TENSORSTREAM_CACHE_DIR, "
+                     "else no cache");
+  command.add_option("--cache-size", flags.cache_size,
+                     "Most bytes the cache takes: least recently used entries no stream uses "
+                     "are removed; default: TENSORSTREAM_CACHE_SIZE, else no bound");
+  command
+      .add_option("--cache-mode", flags.cache_mode,
+                  "readwrite (read and fill the cache), read (only read it), offline (ask the "
+                  "source nothing: what the cache lacks is an error) or off; default: "
+                  "TENSORSTREAM_CACHE_MODE, else readwrite")
+      ->check(CLI::IsMember({"readwrite", "read", "offline", "off"}));
   // The name --read-timeout had before `attach --timeout` gave --timeout another meaning; kept
   // out of the help, so that new scripts use the new one.
   command.add_option("--timeout", flags.timeout)->check(positive_number)->group("");
@@ -124,6 +138,11 @@ StoreOptions apply_store_flags(const StoreFlags& flags, StoreOptions options) {
   }
   if (flags.read_timeout) options.http().read_timeout = milliseconds(*flags.read_timeout);
   if (!flags.direct_io.empty()) options.file().direct_io = parse_direct_io(flags.direct_io);
+  if (flags.cache) options.get<CacheOptions>().directory = *flags.cache;
+  if (flags.cache_size) {
+    options.get<CacheOptions>().max_size = parse_byte_size(*flags.cache_size, "--cache-size");
+  }
+  if (flags.cache_mode) options.get<CacheOptions>().mode = parse_cache_mode(*flags.cache_mode);
   return options;
 }
 

@@ -27,6 +27,9 @@ struct StoreFlags {
   /// The old name of --read-timeout, accepted with a warning.
   std::optional<double> timeout;
   std::string direct_io;  ///< auto, on or off: when files are read past the page cache.
+  std::optional<std::string> cache;       ///< --cache DIR; "" turns the cache off.
+  std::optional<std::string> cache_size;  ///< --cache-size SIZE
+  std::optional<std::string> cache_mode;  ///< --cache-mode readwrite|read|offline|off
 };
 
 /// How a command that rewrites a checkpoint (shard, partition) reads its source.

@@ -92,6 +92,10 @@ std::string summary_line(const StreamStats& stats, const StreamerOptions& option
     append_json_string(line, partition);
   }
   if (stats.direct_bytes > 0) line += ",\"direct_bytes\":" + std::to_string(stats.direct_bytes);
+  if (stats.io_mode.ends_with("cache")) {
+    line += ",\"cache_bytes\":" + std::to_string(stats.cached_bytes) +
+            ",\"source_bytes\":" + std::to_string(stats.source_bytes);
+  }
   if (stats.group_size > 1) {
     line += ",\"group_size\":" + std::to_string(stats.group_size) +
             ",\"broadcast_bytes\":" + std::to_string(stats.broadcast_bytes);
@@ -173,6 +177,9 @@ void run_stream(const StreamArguments& arguments) {
     if (!partition.empty()) partition = " of " + partition;
     std::string io_mode = stats.io_mode;
     if (stats.direct_bytes > 0) io_mode += " (" + format_byte_size(stats.direct_bytes) + " direct)";
+    if (stats.io_mode.ends_with("cache")) {
+      io_mode += " (" + format_byte_size(stats.cached_bytes) + " from the cache)";
+    }
     std::printf("streamed %s (%s)%s from %s in %.3f s: %s, first tensor after "
                 "%.1f ms [%s, %s, %s, peak memory %s%s]\n",
                 counted(stats.tensors, "tensor").c_str(), format_byte_size(stats.bytes).c_str(),

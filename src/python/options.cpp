@@ -7,6 +7,7 @@
 #include <string>
 
 #include "tensorstream/error.hpp"
+#include "tensorstream/storage/cache_options.hpp"
 
 namespace py = pybind11;
 
@@ -166,6 +167,16 @@ StoreOptions store_options(const py::dict& options) {
       {"auto", DirectIo::automatic}, {"on", DirectIo::on}, {"off", DirectIo::off}};
   if (auto direct_io = choice(options, "direct_io", direct_io_names)) {
     store.file().direct_io = *direct_io;
+  }
+  if (auto directory = text(options, "cache_dir")) store.get<CacheOptions>().directory = *directory;
+  if (auto size = positive(options, "cache_size")) store.get<CacheOptions>().max_size = *size;
+  static constexpr std::pair<const char*, CacheMode> cache_mode_names[] = {
+      {"readwrite", CacheMode::readwrite},
+      {"read", CacheMode::read},
+      {"offline", CacheMode::offline},
+      {"off", CacheMode::off}};
+  if (auto mode = choice(options, "cache_mode", cache_mode_names)) {
+    store.get<CacheOptions>().mode = *mode;
   }
   return store;
 }

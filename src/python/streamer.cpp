@@ -105,6 +105,8 @@ py::dict stats_dict(const StreamStats& stats) {
       stats.first_tensor_seconds < 0 ? py::object(py::none()) : py::float_(stats.first_tensor_seconds);
   result["requests"] = stats.requests;
   result["direct_bytes"] = stats.direct_bytes;
+  result["cached_bytes"] = stats.cached_bytes;
+  result["source_bytes"] = stats.source_bytes;
   result["retries"] = stats.retries;
   result["connections"] = stats.connections;
   result["peak_memory"] = stats.peak_memory;

@@ -1,6 +1,7 @@
 #include "tensorstream/storage/open_store.hpp"
 
 #include "tensorstream/error.hpp"
+#include "tensorstream/storage/cached_store.hpp"
 #include "tensorstream/storage/scheme.hpp"
 
 namespace tensorstream {
@@ -11,7 +12,11 @@ std::unique_ptr<ObjectStore> open_store(const Url& url, boost::asio::any_io_exec
   if (!scheme) {
     throw InvalidArgument(url.str() + ": " + url.scheme + ":// is not a registered scheme");
   }
-  return scheme->open(url, std::move(executor), options);
+  auto store = scheme->open(url, executor, options);
+  if (auto cache = resolve_cache(options)) {
+    return std::make_unique<CachedStore>(std::move(store), std::move(*cache), std::move(executor));
+  }
+  return store;
 }
 
 }  // namespace tensorstream

@@ -279,6 +279,8 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
     }
     stats.requests = store.requests;
     stats.direct_bytes = store.direct_bytes;
+    stats.cached_bytes = store.cached_bytes;
+    stats.source_bytes = store.bytes - std::min(store.bytes, store.cached_bytes);
     stats.retries = store.retries;
     stats.connections = store.connections;
     stats.tls_resumed = store.tls_resumed;

@@ -54,6 +54,8 @@ struct StoreStats {
   std::uint64_t bytes = 0;
   /// Of those, bytes a file store read with direct I/O, past the page cache.
   std::uint64_t direct_bytes = 0;
+  /// Of those, bytes read from a local cache (CachedStore) rather than from the source.
+  std::uint64_t cached_bytes = 0;
   std::uint64_t retries = 0;    ///< Requests repeated after a transient failure.
   std::uint64_t connections = 0;///< Connections opened (network stores).
   std::uint64_t tls_resumed = 0;///< Of those, TLS connections that resumed an earlier session.

@@ -21,6 +21,10 @@ struct StreamStats {
   std::uint64_t requests = 0;         ///< Requests sent to the store.
   /// Bytes read from files with direct I/O, past the page cache (FileOptions::direct_io).
   std::uint64_t direct_bytes = 0;
+  /// Bytes read from the local cache (CacheOptions) and from the source, headers included: with
+  /// a cache, the source's share is what the load fetched.
+  std::uint64_t cached_bytes = 0;
+  std::uint64_t source_bytes = 0;  ///< See cached_bytes.
   std::uint64_t retries = 0;          ///< Requests repeated after transient failures.
   std::uint64_t connections = 0;      ///< Network connections opened.
   std::uint64_t tls_resumed = 0;      ///< Of those, TLS connections that resumed a session.

@@ -24,6 +24,11 @@ STORE_OPTIONS = {
     "use_io_uring": "read local files through io_uring (default True)",
     "direct_io": "read local files past the page cache: 'auto' (files mostly not cached), 'on' "
     "or 'off' (default: TENSORSTREAM_DIRECT_IO, else 'auto')",
+    "cache_dir": "keep what is read in this directory and read it from there next time, "
+    "verified (default: TENSORSTREAM_CACHE_DIR, else no cache; docs/cache.md)",
+    "cache_size": "most bytes the cache takes (default: TENSORSTREAM_CACHE_SIZE, else no bound)",
+    "cache_mode": "'readwrite', 'read', 'offline' or 'off' (default: TENSORSTREAM_CACHE_MODE, "
+    "else 'readwrite')",
 }
 
 

@@ -60,8 +60,8 @@ class SafeTensorsStreamer:
     kept tensors included. ``read_order`` is ``"smallest_first"`` (default) or ``"file_order"``;
     ``io_threads`` is the number of threads running the I/O. The keyword arguments left
     (``**store_options``: endpoint_url, account, region, addressing, anonymous, ca_bundle, verify,
-    connect_timeout, response_timeout, read_timeout, max_retries, use_io_uring, direct_io)
-    configure the object stores.
+    connect_timeout, response_timeout, read_timeout, max_retries, use_io_uring, direct_io,
+    cache_dir, cache_size, cache_mode) configure the object stores and the local cache.
 
     Tensors share the memory the bytes landed in: no copy is made, and the memory returns to the
     stream (or is freed) when the last reference to a tensor goes. They stay valid after the

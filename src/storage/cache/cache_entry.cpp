@@ -1,0 +1,250 @@
+#include "storage/cache/cache_entry.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "tensorstream/error.hpp"
+
+namespace fs = std::filesystem;
+
+namespace tensorstream::detail {
+namespace {
+
+// Checked reads of a segment outside the destination go through a buffer of this size.
+constexpr std::size_t verify_piece = 1 << 20;
+
+[[noreturn]] void fail_at(const fs::path& file, const std::string& what, int error) {
+  throw StorageError(file.string(), what + ": " + std::strerror(error));
+}
+
+void read_exactly(int fd, const fs::path& file, std::uint64_t offset, std::span<std::byte> into) {
+  std::size_t done = 0;
+  while (done < into.size()) {
+    const ssize_t got = ::pread(fd, into.data() + done, into.size() - done,
+                                static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) fail_at(file, "cannot read the cache", errno);
+    if (got == 0) fail_at(file, "the cache's data file is shorter than its entry says", EIO);
+    done += static_cast<std::size_t>(got);
+  }
+}
+
+// An advisory lock on [offset, offset + length) of `fd`, shared by nothing: open file
+// description locks, so that two entries of one process exclude each other as two processes do.
+bool try_lock_range(int fd, std::uint64_t offset, std::uint64_t length, short type) {
+  struct flock lock {};
+  lock.l_type = type;
+  lock.l_whence = SEEK_SET;
+  lock.l_start = static_cast<off_t>(offset);
+  lock.l_len = static_cast<off_t>(length);
+  return ::fcntl(fd, F_OFD_SETLK, &lock) == 0;
+}
+
+}  // namespace
+
+std::unique_ptr<CacheEntry> CacheEntry::open(const fs::path& directory, const EntryInfo& expected,
+                                             bool writable) {
+  const auto info = read_entry_info(directory);
+  if (!info || info->url != expected.url || info->version != expected.version ||
+      info->size != expected.size) {
+    return nullptr;
+  }
+  std::unique_ptr<CacheEntry> entry(new CacheEntry(directory, *info, writable));
+  entry->info_fd_ = ::open((directory / "info").c_str(), O_RDONLY | O_CLOEXEC);
+  if (entry->info_fd_ < 0) return nullptr;
+  if (::flock(entry->info_fd_, LOCK_SH) != 0) return nullptr;
+  // Removed between reading its info and taking the lock: a new entry is made instead.
+  struct stat locked {}, named {};
+  if (::fstat(entry->info_fd_, &locked) != 0 || ::stat((directory / "info").c_str(), &named) != 0 ||
+      locked.st_ino != named.st_ino || locked.st_dev != named.st_dev) {
+    return nullptr;
+  }
+  const int data_flags = (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC;
+  entry->data_fd_ = ::open((directory / "data").c_str(), data_flags);
+  if (entry->data_fd_ < 0) fail_at(directory / "data", "cannot open the cache", errno);
+  const int journal_flags = (writable ? O_RDWR | O_APPEND : O_RDONLY) | O_CLOEXEC;
+  entry->journal_fd_ = ::open((directory / "journal").c_str(), journal_flags);
+  if (entry->journal_fd_ < 0) fail_at(directory / "journal", "cannot open the cache", errno);
+  ::futimens(entry->info_fd_, nullptr);  // its last use, which eviction goes by
+  return entry;
+}
+
+CacheEntry::CacheEntry(fs::path directory, EntryInfo info, bool writable)
+    : directory_(std::move(directory)), info_(std::move(info)), writable_(writable) {}
+
+CacheEntry::~CacheEntry() {
+  for (const int fd : {journal_fd_, data_fd_, info_fd_}) {
+    if (fd >= 0) ::close(fd);
+  }
+}
+
+void CacheEntry::refresh_locked() {
+  struct stat status {};
+  if (::fstat(journal_fd_, &status) != 0) fail_at(directory_ / "journal", "cannot read", errno);
+  const auto size = static_cast<std::uint64_t>(status.st_size);
+  if (size <= journal_read_) return;
+  std::vector<std::byte> appended(size - journal_read_);
+  read_exactly(journal_fd_, directory_ / "journal", journal_read_, appended);
+  journal_read_ += apply_records(appended, info_.size, segments_);
+}
+
+std::vector<Segment> CacheEntry::overlapping(std::uint64_t offset, std::uint64_t end) {
+  std::lock_guard lock(mutex_);
+  refresh_locked();
+  std::vector<Segment> found;
+  auto at = segments_.upper_bound(offset);
+  if (at != segments_.begin() && std::prev(at)->second.end() > offset) --at;
+  for (; at != segments_.end() && at->second.offset < end; ++at) found.push_back(at->second);
+  return found;
+}
+
+std::uint64_t CacheEntry::filled_bytes() {
+  std::lock_guard lock(mutex_);
+  refresh_locked();
+  std::uint64_t total = 0;
+  for (const auto& [offset, segment] : segments_) total += segment.length;
+  return total;
+}
+
+bool CacheEntry::read(const Segment& segment, std::uint64_t offset,
+                      std::span<std::byte> destination) {
+  const fs::path file = directory_ / "data";
+  SegmentHasher hasher;
+  std::vector<std::byte> buffer;
+  // Before, inside and after the destination, in order, so the hash runs over the segment.
+  const std::uint64_t inside_begin = std::max(segment.offset, offset);
+  const std::uint64_t inside_end = std::min(segment.end(), offset + destination.size());
+  const auto through_buffer = [&](std::uint64_t from, std::uint64_t to) {
+    for (std::uint64_t at = from; at < to;) {
+      const std::size_t piece = static_cast<std::size_t>(std::min<std::uint64_t>(verify_piece, to - at));
+      buffer.resize(piece);
+      read_exactly(data_fd_, file, at, buffer);
+      hasher.update(buffer);
+      at += piece;
+    }
+  };
+  through_buffer(segment.offset, inside_begin);
+  for (std::uint64_t at = inside_begin; at < inside_end;) {
+    // In pieces, so that each is hashed while it is still in the processor's cache.
+    const std::size_t piece =
+        static_cast<std::size_t>(std::min<std::uint64_t>(4 * verify_piece, inside_end - at));
+    const std::span<std::byte> part = destination.subspan(at - offset, piece);
+    read_exactly(data_fd_, file, at, part);
+    hasher.update(part);
+    at += piece;
+  }
+  through_buffer(inside_end, segment.end());
+  if (hasher.digest() == segment.hash) return true;
+  if (writable_) {
+    std::lock_guard lock(mutex_);
+    const auto found = segments_.find(segment.offset);
+    if (found != segments_.end() && found->second.hash == segment.hash) segments_.erase(found);
+    append_records(encode_record(RecordKind::drop, segment));
+  } else {
+    std::lock_guard lock(mutex_);
+    segments_.erase(segment.offset);
+  }
+  return false;
+}
+
+bool CacheEntry::fill(std::uint64_t offset, std::span<const std::byte> bytes) {
+  if (!writable_ || bytes.empty()) return false;
+  const std::uint64_t end = offset + bytes.size();
+  // The parts of [offset, end) that are neither filled nor being filled here or by another
+  // process (whose fcntl lock this one cannot take): each becomes a segment of its own.
+  std::vector<Segment> pieces;
+  {
+    std::lock_guard lock(mutex_);
+    refresh_locked();
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> taken;
+    auto at = segments_.upper_bound(offset);
+    if (at != segments_.begin()) --at;
+    for (; at != segments_.end() && at->second.offset < end; ++at) {
+      taken.emplace_back(at->second.offset, at->second.end());
+    }
+    for (const auto* others : {&written_, &reserved_}) {
+      for (const Segment& other : *others) taken.emplace_back(other.offset, other.end());
+    }
+    std::sort(taken.begin(), taken.end());
+    std::uint64_t from = offset;
+    const auto add_piece = [&](std::uint64_t to) {
+      if (to <= from) return;
+      const Segment piece{from, to - from, 0};
+      if (try_lock_range(data_fd_, piece.offset, piece.length, F_WRLCK)) {
+        reserved_.push_back(piece);
+        pieces.push_back(piece);
+      }
+    };
+    for (const auto& [begin, finish] : taken) {
+      if (finish <= from || begin >= end) continue;
+      add_piece(std::min(begin, end));
+      from = std::max(from, finish);
+    }
+    add_piece(end);
+  }
+  int error = 0;
+  for (Segment& piece : pieces) {
+    const auto part = bytes.subspan(piece.offset - offset, piece.length);
+    piece.hash = segment_hash(part);
+    for (std::size_t done = 0; error == 0 && done < part.size();) {
+      const ssize_t wrote = ::pwrite(data_fd_, part.data() + done, part.size() - done,
+                                     static_cast<off_t>(piece.offset + done));
+      if (wrote < 0 && errno == EINTR) continue;
+      if (wrote <= 0) error = wrote < 0 ? errno : EIO;
+      if (wrote > 0) done += static_cast<std::size_t>(wrote);
+    }
+  }
+  std::lock_guard lock(mutex_);
+  for (const Segment& piece : pieces) {
+    std::erase_if(reserved_, [&](const Segment& other) { return other.offset == piece.offset; });
+    if (error == 0) {
+      written_.push_back(piece);  // still locked: other processes leave it alone until recorded
+    } else {
+      try_lock_range(data_fd_, piece.offset, piece.length, F_UNLCK);
+    }
+  }
+  if (error != 0) fail_at(directory_ / "data", "cannot write the cache", error);
+  return !pieces.empty();
+}
+
+bool CacheEntry::has_uncommitted() {
+  std::lock_guard lock(mutex_);
+  return !written_.empty();
+}
+
+std::uint64_t CacheEntry::commit() {
+  std::vector<Segment> written;
+  {
+    std::lock_guard lock(mutex_);
+    written.swap(written_);
+  }
+  if (written.empty()) return 0;
+  if (::fdatasync(data_fd_) != 0) fail_at(directory_ / "data", "cannot make the cache durable", errno);
+  std::string records;
+  for (const auto& segment : written) records += encode_record(RecordKind::fill, segment);
+  std::lock_guard lock(mutex_);
+  append_records(records);
+  refresh_locked();
+  std::uint64_t recorded = 0;
+  for (const auto& segment : written) {
+    try_lock_range(data_fd_, segment.offset, segment.length, F_UNLCK);
+    recorded += segment.length;
+  }
+  return recorded;
+}
+
+void CacheEntry::append_records(const std::string& records) {
+  // One write: appends of one call are not interleaved with other processes' appends.
+  const ssize_t wrote = ::write(journal_fd_, records.data(), records.size());
+  if (wrote != static_cast<ssize_t>(records.size())) {
+    fail_at(directory_ / "journal", "cannot record filled ranges", wrote < 0 ? errno : EIO);
+  }
+}
+
+}  // namespace tensorstream::detail

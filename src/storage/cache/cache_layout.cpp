@@ -1,0 +1,249 @@
+#include "storage/cache/cache_layout.hpp"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <system_error>
+
+#include "tensorstream/error.hpp"
+
+namespace fs = std::filesystem;
+
+namespace tensorstream::detail {
+namespace {
+
+constexpr std::string_view info_header = "tensorstream-cache-entry 1";
+
+// The first 16 bytes of the SHA-256 of `text`, in hex: names that do not collide in practice
+// and say nothing a file name could not hold.
+std::string short_hash(const std::string& text) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  EVP_Digest(text.data(), text.size(), digest, &length, EVP_sha256(), nullptr);
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string name;
+  for (unsigned int i = 0; i < 16 && i < length; ++i) {
+    name += hex[digest[i] >> 4];
+    name += hex[digest[i] & 15];
+  }
+  return name;
+}
+
+std::string random_name() {
+  static thread_local std::mt19937_64 generator{std::random_device{}()};
+  return std::to_string(::getpid()) + "-" + std::to_string(generator());
+}
+
+[[noreturn]] void fail(const fs::path& path, const std::string& what, int error) {
+  throw StorageError(path.string(), what + ": " + std::strerror(error));
+}
+
+std::uint64_t file_blocks(const fs::path& file) {
+  struct stat status {};
+  if (::stat(file.c_str(), &status) != 0) return 0;
+  return static_cast<std::uint64_t>(status.st_blocks) * 512;
+}
+
+}  // namespace
+
+fs::path object_directory(const fs::path& root, const std::string& url) {
+  return root / "objects" / short_hash(url);
+}
+
+fs::path entry_directory(const fs::path& root, const EntryInfo& info) {
+  return object_directory(root, info.url) /
+         short_hash(info.version + "\n" + std::to_string(info.size));
+}
+
+bool cacheable(const EntryInfo& info) {
+  const auto has_break = [](const std::string& text) {
+    return text.find_first_of("\r\n") != std::string::npos;
+  };
+  return !info.version.empty() && !has_break(info.url) && !has_break(info.version);
+}
+
+std::optional<EntryInfo> read_entry_info(const fs::path& directory) {
+  const auto text = read_small_file(directory / "info");
+  if (!text) return std::nullopt;
+  std::istringstream lines(*text);
+  std::string line;
+  if (!std::getline(lines, line) || line != info_header) return std::nullopt;
+  EntryInfo info;
+  bool have_size = false;
+  while (std::getline(lines, line)) {
+    const auto space = line.find(' ');
+    if (space == std::string::npos) continue;
+    const std::string key = line.substr(0, space);
+    std::string value = line.substr(space + 1);
+    if (key == "url") info.url = std::move(value);
+    if (key == "version") info.version = std::move(value);
+    if (key == "size") {
+      try {
+        std::size_t used = 0;
+        info.size = std::stoull(value, &used);
+        have_size = used == value.size();
+      } catch (const std::exception&) {
+        return std::nullopt;
+      }
+    }
+  }
+  if (!have_size || info.url.empty()) return std::nullopt;
+  return info;
+}
+
+fs::path create_entry(const fs::path& root, const EntryInfo& info) {
+  const fs::path final_directory = entry_directory(root, info);
+  if (fs::exists(final_directory / "info")) return final_directory;
+  std::error_code error;
+  fs::create_directories(root / "tmp", error);
+  fs::create_directories(final_directory.parent_path(), error);
+  if (error) fail(final_directory.parent_path(), "cannot create the cache directory", error.value());
+  const fs::path draft = root / "tmp" / random_name();
+  if (::mkdir(draft.c_str(), 0755) != 0) fail(draft, "cannot create a cache entry", errno);
+  const auto discard = [&] { fs::remove_all(draft, error); };
+  {
+    const int data = ::open((draft / "data").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (data < 0 || ::ftruncate(data, static_cast<off_t>(info.size)) != 0) {
+      const int cause = errno;
+      if (data >= 0) ::close(data);
+      discard();
+      fail(draft / "data", "cannot create a cache entry's data file", cause);
+    }
+    ::close(data);
+    const int journal =
+        ::open((draft / "journal").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (journal < 0) {
+      const int cause = errno;
+      discard();
+      fail(draft / "journal", "cannot create a cache entry's journal", cause);
+    }
+    ::close(journal);
+    std::ofstream out(draft / "info", std::ios::binary);
+    out << info_header << "\nurl " << info.url << "\nversion " << info.version << "\nsize "
+        << info.size << "\n";
+    if (!out.flush()) {
+      discard();
+      fail(draft / "info", "cannot write a cache entry's info file", EIO);
+    }
+  }
+  // Another process may have made the same entry meanwhile: then its entry is the one.
+  if (::rename(draft.c_str(), final_directory.c_str()) != 0) {
+    const int cause = errno;
+    discard();
+    if (cause != EEXIST && cause != ENOTEMPTY) fail(final_directory, "cannot add a cache entry", cause);
+  }
+  return final_directory;
+}
+
+std::vector<EntryOnDisk> list_entries(const fs::path& root) {
+  std::vector<EntryOnDisk> entries;
+  std::error_code error;
+  for (fs::directory_iterator object(root / "objects", error), end; !error && object != end;
+       object.increment(error)) {
+    std::error_code inner;
+    for (fs::directory_iterator version(object->path(), inner), last; !inner && version != last;
+         version.increment(inner)) {
+      auto info = read_entry_info(version->path());
+      if (!info) continue;
+      struct stat status {};
+      if (::stat((version->path() / "info").c_str(), &status) != 0) continue;
+      EntryOnDisk entry;
+      entry.directory = version->path();
+      entry.info = std::move(*info);
+      entry.disk_bytes = entry_disk_bytes(entry.directory);
+      entry.last_used = std::chrono::system_clock::time_point(
+          std::chrono::duration_cast<std::chrono::system_clock::duration>(
+              std::chrono::seconds(status.st_mtim.tv_sec) +
+              std::chrono::nanoseconds(status.st_mtim.tv_nsec)));
+      entries.push_back(std::move(entry));
+    }
+  }
+  return entries;
+}
+
+std::uint64_t entry_disk_bytes(const fs::path& directory) {
+  return file_blocks(directory / "data") + file_blocks(directory / "journal") +
+         file_blocks(directory / "info");
+}
+
+bool remove_entry_if_unused(const fs::path& directory) {
+  const int info = ::open((directory / "info").c_str(), O_RDONLY | O_CLOEXEC);
+  if (info < 0) return false;
+  if (::flock(info, LOCK_EX | LOCK_NB) != 0) {
+    ::close(info);
+    return false;
+  }
+  // Renamed away first, so that no process finds a half-removed entry under its name.
+  const fs::path doomed = directory.parent_path().parent_path().parent_path() / "tmp" /
+                          ("removed-" + random_name());
+  std::error_code error;
+  fs::create_directories(doomed.parent_path(), error);
+  const bool moved = ::rename(directory.c_str(), doomed.c_str()) == 0;
+  ::close(info);
+  if (!moved) return false;
+  fs::remove_all(doomed, error);
+  fs::remove(directory.parent_path(), error);  // the object's directory, once it is empty
+  return true;
+}
+
+bool make_room(const fs::path& root, std::uint64_t needed, std::uint64_t max_size,
+               const fs::path& keep) {
+  if (needed > max_size) return false;
+  std::vector<EntryOnDisk> entries = list_entries(root);
+  std::uint64_t total = 0;
+  for (const auto& entry : entries) total += entry.disk_bytes;
+  if (total + needed <= max_size) return true;
+  std::sort(entries.begin(), entries.end(),
+            [](const EntryOnDisk& a, const EntryOnDisk& b) { return a.last_used < b.last_used; });
+  for (const auto& entry : entries) {
+    if (entry.directory == keep) continue;
+    if (remove_entry_if_unused(entry.directory)) {
+      total -= std::min(total, entry.disk_bytes);
+      if (total + needed <= max_size) return true;
+    }
+  }
+  return false;
+}
+
+fs::path listing_file(const fs::path& root, const std::string& prefix_url,
+                      const std::string& depth) {
+  return root / "listings" / short_hash(depth + " " + prefix_url);
+}
+
+void write_file_atomically(const fs::path& file, const std::string& contents) {
+  std::error_code error;
+  fs::create_directories(file.parent_path(), error);
+  const fs::path draft = file.parent_path() / ("." + random_name() + ".tmp");
+  {
+    std::ofstream out(draft, std::ios::binary);
+    out << contents;
+    if (!out.flush()) {
+      fs::remove(draft, error);
+      fail(draft, "cannot write", EIO);
+    }
+  }
+  if (::rename(draft.c_str(), file.c_str()) != 0) {
+    const int cause = errno;
+    fs::remove(draft, error);
+    fail(file, "cannot write", cause);
+  }
+}
+
+std::optional<std::string> read_small_file(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace tensorstream::detail

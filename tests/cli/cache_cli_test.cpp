@@ -1,0 +1,389 @@
+// The local cache tier end to end: `tensorstream stream --cache DIR` over a real nginx, with the
+// bytes nginx served counted from its access log.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/child_process.hpp"
+#include "support/files.hpp"
+#include "support/nginx_server.hpp"
+#include "support/process.hpp"
+#include "support/skip.hpp"
+#include "support/temp_dir.hpp"
+#include "tensorstream/model/synthetic_model.hpp"
+
+namespace tensorstream {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::ChildProcess;
+using testing::NginxServer;
+using testing::run_cli;
+using testing::sorted_tensor_lines;
+using testing::TempDir;
+
+// A number of the summary line: "key":VALUE; -1 when it has none.
+long long cache_summary_value(const std::string& output, const std::string& key) {
+  const std::size_t summary = output.find("{\"summary\":");
+  if (summary == std::string::npos) return -1;
+  const std::size_t at = output.find("\"" + key + "\":", summary);
+  if (at == std::string::npos) return -1;
+  return std::stoll(output.substr(at + key.size() + 3));
+}
+
+// The data files of every entry under the cache `root`.
+std::vector<fs::path> entry_data_files(const fs::path& root) {
+  std::vector<fs::path> files;
+  if (!fs::exists(root / "objects")) return files;
+  for (const auto& file : fs::recursive_directory_iterator(root / "objects")) {
+    if (file.path().filename() == "data") files.push_back(file.path());
+  }
+  return files;
+}
+
+class CacheCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    generate_synthetic_model((models_.path() / "m").string(), {.preset = "tiny"});
+    file_size_ = fs::file_size(model_file());
+  }
+
+  fs::path model_file() const { return models_.path() / "m" / "model.safetensors"; }
+  fs::path cache() const { return cache_.path() / "cache"; }
+  fs::path access_log() const { return logs_.path() / "access.log"; }
+
+  // nginx over the models, its access log on; `extra` adds directives.
+  void start_nginx(const std::string& extra = "") {
+    if (!NginxServer::available()) GTEST_SKIP() << "nginx is not installed";
+    nginx_ = std::make_unique<NginxServer>(NginxServer::Options{
+        .root = models_.path(), .extra_config = "access_log " + access_log().string() + ";" + extra});
+    url_ = nginx_->base_url() + "/m/model.safetensors";
+  }
+
+  std::uint64_t served() const {
+    return fs::exists(access_log()) ? testing::served_bytes(access_log()) : 0;
+  }
+
+  // `stream URL --json --checksum sha256 --chunk-size 64KiB --cache DIR` and `more`.
+  testing::ProcessResult stream(std::vector<std::string> more = {}) {
+    std::vector<std::string> arguments = {"stream", url_, "--json", "--checksum", "sha256",
+                                          "--chunk-size", "64KiB", "--cache", cache().string()};
+    arguments.insert(arguments.end(), more.begin(), more.end());
+    return run_cli(arguments);
+  }
+
+  // What the file's tensors are, read from the file itself.
+  std::vector<std::string> oracle() {
+    const auto local = run_cli({"stream", model_file().string(), "--json", "--checksum", "sha256"});
+    EXPECT_EQ(local.exit_code, 0) << local.err;
+    return sorted_tensor_lines(local.out);
+  }
+
+  TempDir models_;
+  TempDir cache_;
+  TempDir logs_;
+  std::unique_ptr<NginxServer> nginx_;
+  std::string url_;
+  std::uint64_t file_size_ = 0;
+};
+
+TEST_F(CacheCli, AColdLoadFillsTheCacheAndTheNextMakesNoDataRequest) {
+  start_nginx();
+  const auto expected = oracle();
+  const auto cold = stream();
+  ASSERT_EQ(cold.exit_code, 0) << cold.err;
+  EXPECT_EQ(sorted_tensor_lines(cold.out), expected);
+  // A tensor read that overlaps the header's first read may find that range cached already.
+  EXPECT_LE(cache_summary_value(cold.out, "cache_bytes"), 64 * 1024);
+  const std::uint64_t cold_served = served();
+  EXPECT_GE(cold_served, file_size_ - 1024);  // all but padding nobody reads
+
+  const auto warm = stream();
+  ASSERT_EQ(warm.exit_code, 0) << warm.err;
+  EXPECT_EQ(sorted_tensor_lines(warm.out), expected);
+  EXPECT_EQ(served(), cold_served) << "the warm load fetched data";
+  EXPECT_EQ(cache_summary_value(warm.out, "source_bytes"), 0);
+  EXPECT_GE(cache_summary_value(warm.out, "cache_bytes"), cache_summary_value(warm.out, "bytes"));
+}
+
+TEST_F(CacheCli, AnObjectRewrittenAtTheSourceIsFetchedAgain) {
+  start_nginx();
+  ASSERT_EQ(stream().exit_code, 0);
+  const std::uint64_t first = served();
+  // Same size, other bytes, a later mtime: nginx's ETag changes.
+  testing::invert_tensor_data(model_file());
+  fs::last_write_time(model_file(), fs::last_write_time(model_file()) + std::chrono::seconds(5));
+  const auto expected = oracle();
+  const auto again = stream();
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(sorted_tensor_lines(again.out), expected);
+  EXPECT_GE(served() - first, file_size_ - 1024);
+  EXPECT_LE(cache_summary_value(again.out, "cache_bytes"), 64 * 1024);
+  EXPECT_EQ(entry_data_files(cache()).size(), 2u) << "one entry per version";
+}
+
+TEST_F(CacheCli, AnIncludedPartThenTheWholeFetchesEachByteOnce) {
+  start_nginx();
+  const auto part = stream({"--include", "*layers.0.*"});
+  ASSERT_EQ(part.exit_code, 0) << part.err;
+  const std::uint64_t part_served = served();
+  ASSERT_GT(part_served, 0u);
+  ASSERT_LT(part_served, file_size_ / 2);
+  const auto whole = stream();
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  EXPECT_EQ(sorted_tensor_lines(whole.out), oracle());
+  EXPECT_GT(cache_summary_value(whole.out, "cache_bytes"), 0);
+  // Each tensor byte once over both loads; the header's first read may be served once more.
+  EXPECT_LE(served(), file_size_ + 64 * 1024);
+}
+
+TEST_F(CacheCli, AFlippedByteInTheCacheIsDetectedAndFetchedAgain) {
+  start_nginx();
+  ASSERT_EQ(stream().exit_code, 0);
+  const std::uint64_t cold_served = served();
+  const auto data = entry_data_files(cache());
+  ASSERT_EQ(data.size(), 1u);
+  {
+    std::fstream file(data[0], std::ios::in | std::ios::out | std::ios::binary);
+    file.seekg(static_cast<std::streamoff>(file_size_ / 2));
+    const char byte = static_cast<char>(file.get());
+    file.seekp(static_cast<std::streamoff>(file_size_ / 2));
+    file.put(static_cast<char>(byte ^ 0x20));
+  }
+  const auto again = stream();
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(sorted_tensor_lines(again.out), oracle());
+  EXPECT_NE(again.err.find("do not match their hash; fetching them again"), std::string::npos)
+      << again.err;
+  const std::uint64_t refetched = served() - cold_served;
+  EXPECT_GT(refetched, 0u);
+  EXPECT_LE(refetched, 64u * 1024) << "only the damaged range is fetched again";
+  // And recorded again: a third load fetches nothing.
+  const std::uint64_t before_third = served();
+  ASSERT_EQ(stream().exit_code, 0);
+  EXPECT_EQ(served(), before_third);
+}
+
+TEST_F(CacheCli, OfflineWorksFromAFullEntryWithTheSourceDown) {
+  start_nginx();
+  const auto expected = oracle();
+  ASSERT_EQ(stream().exit_code, 0);
+  nginx_.reset();
+  const auto offline = stream({"--cache-mode", "offline"});
+  ASSERT_EQ(offline.exit_code, 0) << offline.err;
+  EXPECT_EQ(sorted_tensor_lines(offline.out), expected);
+  EXPECT_EQ(cache_summary_value(offline.out, "source_bytes"), 0);
+  EXPECT_EQ(cache_summary_value(offline.out, "requests"), 0);
+}
+
+TEST_F(CacheCli, OfflineFailsClearlyOnAPartialEntry) {
+  start_nginx();
+  ASSERT_EQ(stream({"--include", "*layers.0.*"}).exit_code, 0);
+  nginx_.reset();
+  const auto offline = stream({"--cache-mode", "offline"});
+  EXPECT_EQ(offline.exit_code, 1);
+  EXPECT_NE(offline.err.find("tensorstream: error: " + url_ + ": bytes "), std::string::npos)
+      << offline.err;
+  EXPECT_NE(offline.err.find("are not in the cache"), std::string::npos) << offline.err;
+  EXPECT_NE(offline.err.find("--cache-mode offline asks the source nothing"), std::string::npos);
+}
+
+TEST_F(CacheCli, OfflineWithoutAnEntryNamesTheCache) {
+  start_nginx();
+  nginx_.reset();
+  const auto offline = stream({"--cache-mode", "offline"});
+  EXPECT_EQ(offline.exit_code, 1);
+  EXPECT_EQ(offline.err, "tensorstream: error: " + url_ + ": not in the cache " +
+                             cache().string() + " (--cache-mode offline asks the source nothing)\n");
+}
+
+TEST_F(CacheCli, ReadModeUsesTheCacheButAddsNothing) {
+  start_nginx();
+  const auto read_only = stream({"--cache-mode", "read"});
+  ASSERT_EQ(read_only.exit_code, 0) << read_only.err;
+  EXPECT_TRUE(entry_data_files(cache()).empty());
+  ASSERT_EQ(stream().exit_code, 0);
+  const std::uint64_t filled = served();
+  const auto again = stream({"--cache-mode", "read"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(served(), filled);
+}
+
+TEST_F(CacheCli, TwoLoadsAtOnceAreExactAndServedAtMostTwice) {
+  start_nginx("location /m/ { limit_rate 4m; }");
+  const auto expected = oracle();
+  std::vector<std::string> argv = {TENSORSTREAM_CLI_PATH, "stream", url_, "--json", "--checksum",
+                                   "sha256", "--chunk-size", "64KiB", "--cache", cache().string()};
+  ChildProcess first(argv, logs_.path() / "first.log");
+  ChildProcess second(argv, logs_.path() / "second.log");
+  for (ChildProcess* process : {&first, &second}) {
+    const int status = process->wait();
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  EXPECT_EQ(sorted_tensor_lines(testing::read_text_file(logs_.path() / "first.log")), expected);
+  EXPECT_EQ(sorted_tensor_lines(testing::read_text_file(logs_.path() / "second.log")), expected);
+  EXPECT_LE(served(), 2 * file_size_ + 2 * 64 * 1024);
+  const std::uint64_t both = served();
+  ASSERT_EQ(stream().exit_code, 0);
+  EXPECT_EQ(served(), both);
+}
+
+TEST_F(CacheCli, LoadsKilledMidFillNeverLeaveAWrongByte) {
+  start_nginx("location /m/ { limit_rate 8m; }");
+  const auto expected = oracle();
+  std::vector<std::string> argv = {TENSORSTREAM_CLI_PATH, "stream", url_, "--json", "--checksum",
+                                   "sha256", "--chunk-size", "64KiB", "--cache", cache().string()};
+  std::mt19937 random(7);
+  for (int round = 0; round < 20; ++round) {
+    ChildProcess load(argv, logs_.path() / "killed.log");
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(std::uniform_int_distribution<int>(20, 400)(random)));
+    ::kill(load.pid(), SIGKILL);
+    load.wait();
+  }
+  const auto after = stream();
+  ASSERT_EQ(after.exit_code, 0) << after.err;
+  EXPECT_EQ(sorted_tensor_lines(after.out), expected);
+  const auto warm = stream({"--cache-mode", "offline"});
+  ASSERT_EQ(warm.exit_code, 0) << warm.err;
+  EXPECT_EQ(sorted_tensor_lines(warm.out), expected);
+}
+
+TEST_F(CacheCli, ACacheTooSmallEvictsLeastRecentlyUsedEntriesNoLoadUses) {
+  generate_synthetic_model((models_.path() / "other").string(), {.preset = "tiny"});
+  start_nginx();
+  const std::string first_url = url_;
+  const std::string size = std::to_string(file_size_ + file_size_ / 2);
+  ASSERT_EQ(stream({"--cache-size", size}).exit_code, 0);
+  url_ = nginx_->base_url() + "/other/model.safetensors";
+  const auto second = stream({"--cache-size", size});
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  ASSERT_EQ(entry_data_files(cache()).size(), 1u) << "the first model's entry was evicted";
+  const std::uint64_t before = served();
+  ASSERT_EQ(stream({"--cache-size", size}).exit_code, 0);
+  EXPECT_EQ(served(), before) << "the second model stayed cached";
+  url_ = first_url;
+  ASSERT_EQ(stream({"--cache-size", size}).exit_code, 0);
+  EXPECT_GT(served(), before) << "the first model was fetched again";
+}
+
+TEST_F(CacheCli, AnEntryInUseIsNeverEvicted) {
+  generate_synthetic_model((models_.path() / "other").string(), {.preset = "tiny"});
+  start_nginx("location /m/ { limit_rate 1m; }");
+  const std::string size = std::to_string(file_size_ + file_size_ / 2);
+  std::vector<std::string> argv = {TENSORSTREAM_CLI_PATH, "stream", url_, "--json", "--checksum",
+                                   "sha256", "--cache", cache().string(), "--cache-size", size};
+  ChildProcess slow(argv, logs_.path() / "slow.log");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (entry_data_files(cache()).empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const auto in_use = entry_data_files(cache());
+  ASSERT_EQ(in_use.size(), 1u);
+  url_ = nginx_->base_url() + "/other/model.safetensors";
+  const auto other = stream({"--cache-size", size});
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  EXPECT_TRUE(fs::exists(in_use[0])) << "the entry in use was evicted";
+  const int status = slow.wait();
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(sorted_tensor_lines(testing::read_text_file(logs_.path() / "slow.log")), oracle());
+}
+
+TEST_F(CacheCli, AMalformedCacheModeIsAUsageError) {
+  const auto result = run_cli({"stream", model_file().string(), "--cache", cache().string(),
+                               "--cache-mode", "sometimes"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--cache-mode"), std::string::npos) << result.err;
+}
+
+TEST_F(CacheCli, LsAndDuSayWhatTheCacheHolds) {
+  start_nginx();
+  ASSERT_EQ(stream({"--include", "*layers.0.*"}).exit_code, 0);
+  const auto ls = run_cli({"cache", "ls", "--cache", cache().string(), "--json"});
+  ASSERT_EQ(ls.exit_code, 0) << ls.err;
+  const auto lines = testing::lines_of(ls.out);
+  ASSERT_EQ(lines.size(), 1u) << ls.out;
+  EXPECT_EQ(lines[0].rfind("{\"url\":\"" + url_ + "\",\"version\":\"ETag ", 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find(",\"size\":" + std::to_string(file_size_) + ","), std::string::npos);
+  const long long cached = std::stoll(lines[0].substr(lines[0].find("\"cached_bytes\":") + 15));
+  EXPECT_GT(cached, 0);
+  EXPECT_LT(cached, static_cast<long long>(file_size_ / 2));
+  EXPECT_NE(lines[0].find("\"in_use\":false}"), std::string::npos);
+  const auto du = run_cli({"cache", "du", "--cache", cache().string(), "--json"});
+  ASSERT_EQ(du.exit_code, 0) << du.err;
+  EXPECT_NE(du.out.find("{\"entries\":1,"), std::string::npos) << du.out;
+  EXPECT_NE(du.out.find("\"cached_bytes\":" + std::to_string(cached) + ","), std::string::npos);
+}
+
+TEST_F(CacheCli, VerifyDropsADamagedRangeAndExitsOne) {
+  start_nginx();
+  ASSERT_EQ(stream().exit_code, 0);
+  const auto clean = run_cli({"cache", "verify", "--cache", cache().string()});
+  EXPECT_EQ(clean.exit_code, 0) << clean.err;
+  EXPECT_EQ(clean.out.rfind("checked ", 0), 0u) << clean.out;
+  const auto data = entry_data_files(cache());
+  ASSERT_EQ(data.size(), 1u);
+  {
+    std::fstream file(data[0], std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(static_cast<std::streamoff>(file_size_ / 3));
+    file.put('\x5a');
+    file.put('\xa5');
+  }
+  const auto damaged = run_cli({"cache", "verify", "--cache", cache().string()});
+  EXPECT_EQ(damaged.exit_code, 1);
+  EXPECT_NE(damaged.out.find(url_ + ": 1 damaged range ("), std::string::npos) << damaged.out;
+  EXPECT_EQ(damaged.err, "tensorstream: error: 1 damaged range found and dropped\n");
+  const auto again = run_cli({"cache", "verify", "--cache", cache().string()});
+  EXPECT_EQ(again.exit_code, 0) << again.out;
+  const std::uint64_t before = served();
+  const auto load = stream();
+  ASSERT_EQ(load.exit_code, 0) << load.err;
+  EXPECT_EQ(sorted_tensor_lines(load.out), oracle());
+  EXPECT_GT(served(), before);
+  EXPECT_LE(served() - before, 64u * 1024);
+}
+
+TEST_F(CacheCli, PruneAndRmRemoveEntriesNoLoadUses) {
+  generate_synthetic_model((models_.path() / "other").string(), {.preset = "tiny"});
+  start_nginx();
+  ASSERT_EQ(stream().exit_code, 0);
+  const std::string first = url_;
+  url_ = nginx_->base_url() + "/other/model.safetensors";
+  ASSERT_EQ(stream().exit_code, 0);
+  const auto recent = run_cli({"cache", "prune", "--cache", cache().string(), "--older-than", "1h"});
+  ASSERT_EQ(recent.exit_code, 0) << recent.err;
+  EXPECT_EQ(recent.out, "");
+  EXPECT_EQ(entry_data_files(cache()).size(), 2u);
+  const auto rm = run_cli({"cache", "rm", first, "--cache", cache().string()});
+  ASSERT_EQ(rm.exit_code, 0) << rm.err;
+  EXPECT_EQ(rm.out.rfind("removed " + first + "  ", 0), 0u) << rm.out;
+  EXPECT_EQ(entry_data_files(cache()).size(), 1u);
+  const auto missing = run_cli({"cache", "rm", first, "--cache", cache().string()});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.err, "tensorstream: error: " + first + ": not in the cache\n");
+  const auto all = run_cli({"cache", "prune", "--cache", cache().string()});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_EQ(all.out.rfind("removed " + url_ + "  ", 0), 0u) << all.out;
+  EXPECT_TRUE(entry_data_files(cache()).empty());
+}
+
+TEST_F(CacheCli, TheCacheCommandNeedsADirectory) {
+  const auto result = run_cli({"cache", "ls"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.err,
+            "tensorstream: error: name the cache: --cache DIR, or TENSORSTREAM_CACHE_DIR\n");
+}
+
+}  // namespace
+}  // namespace tensorstream
