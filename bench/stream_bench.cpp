@@ -8,6 +8,8 @@
 //   s3://    from a loopback s3rver, against parallel `curl` range GETs from the same s3rver,
 //            and end to end against downloading the checkpoint first (`aws s3 cp` when the AWS
 //            CLI is installed, else curl) and then loading the files;
+//   cache    a load from a full local cache against file:// of the plain copy, page cache warm
+//            and cold, and a load that fills an empty cache against the same load without;
 //   az://    from a loopback Azurite, against parallel `curl` range GETs from the same Azurite,
 //            both reading with one container SAS token.
 // At the end it prints each configuration's ratio to its ceiling, in GB/s and in CPU per GB.
@@ -16,7 +18,9 @@
 // about 2.1 GB) into a temporary directory.
 
 #include <benchmark/benchmark.h>
+#include <fcntl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -38,6 +42,7 @@
 #include "support/temp_dir.hpp"
 #include "tensorstream/storage/azure/default_credentials.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
+#include "tensorstream/storage/cache_options.hpp"
 #include "tensorstream/streaming/raw_streamer.hpp"
 
 namespace {
@@ -443,6 +448,97 @@ void BM_DdCeiling(benchmark::State& state) {
   finish(state, "dd bs=16M", env.file_size);
 }
 
+// Evicts `file` from the page cache (its pages written back first), for cold reads.
+void drop_from_page_cache(const std::filesystem::path& file) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fdatasync(fd);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+}
+
+// The data files of a cache directory's entries.
+std::vector<std::filesystem::path> cache_data_files(const std::filesystem::path& cache) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& file : std::filesystem::recursive_directory_iterator(cache)) {
+    if (file.path().filename() == "data") files.push_back(file.path());
+  }
+  return files;
+}
+
+// file:// of the plain checkpoint, its pages evicted first when state.range(0) is 0: the
+// ceiling of a load from a full cache on the same disk.
+void BM_FileStreamPageCache(benchmark::State& state) {
+  const bool warm = state.range(0) != 0;
+  const std::string key = warm ? "file, page cache warm" : "file, page cache cold";
+  std::uint64_t bytes = 0;
+  for (auto _ : state) {
+    if (!warm) drop_from_page_cache(environment().file);
+    const auto start = Clock::now();
+    RawStreamer streamer("file://" + environment().file.string(), StreamerOptions{});
+    while (auto tensor = streamer.next_blocking()) benchmark::DoNotOptimize(tensor->data.get());
+    bytes = streamer.stats().bytes;
+    record(state, key, bytes, std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  finish(state, key, bytes);
+}
+
+// http:// from nginx through a cache that holds the whole checkpoint (filled once, before the
+// first iteration, in the benchmark's temporary directory, the plain copy's disk): one HEAD,
+// then every byte from the cache, checked.
+void BM_CacheWarmStream(benchmark::State& state) {
+  static testing::TempDir cache;
+  const bool warm = state.range(0) != 0;
+  StreamerOptions options;
+  options.store.get<CacheOptions>().directory = cache.path().string();
+  if (cache_data_files(cache.path()).empty()) {
+    RawStreamer filling(environment().http_url(), options);
+    while (filling.next_blocking()) {
+    }
+  }
+  const std::string key = warm ? "cache full, page cache warm" : "cache full, page cache cold";
+  std::uint64_t bytes = 0;
+  for (auto _ : state) {
+    if (!warm) {
+      for (const auto& file : cache_data_files(cache.path())) drop_from_page_cache(file);
+    }
+    const auto start = Clock::now();
+    RawStreamer streamer(environment().http_url(), options);
+    while (auto tensor = streamer.next_blocking()) benchmark::DoNotOptimize(tensor->data.get());
+    const StreamStats stats = streamer.stats();
+    if (stats.source_bytes != 0) state.SkipWithError("the full cache fetched from the source");
+    bytes = stats.bytes;
+    record(state, key, bytes, std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  finish(state, key, bytes, warm ? "file, page cache warm" : "file, page cache cold");
+}
+
+// http:// from nginx at the defaults, without a cache and filling an empty one on tmpfs
+// (/dev/shm where there is one) each iteration: what keeping the bytes costs a cold load.
+void BM_CacheFillStream(benchmark::State& state) {
+  const bool fill = state.range(0) != 0;
+  const std::string key = fill ? "http, filling a cache" : "http, no cache";
+  std::uint64_t bytes = 0;
+  for (auto _ : state) {
+    const std::filesystem::path shm = "/dev/shm";
+    const std::filesystem::path cache =
+        (std::filesystem::is_directory(shm) ? shm : std::filesystem::temp_directory_path()) /
+        ("tensorstream-bench-cache-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(cache);
+    StreamerOptions options;
+    if (fill) options.store.get<CacheOptions>().directory = cache.string();
+    const auto start = Clock::now();
+    {
+      RawStreamer streamer(environment().http_url(), options);
+      while (auto tensor = streamer.next_blocking()) benchmark::DoNotOptimize(tensor->data.get());
+      bytes = streamer.stats().bytes;
+    }
+    record(state, key, bytes, std::chrono::duration<double>(Clock::now() - start).count());
+    std::filesystem::remove_all(cache);
+  }
+  finish(state, key, bytes, fill ? "http, no cache" : "");
+}
+
 constexpr int iterations = 3;
 
 BENCHMARK(BM_CurlCeiling)->Arg(8)->Arg(32)->Arg(64)->UseManualTime()->Iterations(iterations)
@@ -491,6 +587,12 @@ BENCHMARK(BM_HfCdnDirectStream)->UseManualTime()->Iterations(iterations)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DdCeiling)->UseManualTime()->Iterations(iterations)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FileStream)->ArgName("io_uring")->Arg(1)->Arg(0)->UseManualTime()
+    ->Iterations(iterations)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FileStreamPageCache)->ArgName("warm")->Arg(1)->Arg(0)->UseManualTime()
+    ->Iterations(iterations)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CacheWarmStream)->ArgName("warm")->Arg(1)->Arg(0)->UseManualTime()
+    ->Iterations(iterations)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CacheFillStream)->ArgName("fill")->Arg(0)->Arg(1)->UseManualTime()
     ->Iterations(iterations)->Unit(benchmark::kMillisecond);
 
 void print_ratios() {

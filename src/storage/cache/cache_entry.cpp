@@ -19,6 +19,10 @@ namespace {
 // Checked reads of a segment outside the destination go through a buffer of this size.
 constexpr std::size_t verify_piece = 1 << 20;
 
+// Reads into the destination go in pieces of this size, each hashed while it is still in the
+// processor's second-level cache.
+constexpr std::size_t hash_piece = 256 << 10;
+
 [[noreturn]] void fail_at(const fs::path& file, const std::string& what, int error) {
   throw StorageError(file.string(), what + ": " + std::strerror(error));
 }
@@ -101,6 +105,12 @@ std::vector<Segment> CacheEntry::overlapping(std::uint64_t offset, std::uint64_t
   auto at = segments_.upper_bound(offset);
   if (at != segments_.begin() && std::prev(at)->second.end() > offset) --at;
   for (; at != segments_.end() && at->second.offset < end; ++at) found.push_back(at->second);
+  // Written by this process and not yet recorded: their bytes are in the file already.
+  for (const Segment& segment : written_) {
+    if (segment.offset < end && segment.end() > offset) found.push_back(segment);
+  }
+  std::sort(found.begin(), found.end(),
+            [](const Segment& a, const Segment& b) { return a.offset < b.offset; });
   return found;
 }
 
@@ -133,7 +143,7 @@ bool CacheEntry::read(const Segment& segment, std::uint64_t offset,
   for (std::uint64_t at = inside_begin; at < inside_end;) {
     // In pieces, so that each is hashed while it is still in the processor's cache.
     const std::size_t piece =
-        static_cast<std::size_t>(std::min<std::uint64_t>(4 * verify_piece, inside_end - at));
+        static_cast<std::size_t>(std::min<std::uint64_t>(hash_piece, inside_end - at));
     const std::span<std::byte> part = destination.subspan(at - offset, piece);
     read_exactly(data_fd_, file, at, part);
     hasher.update(part);
@@ -141,6 +151,17 @@ bool CacheEntry::read(const Segment& segment, std::uint64_t offset,
   }
   through_buffer(inside_end, segment.end());
   if (hasher.digest() == segment.hash) return true;
+  {
+    std::lock_guard lock(mutex_);
+    const auto unrecorded = std::find_if(written_.begin(), written_.end(), [&](const Segment& s) {
+      return s.offset == segment.offset && s.hash == segment.hash;
+    });
+    if (unrecorded != written_.end()) {
+      written_.erase(unrecorded);
+      try_lock_range(data_fd_, segment.offset, segment.length, F_UNLCK);
+      return false;
+    }
+  }
   if (writable_) {
     std::lock_guard lock(mutex_);
     const auto found = segments_.find(segment.offset);

@@ -32,7 +32,8 @@ class CacheEntry {
   bool writable() const { return writable_; }
 
   /// The filled segments that overlap [offset, end), by offset, after taking in what other
-  /// processes recorded meanwhile.
+  /// processes recorded meanwhile: recorded ones, and those this process wrote and has not
+  /// recorded yet (readable, just not yet durable).
   std::vector<Segment> overlapping(std::uint64_t offset, std::uint64_t end);
 
   /// Bytes of the object the entry holds.

@@ -32,9 +32,9 @@ using detail::Segment;
 
 namespace {
 
-// Threads that read and write entries: cached reads are page-cache copies plus a hash, as fast
-// as the processors allow, so one per processor up to this many.
-constexpr unsigned max_cache_threads = 4;
+// Threads that read and write entries. Reads from a cold page cache wait for the disk, and
+// each thread has one read in flight: enough of them keep a fast disk's queue full.
+constexpr unsigned cache_threads = 8;
 
 std::string depth_name(ListDepth depth) { return depth == ListDepth::recursive ? "all" : "one"; }
 
@@ -161,6 +161,36 @@ auto on_cache_threads(asio::io_context& io, Work work) -> asio::awaitable<declty
   return async::run_on(io.get_executor(), std::move(work));
 }
 
+// The entries this process has open, shared by its stores: a stream that starts right after
+// another of the same object finds what the other wrote and has not recorded yet.
+struct OpenEntries {
+  std::mutex mutex;
+  std::map<fs::path, std::weak_ptr<CacheEntry>> entries;
+};
+
+OpenEntries& open_entries() {
+  static OpenEntries* const instance = new OpenEntries;
+  return *instance;
+}
+
+// The open entry at `directory`, if it serves a store that is `writable` or not.
+std::shared_ptr<CacheEntry> shared_entry(const fs::path& directory, bool writable) {
+  OpenEntries& open = open_entries();
+  std::lock_guard lock(open.mutex);
+  const auto found = open.entries.find(directory);
+  if (found == open.entries.end()) return nullptr;
+  auto entry = found->second.lock();
+  if (!entry) open.entries.erase(found);
+  return entry && entry->writable() >= writable ? entry : nullptr;
+}
+
+void share_entry(const fs::path& directory, const std::shared_ptr<CacheEntry>& entry) {
+  OpenEntries& open = open_entries();
+  std::lock_guard lock(open.mutex);
+  auto& slot = open.entries[directory];
+  if (!slot.lock() || entry->writable()) slot = entry;
+}
+
 std::optional<CacheMode> cache_mode_from(const detail::EnvironmentSetting& setting) {
   const auto mode = parse_cache_mode(setting.value);
   if (!mode) {
@@ -227,9 +257,7 @@ CachedStore::CachedStore(std::unique_ptr<ObjectStore> source, ResolvedCache cach
       throw StorageError(state_->root.string(), "cannot create the cache directory: " + error.message());
     }
   }
-  const unsigned threads =
-      std::clamp(std::thread::hardware_concurrency(), 1u, max_cache_threads);
-  for (unsigned i = 0; i < threads; ++i) {
+  for (unsigned i = 0; i < cache_threads; ++i) {
     state_->threads.emplace_back("ts-cache", [state = state_.get()] { state->io.run(); });
   }
   state_->recorder = async::LibraryThread("ts-cache-rec", [state = state_.get()] {
@@ -344,12 +372,16 @@ asio::awaitable<void> CachedStore::read_range(std::string key, std::uint64_t off
             });
           }
         }
-        if (writable) detail::create_entry(state->root, info);
-        opened = CacheEntry::open(directory, info, writable);
-        if (!opened && writable) {
-          // Evicted between its creation and its opening: once more.
-          detail::create_entry(state->root, info);
+        opened = shared_entry(directory, writable);
+        if (!opened) {
+          if (writable) detail::create_entry(state->root, info);
           opened = CacheEntry::open(directory, info, writable);
+          if (!opened && writable) {
+            // Evicted between its creation and its opening: once more.
+            detail::create_entry(state->root, info);
+            opened = CacheEntry::open(directory, info, writable);
+          }
+          if (opened) share_entry(directory, opened);
         }
       } else {
         log(LogLevel::info, info.url + ": not cached: its source reports no version");
@@ -406,7 +438,7 @@ asio::awaitable<void> CachedStore::read_range(std::string key, std::uint64_t off
   for (const auto& [from, to] : missing) {
     const std::span<std::byte> part = destination.subspan(from - offset, to - from);
     co_await source_->read_range(key, from, part);
-    if (!entry->writable()) continue;
+    if (state->cache.mode != CacheMode::readwrite || !entry->writable()) continue;
     auto filling = on_cache_threads(state->io, [entry, from = from, part] {
       return entry->fill(from, part);
     });
