@@ -307,6 +307,28 @@ TEST_F(CacheCli, AMalformedCacheModeIsAUsageError) {
   EXPECT_NE(result.err.find("--cache-mode"), std::string::npos) << result.err;
 }
 
+TEST_F(CacheCli, PartitionReadsThroughTheCacheAndOfflineWritesTheSame) {
+  // The source is the model's directory, moved away after the first run: the second partition
+  // reads the listing, config.json and every tensor from the cache alone.
+  const auto first = run_cli({"partition", (models_.path() / "m").string() + "/",
+                              (cache_.path() / "first").string(), "--tp", "1,2", "--cache",
+                              cache().string()});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  fs::rename(models_.path() / "m", models_.path() / "gone");
+  const auto offline = run_cli({"partition", (models_.path() / "m").string() + "/",
+                                (cache_.path() / "offline").string(), "--tp", "1,2", "--cache",
+                                cache().string(), "--cache-mode", "offline"});
+  ASSERT_EQ(offline.exit_code, 0) << offline.err;
+  const auto files = testing::files_under(cache_.path() / "first");
+  ASSERT_FALSE(files.empty());
+  ASSERT_EQ(files, testing::files_under(cache_.path() / "offline"));
+  for (const auto& name : files) {
+    EXPECT_EQ(testing::read_file(cache_.path() / "offline" / name),
+              testing::read_file(cache_.path() / "first" / name))
+        << name;
+  }
+}
+
 TEST_F(CacheCli, LsAndDuSayWhatTheCacheHolds) {
   start_nginx();
   ASSERT_EQ(stream({"--include", "*layers.0.*"}).exit_code, 0);

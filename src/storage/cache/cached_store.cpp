@@ -4,6 +4,8 @@
 #include <boost/asio/io_context.hpp>
 #include <algorithm>
 #include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -168,9 +170,34 @@ struct OpenEntries {
   std::map<fs::path, std::weak_ptr<CacheEntry>> entries;
 };
 
+// At exit, whatever the stores' recorders have not recorded yet: a program may end as soon as
+// its stream has, before the store that read it (and its recorder) is destroyed.
+void record_open_entries();
+
 OpenEntries& open_entries() {
-  static OpenEntries* const instance = new OpenEntries;
+  static OpenEntries* const instance = [] {
+    std::atexit(record_open_entries);
+    return new OpenEntries;
+  }();
   return *instance;
+}
+
+void record_open_entries() {
+  std::vector<std::shared_ptr<CacheEntry>> entries;
+  {
+    OpenEntries& open = open_entries();
+    std::lock_guard lock(open.mutex);
+    for (const auto& [directory, entry] : open.entries) {
+      if (auto live = entry.lock()) entries.push_back(std::move(live));
+    }
+  }
+  for (const auto& entry : entries) {
+    try {
+      entry->commit();
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "tensorstream: warning: cache: %s\n", error.what());
+    }
+  }
 }
 
 // The open entry at `directory`, if it serves a store that is `writable` or not.

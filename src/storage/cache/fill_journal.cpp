@@ -1,6 +1,6 @@
 #include "storage/cache/fill_journal.hpp"
 
-#define XXH_INLINE_ALL
+#include <xxh_x86dispatch.h>
 #include <xxhash.h>
 
 #include <cstring>
@@ -77,7 +77,7 @@ std::size_t apply_records(std::span<const std::byte> bytes, std::uint64_t object
 }
 
 std::uint64_t segment_hash(std::span<const std::byte> bytes) {
-  return XXH3_64bits(bytes.data(), bytes.size());
+  return XXH3_64bits_dispatch(bytes.data(), bytes.size());
 }
 
 SegmentHasher::SegmentHasher() : state_(XXH3_createState()) {
@@ -88,7 +88,7 @@ SegmentHasher::SegmentHasher() : state_(XXH3_createState()) {
 SegmentHasher::~SegmentHasher() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
 
 void SegmentHasher::update(std::span<const std::byte> bytes) {
-  XXH3_64bits_update(static_cast<XXH3_state_t*>(state_), bytes.data(), bytes.size());
+  XXH3_64bits_update_dispatch(static_cast<XXH3_state_t*>(state_), bytes.data(), bytes.size());
 }
 
 std::uint64_t SegmentHasher::digest() const {

@@ -1,0 +1,125 @@
+#include "tensorstream/storage/cached_store.hpp"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/io_context.hpp>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "support/memory_store.hpp"
+#include "support/run_task.hpp"
+#include "support/temp_dir.hpp"
+#include "tensorstream/error.hpp"
+#include "tensorstream/storage/cache_directory.hpp"
+
+namespace tensorstream {
+namespace {
+
+using testing::MemoryObjects;
+using testing::MemoryStore;
+using testing::read_string;
+using testing::TempDir;
+
+class CachedStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int i = 0; i < 4000; ++i) text_ += static_cast<char>('a' + i % 26);
+    objects_ = std::make_shared<MemoryObjects>(MemoryObjects{{"/m/model.safetensors", text_}});
+  }
+
+  // A cached store over a fresh memory store of the same objects, in `mode`.
+  std::unique_ptr<CachedStore> open(CacheMode mode = CacheMode::readwrite) {
+    auto source = std::make_unique<MemoryStore>("bucket", objects_);
+    source_ = source.get();
+    return std::make_unique<CachedStore>(std::move(source),
+                                         ResolvedCache{cache_.path().string(), mode, std::nullopt},
+                                         io_.get_executor());
+  }
+
+  std::string read(ObjectStore& store, std::uint64_t offset, std::size_t size) {
+    return read_string(io_, store, "/m/model.safetensors", offset, size);
+  }
+
+  boost::asio::io_context io_;
+  TempDir cache_;
+  std::string text_;
+  std::shared_ptr<MemoryObjects> objects_;
+  MemoryStore* source_ = nullptr;
+};
+
+TEST_F(CachedStoreTest, OnlyTheBytesTheCacheLacksAreFetched) {
+  {
+    auto store = open();
+    EXPECT_EQ(read(*store, 100, 1000), text_.substr(100, 1000));
+    EXPECT_EQ(source_->stats().bytes, 1000u);
+  }
+  auto store = open();
+  EXPECT_EQ(read(*store, 0, 2000), text_.substr(0, 2000));
+  EXPECT_EQ(source_->stats().bytes, 1000u) << "[0, 100) and [1100, 2000)";
+  EXPECT_EQ(store->stats().cached_bytes, 1000u);
+  EXPECT_EQ(store->stats().bytes, 2000u);
+  EXPECT_EQ(store->stats().io_mode, "memory + cache");
+}
+
+TEST_F(CachedStoreTest, AStoreInReadModeAddsNothing) {
+  {
+    auto store = open(CacheMode::read);
+    EXPECT_EQ(read(*store, 0, 4000), text_);
+  }
+  EXPECT_TRUE(list_cache(cache_.path().string()).empty());
+}
+
+TEST_F(CachedStoreTest, ListCacheReportsWhatAnEntryHolds) {
+  {
+    auto store = open();
+    read(*store, 0, 1500);
+  }
+  const auto entries = list_cache(cache_.path().string());
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].url, "mem://bucket/m/model.safetensors");
+  EXPECT_EQ(entries[0].version, "memory");
+  EXPECT_EQ(entries[0].size, 4000u);
+  EXPECT_EQ(entries[0].cached_bytes, 1500u);
+  EXPECT_FALSE(entries[0].in_use);
+}
+
+TEST_F(CachedStoreTest, AnEntryIsInUseWhileAStoreHasItOpen) {
+  auto store = open();
+  read(*store, 0, 10);
+  const auto entries = list_cache(cache_.path().string());
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_TRUE(entries[0].in_use);
+  EXPECT_TRUE(prune_cache(cache_.path().string(), {}).empty());
+  std::vector<CacheEntryStatus> kept;
+  EXPECT_TRUE(remove_from_cache(cache_.path().string(), entries[0].url, &kept).empty());
+  EXPECT_EQ(kept.size(), 1u);
+}
+
+TEST_F(CachedStoreTest, OfflineNeverAsksTheSource) {
+  {
+    auto store = open();
+    read(*store, 0, 4000);
+  }
+  auto store = open(CacheMode::offline);
+  EXPECT_EQ(testing::run_task(io_, store->size("/m/model.safetensors")), 4000u);
+  EXPECT_EQ(read(*store, 0, 4000), text_);
+  EXPECT_EQ(source_->stats().requests, 0u);
+}
+
+TEST_F(CachedStoreTest, ResolveCacheTakesTheOptionsBeforeTheEnvironment) {
+  StoreOptions options;
+  EXPECT_FALSE(resolve_cache(options));
+  options.get<CacheOptions>().directory = "/var/cache/ts";
+  options.get<CacheOptions>().max_size = 1 << 20;
+  const auto cache = resolve_cache(options);
+  ASSERT_TRUE(cache);
+  EXPECT_EQ(cache->directory, "/var/cache/ts");
+  EXPECT_EQ(cache->mode, CacheMode::readwrite);
+  EXPECT_EQ(cache->max_size, 1u << 20);
+  options.get<CacheOptions>().mode = CacheMode::off;
+  EXPECT_FALSE(resolve_cache(options));
+}
+
+}  // namespace
+}  // namespace tensorstream
