@@ -2,7 +2,9 @@
 // bytes nginx served counted from its access log.
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <unistd.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -115,6 +117,46 @@ TEST_F(CacheCli, AColdLoadFillsTheCacheAndTheNextMakesNoDataRequest) {
   EXPECT_EQ(served(), cold_served) << "the warm load fetched data";
   EXPECT_EQ(cache_summary_value(warm.out, "source_bytes"), 0);
   EXPECT_GE(cache_summary_value(warm.out, "cache_bytes"), cache_summary_value(warm.out, "bytes"));
+}
+
+TEST_F(CacheCli, AnEntryOutOfThePageCacheIsReadWithDirectIoAndChecked) {
+  start_nginx();
+  const auto expected = oracle();
+  // At the default chunk size: ranges of whole tensors, as a load would read them.
+  const auto load = [&] {
+    return run_cli({"stream", url_, "--json", "--checksum", "sha256", "--cache", cache().string()});
+  };
+  ASSERT_EQ(load().exit_code, 0);
+  const auto data = entry_data_files(cache());
+  ASSERT_EQ(data.size(), 1u);
+  const auto evict = [&] {
+    const int fd = ::open(data[0].c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ::fdatasync(fd);
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    ::close(fd);
+  };
+  evict();
+  const std::uint64_t filled = served();
+  const auto cold = load();
+  ASSERT_EQ(cold.exit_code, 0) << cold.err;
+  EXPECT_EQ(sorted_tensor_lines(cold.out), expected);
+  EXPECT_EQ(served(), filled) << cold.err;
+  if (cache_summary_value(cold.out, "direct_bytes") <= 0) {
+    GTEST_SKIP() << "the file system of " << cache() << " refuses direct I/O";
+  }
+  // A damaged range read with direct I/O is caught as one read through the page cache is.
+  {
+    std::fstream file(data[0], std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(static_cast<std::streamoff>(file_size_ / 2));
+    file.put('\x11');
+    file.put('\x22');
+  }
+  evict();
+  const auto damaged = load();
+  ASSERT_EQ(damaged.exit_code, 0) << damaged.err;
+  EXPECT_EQ(sorted_tensor_lines(damaged.out), expected);
+  EXPECT_NE(damaged.err.find("do not match their hash"), std::string::npos) << damaged.err;
 }
 
 TEST_F(CacheCli, AnObjectRewrittenAtTheSourceIsFetchedAgain) {

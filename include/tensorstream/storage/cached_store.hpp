@@ -70,13 +70,17 @@ class TENSORSTREAM_API CachedStore : public ObjectStore {
   boost::asio::awaitable<Listing> list_level(std::string prefix) override;
   boost::asio::awaitable<void> read_range(std::string key, std::uint64_t offset,
                                           std::span<std::byte> destination) override;
+  /// The alignment of direct reads where the object's entry is read past the page cache (it
+  /// was mostly not cached when opened), else the source's for an object not cached.
+  std::size_t memory_alignment(const std::string& key) override;
   std::uint64_t preferred_read_size() const override;
   bool can_write() const override;
   std::unique_ptr<ObjectWriter> create_writer(std::string key, WriteOptions options) override;
   boost::asio::awaitable<StaleUploads> abort_stale_uploads(
       std::string prefix, std::chrono::system_clock::duration older_than) override;
   /// The source's counters, with the bytes read from the cache added to `bytes` and counted in
-  /// `cached_bytes`; `io_mode` is the source's followed by " + cache".
+  /// `cached_bytes` (those read with direct I/O also in `direct_bytes`); `io_mode` is the
+  /// source's followed by " + cache".
   StoreStats stats() const override;
 
   /// The store it reads through.

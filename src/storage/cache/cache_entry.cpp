@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "storage/file/direct_io.hpp"
+#include "storage/file/read_pieces.hpp"
 #include "tensorstream/error.hpp"
 
 namespace fs = std::filesystem;
@@ -18,6 +20,9 @@ namespace {
 
 // Checked reads of a segment outside the destination go through a buffer of this size.
 constexpr std::size_t verify_piece = 1 << 20;
+
+// Direct reads of the aligned middle go in pieces of this size, each a request to the disk.
+constexpr std::size_t direct_piece = 4 << 20;
 
 // Reads into the destination go in pieces of this size, each hashed while it is still in the
 // processor's second-level cache.
@@ -76,6 +81,8 @@ std::unique_ptr<CacheEntry> CacheEntry::open(const fs::path& directory, const En
   entry->journal_fd_ = ::open((directory / "journal").c_str(), journal_flags);
   if (entry->journal_fd_ < 0) fail_at(directory / "journal", "cannot open the cache", errno);
   ::futimens(entry->info_fd_, nullptr);  // its last use, which eviction goes by
+  entry->direct_fd_ = open_direct((directory / "data").string(), entry->data_fd_,
+                                  DirectIo::automatic);
   return entry;
 }
 
@@ -83,7 +90,7 @@ CacheEntry::CacheEntry(fs::path directory, EntryInfo info, bool writable)
     : directory_(std::move(directory)), info_(std::move(info)), writable_(writable) {}
 
 CacheEntry::~CacheEntry() {
-  for (const int fd : {journal_fd_, data_fd_, info_fd_}) {
+  for (const int fd : {direct_fd_.load(), journal_fd_, data_fd_, info_fd_}) {
     if (fd >= 0) ::close(fd);
   }
 }
@@ -123,7 +130,7 @@ std::uint64_t CacheEntry::filled_bytes() {
 }
 
 bool CacheEntry::read(const Segment& segment, std::uint64_t offset,
-                      std::span<std::byte> destination) {
+                      std::span<std::byte> destination, std::uint64_t* direct_bytes) {
   const fs::path file = directory_ / "data";
   SegmentHasher hasher;
   std::vector<std::byte> buffer;
@@ -139,16 +146,39 @@ bool CacheEntry::read(const Segment& segment, std::uint64_t offset,
       at += piece;
     }
   };
+  const auto into_destination = [&](std::uint64_t from, std::uint64_t to) {
+    for (std::uint64_t at = from; at < to;) {
+      // In pieces, so that each is hashed while it is still in the processor's cache.
+      const std::size_t piece = static_cast<std::size_t>(std::min<std::uint64_t>(hash_piece, to - at));
+      const std::span<std::byte> part = destination.subspan(at - offset, piece);
+      read_exactly(data_fd_, file, at, part);
+      hasher.update(part);
+      at += piece;
+    }
+  };
   through_buffer(segment.offset, inside_begin);
-  for (std::uint64_t at = inside_begin; at < inside_end;) {
-    // In pieces, so that each is hashed while it is still in the processor's cache.
+  // With direct I/O, the aligned middle lands in place, read by the disk in large pieces.
+  std::uint64_t middle_begin = inside_end, middle_end = inside_end;
+  if (reads_direct() && inside_end > inside_begin &&
+      aligned_for_direct_io(offset, destination.data())) {
+    middle_begin = std::min(inside_end, (inside_begin + kDirectAlignment - 1) / kDirectAlignment *
+                                            kDirectAlignment);
+    middle_end = std::max(middle_begin, inside_end / kDirectAlignment * kDirectAlignment);
+  }
+  into_destination(inside_begin, middle_begin);
+  for (std::uint64_t at = middle_begin; at < middle_end;) {
     const std::size_t piece =
-        static_cast<std::size_t>(std::min<std::uint64_t>(hash_piece, inside_end - at));
+        static_cast<std::size_t>(std::min<std::uint64_t>(direct_piece, middle_end - at));
     const std::span<std::byte> part = destination.subspan(at - offset, piece);
-    read_exactly(data_fd_, file, at, part);
+    if (!read_direct(at, part)) {
+      into_destination(at, middle_end);
+      break;
+    }
     hasher.update(part);
+    if (direct_bytes != nullptr) *direct_bytes += piece;
     at += piece;
   }
+  into_destination(middle_end, inside_end);
   through_buffer(inside_end, segment.end());
   if (hasher.digest() == segment.hash) return true;
   {
@@ -172,6 +202,22 @@ bool CacheEntry::read(const Segment& segment, std::uint64_t offset,
     segments_.erase(segment.offset);
   }
   return false;
+}
+
+bool CacheEntry::read_direct(std::uint64_t offset, std::span<std::byte> into) {
+  const int direct = direct_fd_.load();
+  for (std::size_t done = 0; done < into.size();) {
+    const ssize_t got = ::pread(direct, into.data() + done, into.size() - done,
+                                static_cast<off_t>(offset + done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0 || static_cast<std::size_t>(got) % kDirectAlignment != 0) {
+      // Refused (EINVAL on some file systems) or short: the page cache serves from here on.
+      direct_fd_ = -1;
+      return false;
+    }
+    done += static_cast<std::size_t>(got);
+  }
+  return true;
 }
 
 bool CacheEntry::fill(std::uint64_t offset, std::span<const std::byte> bytes) {
@@ -240,20 +286,33 @@ bool CacheEntry::has_uncommitted() {
 }
 
 std::uint64_t CacheEntry::commit() {
+  // One commit at a time, so that a commit at exit waits for the recorder's.
+  std::lock_guard committing(commit_mutex_);
   std::vector<Segment> written;
   {
     std::lock_guard lock(mutex_);
-    written.swap(written_);
+    written = written_;
   }
   if (written.empty()) return 0;
   if (::fdatasync(data_fd_) != 0) fail_at(directory_ / "data", "cannot make the cache durable", errno);
+  // The ranges stay in written_ until their records are in segments_, so that a fill meanwhile
+  // never finds them in neither and writes an overlapping range that its record cannot name.
+  std::lock_guard lock(mutex_);
+  const auto still_written = [&](const Segment& segment) {  // not dropped by read() meanwhile
+    return std::any_of(written_.begin(), written_.end(), [&](const Segment& other) {
+      return other.offset == segment.offset && other.hash == segment.hash;
+    });
+  };
+  std::erase_if(written, [&](const Segment& segment) { return !still_written(segment); });
   std::string records;
   for (const auto& segment : written) records += encode_record(RecordKind::fill, segment);
-  std::lock_guard lock(mutex_);
-  append_records(records);
+  if (!records.empty()) append_records(records);
   refresh_locked();
   std::uint64_t recorded = 0;
   for (const auto& segment : written) {
+    std::erase_if(written_, [&](const Segment& other) {
+      return other.offset == segment.offset && other.hash == segment.hash;
+    });
     try_lock_range(data_fd_, segment.offset, segment.length, F_UNLCK);
     recorded += segment.length;
   }

@@ -3,6 +3,7 @@
 // of filled ranges, and the shared lock that keeps it from being removed while in use. Blocking
 // calls: CachedStore runs them on its own threads, never on a store's I/O threads.
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -31,6 +32,10 @@ class CacheEntry {
   const std::filesystem::path& directory() const { return directory_; }
   bool writable() const { return writable_; }
 
+  /// Whether reads go past the page cache (direct I/O: the entry was mostly not cached when
+  /// opened), landing in place in destinations aligned as the file (kDirectAlignment).
+  bool reads_direct() const { return direct_fd_.load() >= 0; }
+
   /// The filled segments that overlap [offset, end), by offset, after taking in what other
   /// processes recorded meanwhile: recorded ones, and those this process wrote and has not
   /// recorded yet (readable, just not yet durable).
@@ -42,8 +47,10 @@ class CacheEntry {
   /// Reads the part of `segment` at [offset, offset + destination.size()) into `destination`,
   /// checking the whole segment's hash (the rest of it goes through a small buffer). False when
   /// the bytes are not those recorded: the segment is dropped, and `destination` holds garbage.
-  /// Throws StorageError when the data file cannot be read.
-  bool read(const Segment& segment, std::uint64_t offset, std::span<std::byte> destination);
+  /// Throws StorageError when the data file cannot be read. Adds the bytes it read with direct
+  /// I/O to `direct_bytes` where not null.
+  bool read(const Segment& segment, std::uint64_t offset, std::span<std::byte> destination,
+            std::uint64_t* direct_bytes = nullptr);
 
   /// Writes `bytes` (the object's, from `offset`) into the data file, unless another process is
   /// filling a range they overlap or they overlap a filled range; the range counts as filled
@@ -60,6 +67,7 @@ class CacheEntry {
  private:
   CacheEntry(std::filesystem::path directory, EntryInfo info, bool writable);
   void refresh_locked();
+  bool read_direct(std::uint64_t offset, std::span<std::byte> into);
   void append_records(const std::string& records);
 
   const std::filesystem::path directory_;
@@ -68,7 +76,9 @@ class CacheEntry {
   int info_fd_ = -1;
   int data_fd_ = -1;
   int journal_fd_ = -1;
+  std::atomic<int> direct_fd_{-1};  // set back to -1 (and leaked) if the file system refuses
 
+  std::mutex commit_mutex_;
   std::mutex mutex_;
   Segments segments_;
   std::uint64_t journal_read_ = 0;  // bytes of the journal taken in

@@ -17,6 +17,7 @@
 #include "exception_message.hpp"
 #include "storage/cache/cache_entry.hpp"
 #include "storage/cache/cache_layout.hpp"
+#include "storage/file/read_pieces.hpp"
 #include "async/run_on_thread.hpp"
 #include "tensorstream/async/library_thread.hpp"
 #include "tensorstream/error.hpp"
@@ -114,6 +115,7 @@ struct CachedStore::State {
   std::map<std::string, ObjectStat> offline_stats;
 
   std::atomic<std::uint64_t> cached_bytes{0};
+  std::atomic<std::uint64_t> direct_bytes{0};  // of those, read with direct I/O
 
   // The recording thread: entries with ranges written and not yet recorded.
   std::mutex sync_mutex;
@@ -436,8 +438,11 @@ asio::awaitable<void> CachedStore::read_range(std::string key, std::uint64_t off
     const std::uint64_t from = std::max(segment.offset, offset);
     const std::uint64_t to = std::min(segment.end(), end);
     const std::span<std::byte> part = destination.subspan(from - offset, to - from);
-    auto reading = on_cache_threads(state->io, [entry, segment, from, part] {
-      return entry->read(segment, from, part);
+    auto reading = on_cache_threads(state->io, [state, entry, segment, from, part] {
+      std::uint64_t direct = 0;
+      const bool intact = entry->read(segment, from, part, &direct);
+      state->direct_bytes += direct;
+      return intact;
     });
     const bool intact = co_await std::move(reading);
     if (intact) {
@@ -477,6 +482,18 @@ asio::awaitable<void> CachedStore::read_range(std::string key, std::uint64_t off
   }
 }
 
+std::size_t CachedStore::memory_alignment(const std::string& key) {
+  {
+    std::lock_guard lock(state_->mutex);
+    const auto found = state_->entries.find(key);
+    if (found != state_->entries.end()) {
+      if (found->second) return found->second->reads_direct() ? kDirectAlignment : 0;
+      return source_->memory_alignment(key);
+    }
+  }
+  return 0;
+}
+
 std::uint64_t CachedStore::preferred_read_size() const { return source_->preferred_read_size(); }
 
 bool CachedStore::can_write() const { return source_->can_write(); }
@@ -493,6 +510,7 @@ asio::awaitable<StaleUploads> CachedStore::abort_stale_uploads(
 StoreStats CachedStore::stats() const {
   StoreStats stats = source_->stats();
   stats.cached_bytes = state_->cached_bytes.load();
+  stats.direct_bytes += state_->direct_bytes.load();
   stats.bytes += stats.cached_bytes;
   stats.io_mode = stats.io_mode.empty() ? "cache" : stats.io_mode + " + cache";
   return stats;
