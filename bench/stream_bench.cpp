@@ -249,15 +249,24 @@ void BM_HttpStream(benchmark::State& state) {
   stream(state, key, environment().http_url(), options, curl_name(state.range(1)));
 }
 
+// A directory, not yet made, on tmpfs (/dev/shm where there is one) for this process's `use`.
+std::filesystem::path bench_tmpfs_directory(const std::string& use) {
+  const std::filesystem::path shm = "/dev/shm";
+  return (std::filesystem::is_directory(shm) ? shm : std::filesystem::temp_directory_path()) /
+         ("tensorstream-bench-" + use + "-" + std::to_string(::getpid()));
+}
+
 // Runs `parts` curl processes at once, the i-th GETting `range(i)` of `url` to /dev/null, and
 // returns the CPU seconds they used.
 template <class Range>
 double run_curls(const std::filesystem::path& curl, const std::string& url,
-                 const std::vector<std::string>& options, std::uint64_t parts, Range range) {
+                 const std::vector<std::string>& options, std::uint64_t parts, Range range,
+                 const std::filesystem::path& into = {}) {
   const double cpu_start = cpu_seconds(RUSAGE_CHILDREN);
   std::vector<std::unique_ptr<testing::ChildProcess>> clients;
   for (std::uint64_t i = 0; i < parts; ++i) {
-    std::vector<std::string> argv{curl.string(), "-s", "-o", "/dev/null", "-r", range(i)};
+    const std::string output = into.empty() ? "/dev/null" : (into / std::to_string(i)).string();
+    std::vector<std::string> argv{curl.string(), "-s", "-o", output, "-r", range(i)};
     argv.insert(argv.end(), options.begin(), options.end());
     argv.push_back(url);
     clients.push_back(std::make_unique<testing::ChildProcess>(argv, "/dev/null"));
@@ -266,11 +275,13 @@ double run_curls(const std::filesystem::path& curl, const std::string& url,
   return cpu_seconds(RUSAGE_CHILDREN) - cpu_start;
 }
 
-// `parts` curl processes, each GETting one contiguous range of `url` to /dev/null. Their CPU per
-// GB leaves out what the same processes spend on two-byte GETs (start-up, TLS handshake; s3rver
-// answers a one-byte range with the whole object).
+// `parts` curl processes, each GETting one contiguous range of `url` to /dev/null, or to a file
+// of its own in a fresh directory on tmpfs when `to_tmpfs` (what writing every byte through costs
+// this machine). Their CPU per GB leaves out what the same processes spend on two-byte GETs
+// (start-up, TLS handshake; s3rver answers a one-byte range with the whole object).
 void curl_ranges(benchmark::State& state, const std::string& key, const std::string& url,
-                 std::uint64_t parts, const std::vector<std::string>& options = {}) {
+                 std::uint64_t parts, const std::vector<std::string>& options = {},
+                 bool to_tmpfs = false) {
   const auto& env = environment();
   const auto curl = testing::find_program("curl");
   if (!curl) {
@@ -280,21 +291,33 @@ void curl_ranges(benchmark::State& state, const std::string& key, const std::str
   for (auto _ : state) {
     const double start_up =
         run_curls(*curl, url, options, parts, [](std::uint64_t) { return std::string("0-1"); });
+    const std::filesystem::path into = to_tmpfs ? bench_tmpfs_directory("curl") : "";
+    if (to_tmpfs) std::filesystem::create_directories(into);
     const auto start = Clock::now();
-    const double cpu = run_curls(*curl, url, options, parts, [&](std::uint64_t i) {
-      const std::uint64_t begin = env.file_size * i / parts;
-      const std::uint64_t end = env.file_size * (i + 1) / parts - 1;
-      return std::to_string(begin) + "-" + std::to_string(end);
-    });
+    const double cpu = run_curls(
+        *curl, url, options, parts,
+        [&](std::uint64_t i) {
+          const std::uint64_t begin = env.file_size * i / parts;
+          const std::uint64_t end = env.file_size * (i + 1) / parts - 1;
+          return std::to_string(begin) + "-" + std::to_string(end);
+        },
+        into);
     record(state, key, env.file_size, std::chrono::duration<double>(Clock::now() - start).count());
     record_cpu(state, key, env.file_size, std::max(0.0, cpu - start_up));
+    if (to_tmpfs) std::filesystem::remove_all(into);
   }
-  finish(state, key, env.file_size);
+  finish(state, key, env.file_size, to_tmpfs ? curl_name(static_cast<std::int64_t>(parts)) : "");
 }
 
 void BM_CurlCeiling(benchmark::State& state) {
   curl_ranges(state, curl_name(state.range(0)), environment().http_url(),
               static_cast<std::uint64_t>(state.range(0)));
+}
+
+// The ceiling of a load that keeps every byte: curl writing its ranges to tmpfs.
+void BM_CurlToTmpfsCeiling(benchmark::State& state) {
+  curl_ranges(state, curl_name(state.range(0)) + " to tmpfs", environment().http_url(),
+              static_cast<std::uint64_t>(state.range(0)), {}, true);
 }
 
 void BM_HttpsCurlCeiling(benchmark::State& state) {
@@ -520,10 +543,7 @@ void BM_CacheFillStream(benchmark::State& state) {
   const std::string key = fill ? "http, filling a cache" : "http, no cache";
   std::uint64_t bytes = 0;
   for (auto _ : state) {
-    const std::filesystem::path shm = "/dev/shm";
-    const std::filesystem::path cache =
-        (std::filesystem::is_directory(shm) ? shm : std::filesystem::temp_directory_path()) /
-        ("tensorstream-bench-cache-" + std::to_string(::getpid()));
+    const std::filesystem::path cache = bench_tmpfs_directory("cache");
     std::filesystem::remove_all(cache);
     StreamerOptions options;
     if (fill) options.store.get<CacheOptions>().directory = cache.string();
@@ -594,6 +614,8 @@ BENCHMARK(BM_CacheWarmStream)->ArgName("warm")->Arg(1)->Arg(0)->UseManualTime()
     ->Iterations(iterations)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_CacheFillStream)->ArgName("fill")->Arg(0)->Arg(1)->UseManualTime()
     ->Iterations(iterations)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CurlToTmpfsCeiling)->Arg(32)->UseManualTime()->Iterations(iterations)
+    ->Unit(benchmark::kMillisecond);
 
 void print_ratios() {
   const auto& r = results();

@@ -1,5 +1,6 @@
-// The local cache tier end to end: `tensorstream stream --cache DIR` over a real nginx, with the
-// bytes nginx served counted from its access log.
+// The local cache tier end to end: `tensorstream stream --cache DIR` (and `serve`, `partition`)
+// over a real nginx, with the bytes nginx served counted from its access log, and over s3rver,
+// with its object reads counted by a proxy in front of it.
 
 #include <gtest/gtest.h>
 #include <fcntl.h>
@@ -17,7 +18,9 @@
 #include <thread>
 #include <vector>
 
+#include "storage/s3rver_test.hpp"
 #include "support/child_process.hpp"
+#include "support/fault_proxy.hpp"
 #include "support/files.hpp"
 #include "support/nginx_server.hpp"
 #include "support/process.hpp"
@@ -30,6 +33,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::ChildProcess;
+using testing::FaultProxy;
 using testing::NginxServer;
 using testing::run_cli;
 using testing::sorted_tensor_lines;
@@ -83,6 +87,33 @@ class CacheCli : public ::testing::Test {
                                           "--chunk-size", "64KiB", "--cache", cache().string()};
     arguments.insert(arguments.end(), more.begin(), more.end());
     return run_cli(arguments);
+  }
+
+  // Runs `serve SOURCE --tp 1` with `more` until it is ready, and returns the tensor lines
+  // `attach --rank 0 --json --checksum sha256` prints of what it serves; stops it after.
+  std::vector<std::string> served_tensors(const std::string& source,
+                                          std::vector<std::string> more = {}) {
+    const fs::path socket = logs_.path() / "store.sock";
+    const fs::path ready = logs_.path() / "ready.json";
+    const fs::path log = logs_.path() / "serve.log";
+    std::vector<std::string> argv = {TENSORSTREAM_CLI_PATH, "serve", source, "--tp", "1",
+                                     "--socket", socket.string(), "--ready-file", ready.string()};
+    argv.insert(argv.end(), more.begin(), more.end());
+    ChildProcess server(argv, log);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!fs::exists(ready)) {
+      if (server.exited() || std::chrono::steady_clock::now() > deadline) {
+        ADD_FAILURE() << "serve did not become ready: " << testing::read_text_file(log);
+        return {};
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    const auto attached = run_cli({"attach", socket.string(), "--rank", "0", "--json",
+                                   "--checksum", "sha256"});
+    EXPECT_EQ(attached.exit_code, 0) << attached.err;
+    const int status = server.stop();
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << testing::read_text_file(log);
+    return sorted_tensor_lines(attached.out);
   }
 
   // What the file's tensors are, read from the file itself.
@@ -371,6 +402,17 @@ TEST_F(CacheCli, PartitionReadsThroughTheCacheAndOfflineWritesTheSame) {
   }
 }
 
+TEST_F(CacheCli, ServeLoadsThroughTheCacheAndAgainWithoutADataRequest) {
+  start_nginx();
+  const auto expected = served_tensors(model_file().string());
+  ASSERT_FALSE(expected.empty());
+  EXPECT_EQ(served_tensors(url_, {"--cache", cache().string()}), expected);
+  const std::uint64_t cold_served = served();
+  EXPECT_GE(cold_served, file_size_ - 1024);
+  EXPECT_EQ(served_tensors(url_, {"--cache", cache().string()}), expected);
+  EXPECT_EQ(served(), cold_served) << "the second serve fetched data";
+}
+
 TEST_F(CacheCli, LsAndDuSayWhatTheCacheHolds) {
   start_nginx();
   ASSERT_EQ(stream({"--include", "*layers.0.*"}).exit_code, 0);
@@ -447,6 +489,64 @@ TEST_F(CacheCli, TheCacheCommandNeedsADirectory) {
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_EQ(result.err,
             "tensorstream: error: name the cache: --cache DIR, or TENSORSTREAM_CACHE_DIR\n");
+}
+
+// The same over S3: s3rver's ETag is the version, and a proxy counts the object reads it serves.
+class CacheS3Cli : public s3::testing::S3rverTest {
+ protected:
+  void SetUp() override {
+    S3rverTest::SetUp();
+    if (IsSkipped()) return;
+    generate_synthetic_model((models_.path() / "m").string(), {.preset = "tiny"});
+    put_model();
+    proxy_ = std::make_unique<FaultProxy>(s3rver_->port(), FaultProxy::Faults{});
+    set("AWS_ENDPOINT_URL", proxy_->endpoint());
+  }
+
+  fs::path model_file() const { return models_.path() / "m" / "model.safetensors"; }
+  void put_model() const { s3rver_->put("models", "m/model.safetensors", model_file()); }
+
+  testing::ProcessResult stream() const {
+    return run_cli({"stream", "s3://models/m/model.safetensors", "--json", "--checksum", "sha256",
+                    "--chunk-size", "64KiB", "--cache", cache_.path().string()});
+  }
+
+  std::vector<std::string> oracle() const {
+    const auto local = run_cli({"stream", model_file().string(), "--json", "--checksum", "sha256"});
+    EXPECT_EQ(local.exit_code, 0) << local.err;
+    return sorted_tensor_lines(local.out);
+  }
+
+  TempDir models_;
+  TempDir cache_;
+  std::unique_ptr<FaultProxy> proxy_;
+};
+
+TEST_F(CacheS3Cli, AColdLoadFillsTheNextReadsNothingAndARewrittenObjectIsFetchedAgain) {
+  const auto expected = oracle();
+  const auto cold = stream();
+  ASSERT_EQ(cold.exit_code, 0) << cold.err;
+  EXPECT_EQ(sorted_tensor_lines(cold.out), expected);
+  const int cold_reads = proxy_->reads();
+  EXPECT_GT(cold_reads, 1);
+
+  const auto warm = stream();
+  ASSERT_EQ(warm.exit_code, 0) << warm.err;
+  EXPECT_EQ(sorted_tensor_lines(warm.out), expected);
+  EXPECT_EQ(proxy_->reads(), cold_reads) << "the warm load read objects";
+  EXPECT_EQ(cache_summary_value(warm.out, "source_bytes"), 0);
+
+  // Same size and key, other bytes: a new ETag, so a new entry, fetched whole.
+  testing::invert_tensor_data(model_file());
+  put_model();
+  const auto rewritten_expected = oracle();
+  ASSERT_NE(rewritten_expected, expected);
+  const auto rewritten = stream();
+  ASSERT_EQ(rewritten.exit_code, 0) << rewritten.err;
+  EXPECT_EQ(sorted_tensor_lines(rewritten.out), rewritten_expected);
+  EXPECT_GE(proxy_->reads() - cold_reads, cold_reads - 1);
+  EXPECT_LE(cache_summary_value(rewritten.out, "cache_bytes"), 64 * 1024);
+  EXPECT_EQ(entry_data_files(cache_.path()).size(), 2u) << "one entry per version";
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <set>
 #include <thread>
@@ -172,6 +173,37 @@ TEST_F(DistributedCli, TwoRanksOverNginxPrintTheStreamAndReadItOnce) {
 
 TEST_F(DistributedCli, FourRanksOverNginxPrintTheStreamAndReadItOnce) {
   expect_read_once_over_nginx(4);
+}
+
+TEST_F(DistributedCli, RanksOfANodeShareACacheAndTheNextRunFetchesNothing) {
+  auto nginx = start_nginx();
+  if (!nginx) TENSORSTREAM_SKIP_UNLESS_CI("nginx is not installed");
+  TempDir cache;
+  const auto alone = run_cli({"stream", model_file(), "--json", "--checksum", "sha256"});
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  const std::vector<std::string> flags = {
+      nginx->base_url() + "/small/model.safetensors", "--json", "--checksum", "sha256",
+      "--chunk-size", "64KiB", "--group-timeout", "30", "--cache", cache.path().string()};
+  const std::filesystem::path access_log = logs_.path() / "access.log";
+  std::uint64_t first_served = 0;
+  for (const int run : {0, 1}) {
+    Ranks ranks(logs_, 2, flags);
+    const auto codes = ranks.wait();
+    std::uint64_t from_source = 0;
+    for (int rank = 0; rank < 2; ++rank) {
+      ASSERT_EQ(codes[static_cast<std::size_t>(rank)], 0) << ranks.output(rank);
+      EXPECT_EQ(rank_tensor_lines(ranks.output(rank)), sorted_tensor_lines(alone.out))
+          << "run " << run << ", rank " << rank;
+      from_source += summary_value(ranks.output(rank), "source_bytes");
+    }
+    if (run == 0) {
+      first_served = testing::served_bytes(access_log);
+      EXPECT_GE(first_served, summary_value(alone.out, "bytes"));
+    } else {
+      EXPECT_EQ(from_source, 0u);
+      EXPECT_EQ(testing::served_bytes(access_log), first_served) << "the second run fetched data";
+    }
+  }
 }
 
 TEST_F(DistributedCli, TheHumanLineSaysWhatTheOtherRanksBroadcast) {

@@ -258,14 +258,21 @@ bool CacheEntry::fill(std::uint64_t offset, std::span<const std::byte> bytes) {
   int error = 0;
   for (Segment& piece : pieces) {
     const auto part = bytes.subspan(piece.offset - offset, piece.length);
-    piece.hash = segment_hash(part);
-    for (std::size_t done = 0; error == 0 && done < part.size();) {
-      const ssize_t wrote = ::pwrite(data_fd_, part.data() + done, part.size() - done,
-                                     static_cast<off_t>(piece.offset + done));
-      if (wrote < 0 && errno == EINTR) continue;
-      if (wrote <= 0) error = wrote < 0 ? errno : EIO;
-      if (wrote > 0) done += static_cast<std::size_t>(wrote);
+    SegmentHasher hasher;
+    // In pieces, so that the write copies each from the processor's cache the hash left it in.
+    for (std::size_t at = 0; error == 0 && at < part.size();) {
+      const auto bit = part.subspan(at, std::min(hash_piece, part.size() - at));
+      hasher.update(bit);
+      for (std::size_t done = 0; error == 0 && done < bit.size();) {
+        const ssize_t wrote = ::pwrite(data_fd_, bit.data() + done, bit.size() - done,
+                                       static_cast<off_t>(piece.offset + at + done));
+        if (wrote < 0 && errno == EINTR) continue;
+        if (wrote <= 0) error = wrote < 0 ? errno : EIO;
+        if (wrote > 0) done += static_cast<std::size_t>(wrote);
+      }
+      at += bit.size();
     }
+    piece.hash = hasher.digest();
   }
   std::lock_guard lock(mutex_);
   for (const Segment& piece : pieces) {
