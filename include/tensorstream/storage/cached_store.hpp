@@ -45,9 +45,12 @@ TENSORSTREAM_API std::optional<ResolvedCache> resolve_cache(const StoreOptions& 
 /// - **Several processes.** Entries are shared by every process using the directory. A range
 ///   one process is filling is not written by another (which reads it from the source), and
 ///   no range is read before it is recorded. Entries in use are never evicted.
-/// - **Write-through.** Bytes from the source land in the caller's destination, and are then
-///   written to the entry from there by the cache's threads: no second copy in memory, no
-///   second request. Recording happens later, off the read's path, on a thread of its own.
+/// - **Write-through.** Bytes from the source land in the caller's destination; a copy of them
+///   (in buffers of at most 256 MiB in all, reused) is written to the entry later by the cache's
+///   writer threads, so that a read completes without waiting for the disk. Past that bound a
+///   read writes its bytes from the destination before it completes: the stream slows to the
+///   disk's pace instead of holding more memory. Recording happens later still, on a thread of
+///   its own. No second request.
 /// - **Offline.** CacheMode::offline asks the source nothing: sizes, listings and bytes come
 ///   from the cache's most recently used entry of each object; what it lacks is an error that
 ///   says so.

@@ -263,6 +263,9 @@ bool CacheEntry::fill(std::uint64_t offset, std::span<const std::byte> bytes) {
     for (std::size_t at = 0; error == 0 && at < part.size();) {
       const auto bit = part.subspan(at, std::min(hash_piece, part.size() - at));
       hasher.update(bit);
+      // One writer at a time: the kernel serialises writes to a file anyway, and its waiters
+      // spin while the writer copies, which takes a core from the stream on a small machine.
+      std::lock_guard writing(write_mutex_);
       for (std::size_t done = 0; error == 0 && done < bit.size();) {
         const ssize_t wrote = ::pwrite(data_fd_, bit.data() + done, bit.size() - done,
                                        static_cast<off_t>(piece.offset + at + done));

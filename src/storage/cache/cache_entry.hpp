@@ -79,6 +79,7 @@ class CacheEntry {
   std::atomic<int> direct_fd_{-1};  // set back to -1 (and leaked) if the file system refuses
 
   std::mutex commit_mutex_;
+  std::mutex write_mutex_;  // fill()'s writes to the data file
   std::mutex mutex_;
   Segments segments_;
   std::uint64_t journal_read_ = 0;  // bytes of the journal taken in

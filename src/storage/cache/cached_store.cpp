@@ -2,10 +2,13 @@
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <algorithm>
+#include <bit>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -38,6 +41,61 @@ namespace {
 // Threads that read and write entries. Reads from a cold page cache wait for the disk, and
 // each thread has one read in flight: enough of them keep a fast disk's queue full.
 constexpr unsigned cache_threads = 8;
+
+// Threads that write copies of fetched ranges: writes to one file take turns, so two serve a
+// model of several files.
+constexpr unsigned writer_threads = 2;
+
+// Copies of fetched ranges waiting to be written to their entries, at most. Reads that
+// complete together (as a stream's do) would otherwise each wait for the writes queued before
+// theirs; past this, a read waits for its own write, which holds the stream to the disk's pace.
+constexpr std::size_t write_behind_limit = std::size_t{256} << 20;
+
+// Buffers for the copies, kept for reuse (fresh pages cost more than the copy), their capacity
+// in all bounded by a limit.
+class WriteBehindBuffers {
+ public:
+  struct Buffer {
+    std::unique_ptr<std::byte[]> data;
+    std::size_t capacity = 0;
+  };
+
+  explicit WriteBehindBuffers(std::size_t limit) : limit_(limit) {}
+
+  // A buffer of at least `size` bytes; nullopt when that would pass the limit.
+  std::optional<Buffer> take(std::size_t size) {
+    std::lock_guard lock(mutex_);
+    const auto fits = std::find_if(free_.begin(), free_.end(),
+                                   [&](const Buffer& buffer) { return buffer.capacity >= size; });
+    if (fits != free_.end()) {
+      Buffer buffer = std::move(*fits);
+      free_.erase(fits);
+      return buffer;
+    }
+    // Smaller free buffers make room for a larger one.
+    while (held_ + std::bit_ceil(size) > limit_ && !free_.empty()) {
+      held_ -= free_.back().capacity;
+      free_.pop_back();
+    }
+    // Whole powers of two, so that the ranges of one stream, which differ a little in size,
+    // reuse each other's buffers.
+    const std::size_t capacity = std::bit_ceil(std::max(size, std::size_t{1} << 20));
+    if (held_ + capacity > limit_) return std::nullopt;
+    held_ += capacity;
+    return Buffer{std::make_unique_for_overwrite<std::byte[]>(capacity), capacity};
+  }
+
+  void give_back(Buffer buffer) {
+    std::lock_guard lock(mutex_);
+    free_.push_back(std::move(buffer));
+  }
+
+ private:
+  std::mutex mutex_;
+  const std::size_t limit_;
+  std::size_t held_ = 0;  // capacity of every buffer, free or taken
+  std::vector<Buffer> free_;
+};
 
 std::string depth_name(ListDepth depth) { return depth == ListDepth::recursive ? "all" : "one"; }
 
@@ -109,6 +167,13 @@ struct CachedStore::State {
       io.get_executor()};
   std::vector<async::LibraryThread> threads;
 
+  // The writes of fill_later(), on threads of their own, so that the copies and reads of later
+  // ranges never queue behind them.
+  asio::io_context writes{1};
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> writes_work{
+      writes.get_executor()};
+  std::vector<async::LibraryThread> writers;
+
   // The entry of each key, once asked for: null where the object is not cached.
   std::mutex mutex;
   std::map<std::string, std::shared_ptr<CacheEntry>> entries;
@@ -116,6 +181,8 @@ struct CachedStore::State {
 
   std::atomic<std::uint64_t> cached_bytes{0};
   std::atomic<std::uint64_t> direct_bytes{0};  // of those, read with direct I/O
+
+  WriteBehindBuffers write_behind{write_behind_limit};
 
   // The recording thread: entries with ranges written and not yet recorded.
   std::mutex sync_mutex;
@@ -154,6 +221,35 @@ struct CachedStore::State {
       unrecorded.insert(entry);
     }
     sync_wake.notify_one();
+  }
+
+  // Writes `bytes`, the object's from `offset`, to `entry` (on a cache thread); false when they
+  // were not written, which leaves them to a later load.
+  bool fill(const std::shared_ptr<CacheEntry>& entry, std::uint64_t offset,
+            std::span<const std::byte> bytes) {
+    try {
+      if (!entry->fill(offset, bytes)) return false;
+      written(entry);
+      return true;
+    } catch (const StorageError& error) {
+      log(LogLevel::warning, std::string("cache: ") + error.what());
+      return false;
+    }
+  }
+
+  // Copies `bytes` for a fill that a writer thread runs later (called on a cache thread); false
+  // when the copies waiting already hold the limit.
+  bool fill_later(const std::shared_ptr<CacheEntry>& entry, std::uint64_t offset,
+                  std::span<const std::byte> bytes) {
+    auto buffer = write_behind.take(bytes.size());
+    if (!buffer) return false;
+    std::memcpy(buffer->data.get(), bytes.data(), bytes.size());
+    auto copy = std::make_shared<WriteBehindBuffers::Buffer>(std::move(*buffer));
+    asio::post(writes, [this, entry, offset, copy, size = bytes.size()] {
+      fill(entry, offset, std::span<const std::byte>(copy->data.get(), size));
+      write_behind.give_back(std::move(*copy));
+    });
+    return true;
   }
 };
 
@@ -289,20 +385,26 @@ CachedStore::CachedStore(std::unique_ptr<ObjectStore> source, ResolvedCache cach
   for (unsigned i = 0; i < cache_threads; ++i) {
     state_->threads.emplace_back("ts-cache", [state = state_.get()] { state->io.run(); });
   }
+  for (unsigned i = 0; i < writer_threads; ++i) {
+    state_->writers.emplace_back("ts-cache-wr", [state = state_.get()] { state->writes.run(); });
+  }
   state_->recorder = async::LibraryThread("ts-cache-rec", [state = state_.get()] {
     state->record_loop();
   });
 }
 
 CachedStore::~CachedStore() {
+  // The writes still waiting first, then the recorder, which records them.
+  state_->work.reset();
+  for (auto& thread : state_->threads) thread.join();
+  state_->writes_work.reset();
+  for (auto& thread : state_->writers) thread.join();
   {
     std::lock_guard lock(state_->sync_mutex);
     state_->stopping = true;
   }
   state_->sync_wake.notify_one();
   state_->recorder.join();
-  state_->work.reset();
-  for (auto& thread : state_->threads) thread.join();
 }
 
 std::string CachedStore::url(const std::string& key) const { return source_->url(key); }
@@ -471,14 +573,12 @@ asio::awaitable<void> CachedStore::read_range(std::string key, std::uint64_t off
     const std::span<std::byte> part = destination.subspan(from - offset, to - from);
     co_await source_->read_range(key, from, part);
     if (state->cache.mode != CacheMode::readwrite || !entry->writable()) continue;
-    auto filling = on_cache_threads(state->io, [entry, from = from, part] {
-      return entry->fill(from, part);
+    // The read is done once its bytes are copied for a later write, or, past the limit of those
+    // copies, written.
+    auto filling = on_cache_threads(state->io, [state, entry, from = from, part] {
+      if (!state->fill_later(entry, from, part)) state->fill(entry, from, part);
     });
-    try {
-      if (co_await std::move(filling)) state->written(entry);
-    } catch (const StorageError& error) {
-      log(LogLevel::warning, std::string("cache: ") + error.what());
-    }
+    co_await std::move(filling);
   }
 }
 
