@@ -23,6 +23,9 @@ struct ResolvedCache {
   std::string directory;
   CacheMode mode = CacheMode::readwrite;
   std::optional<std::uint64_t> max_size;  ///< nullopt: no bound.
+  /// Copies of fetched bytes waiting to be written to the cache, at most (see CachedStore);
+  /// 0 has each read write its bytes before it completes.
+  std::uint64_t write_behind = std::uint64_t{256} << 20;
 };
 
 /// The cache `options` ask for (their CacheOptions, else `TENSORSTREAM_CACHE_DIR`,
@@ -46,7 +49,7 @@ TENSORSTREAM_API std::optional<ResolvedCache> resolve_cache(const StoreOptions& 
 ///   one process is filling is not written by another (which reads it from the source), and
 ///   no range is read before it is recorded. Entries in use are never evicted.
 /// - **Write-through.** Bytes from the source land in the caller's destination; a copy of them
-///   (in buffers of at most 256 MiB in all, reused) is written to the entry later by the cache's
+///   (in buffers of at most ResolvedCache::write_behind in all, reused) is written to the entry later by the cache's
 ///   writer threads, so that a read completes without waiting for the disk. Past that bound a
 ///   read writes its bytes from the destination before it completes: the stream slows to the
 ///   disk's pace instead of holding more memory. Recording happens later still, on a thread of

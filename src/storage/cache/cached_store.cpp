@@ -46,13 +46,11 @@ constexpr unsigned cache_threads = 8;
 // model of several files.
 constexpr unsigned writer_threads = 2;
 
-// Copies of fetched ranges waiting to be written to their entries, at most. Reads that
+// Buffers for copies of fetched ranges waiting to be written to their entries, kept for reuse
+// (fresh pages cost more than the copy), their capacity in all bounded by a limit. Reads that
 // complete together (as a stream's do) would otherwise each wait for the writes queued before
-// theirs; past this, a read waits for its own write, which holds the stream to the disk's pace.
-constexpr std::size_t write_behind_limit = std::size_t{256} << 20;
-
-// Buffers for the copies, kept for reuse (fresh pages cost more than the copy), their capacity
-// in all bounded by a limit.
+// theirs; past the limit, a read waits for its own write, which holds the stream to the disk's
+// pace.
 class WriteBehindBuffers {
  public:
   struct Buffer {
@@ -182,7 +180,7 @@ struct CachedStore::State {
   std::atomic<std::uint64_t> cached_bytes{0};
   std::atomic<std::uint64_t> direct_bytes{0};  // of those, read with direct I/O
 
-  WriteBehindBuffers write_behind{write_behind_limit};
+  std::optional<WriteBehindBuffers> write_behind;
 
   // The recording thread: entries with ranges written and not yet recorded.
   std::mutex sync_mutex;
@@ -241,13 +239,13 @@ struct CachedStore::State {
   // when the copies waiting already hold the limit.
   bool fill_later(const std::shared_ptr<CacheEntry>& entry, std::uint64_t offset,
                   std::span<const std::byte> bytes) {
-    auto buffer = write_behind.take(bytes.size());
+    auto buffer = write_behind->take(bytes.size());
     if (!buffer) return false;
     std::memcpy(buffer->data.get(), bytes.data(), bytes.size());
     auto copy = std::make_shared<WriteBehindBuffers::Buffer>(std::move(*buffer));
     asio::post(writes, [this, entry, offset, copy, size = bytes.size()] {
       fill(entry, offset, std::span<const std::byte>(copy->data.get(), size));
-      write_behind.give_back(std::move(*copy));
+      write_behind->give_back(std::move(*copy));
     });
     return true;
   }
@@ -375,6 +373,7 @@ CachedStore::CachedStore(std::unique_ptr<ObjectStore> source, ResolvedCache cach
     : source_(std::move(source)), state_(std::make_shared<State>()) {
   state_->cache = std::move(cache);
   state_->root = state_->cache.directory;
+  state_->write_behind.emplace(static_cast<std::size_t>(state_->cache.write_behind));
   if (state_->cache.mode != CacheMode::offline) {
     std::error_code error;
     fs::create_directories(state_->root / "objects", error);

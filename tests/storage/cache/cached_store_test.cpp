@@ -29,12 +29,12 @@ class CachedStoreTest : public ::testing::Test {
   }
 
   // A cached store over a fresh memory store of the same objects, in `mode`.
-  std::unique_ptr<CachedStore> open(CacheMode mode = CacheMode::readwrite) {
+  std::unique_ptr<CachedStore> open(CacheMode mode = CacheMode::readwrite,
+                                    std::uint64_t write_behind = ResolvedCache{}.write_behind) {
     auto source = std::make_unique<MemoryStore>("bucket", objects_);
     source_ = source.get();
-    return std::make_unique<CachedStore>(std::move(source),
-                                         ResolvedCache{cache_.path().string(), mode, std::nullopt},
-                                         io_.get_executor());
+    ResolvedCache cache{cache_.path().string(), mode, std::nullopt, write_behind};
+    return std::make_unique<CachedStore>(std::move(source), std::move(cache), io_.get_executor());
   }
 
   std::string read(ObjectStore& store, std::uint64_t offset, std::size_t size) {
@@ -60,6 +60,18 @@ TEST_F(CachedStoreTest, OnlyTheBytesTheCacheLacksAreFetched) {
   EXPECT_EQ(store->stats().cached_bytes, 1000u);
   EXPECT_EQ(store->stats().bytes, 2000u);
   EXPECT_EQ(store->stats().io_mode, "memory + cache");
+}
+
+TEST_F(CachedStoreTest, WithoutWriteBehindAReadHasWrittenItsBytesWhenItCompletes) {
+  auto writing = open(CacheMode::readwrite, 0);
+  MemoryStore* first_source = source_;
+  EXPECT_EQ(read(*writing, 100, 1000), text_.substr(100, 1000));
+  // Written, not yet recorded: a second store of this process shares the open entry.
+  auto reading = open();
+  EXPECT_EQ(read(*reading, 100, 1000), text_.substr(100, 1000));
+  EXPECT_EQ(source_->stats().bytes, 0u);
+  EXPECT_EQ(reading->stats().cached_bytes, 1000u);
+  EXPECT_EQ(first_source->stats().bytes, 1000u);
 }
 
 TEST_F(CachedStoreTest, AStoreInReadModeAddsNothing) {
