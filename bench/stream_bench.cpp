@@ -69,7 +69,8 @@ struct Environment {
     // /paced/ sends each response at 40 MB/s: 32 ranges at once, about a 10 GbE link.
     nginx = std::make_unique<testing::NginxServer>(testing::NginxServer::Options{
         .root = dir.path(),
-        .extra_config = "location /paced/ { alias " + dir.path().string() + "/; limit_rate 40m; }"});
+        .extra_config =
+            "location /paced/ { alias " + dir.path().string() + "/; limit_rate 40m; }"});
     certificates = testing::Certificates::generate(tls_dir.path());
     tls_nginx = std::make_unique<testing::NginxServer>(
         testing::NginxServer::Options{.root = dir.path(),

@@ -49,11 +49,11 @@ TENSORSTREAM_API std::optional<ResolvedCache> resolve_cache(const StoreOptions& 
 ///   one process is filling is not written by another (which reads it from the source), and
 ///   no range is read before it is recorded. Entries in use are never evicted.
 /// - **Write-through.** Bytes from the source land in the caller's destination; a copy of them
-///   (in buffers of at most ResolvedCache::write_behind in all, reused) is written to the entry later by the cache's
-///   writer threads, so that a read completes without waiting for the disk. Past that bound a
-///   read writes its bytes from the destination before it completes: the stream slows to the
-///   disk's pace instead of holding more memory. Recording happens later still, on a thread of
-///   its own. No second request.
+///   (in reused buffers of at most ResolvedCache::write_behind bytes in all) is written to the
+///   entry later by the cache's writer threads, so that a read completes without waiting for the
+///   disk. Past that bound a read writes its bytes from the destination before it completes: the
+///   stream slows to the disk's pace instead of holding more memory. Recording happens later
+///   still, on a thread of its own. No second request.
 /// - **Offline.** CacheMode::offline asks the source nothing: sizes, listings and bytes come
 ///   from the cache's most recently used entry of each object; what it lacks is an error that
 ///   says so.

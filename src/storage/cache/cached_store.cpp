@@ -221,15 +221,16 @@ struct CachedStore::State {
     sync_wake.notify_one();
   }
 
-  // Writes `bytes`, the object's from `offset`, to `entry` (on a cache thread); false when they
-  // were not written, which leaves them to a later load.
+  // Writes `bytes`, the object's from `offset`, to `entry` (on a cache or a writer thread); false
+  // when they were not written, which leaves them to a later load.
   bool fill(const std::shared_ptr<CacheEntry>& entry, std::uint64_t offset,
             std::span<const std::byte> bytes) {
     try {
       if (!entry->fill(offset, bytes)) return false;
       written(entry);
       return true;
-    } catch (const StorageError& error) {
+    } catch (const std::exception& error) {
+      // The read has its bytes either way; a write that failed leaves them to a later load.
       log(LogLevel::warning, std::string("cache: ") + error.what());
       return false;
     }
