@@ -55,6 +55,31 @@ bool try_lock_range(int fd, std::uint64_t offset, std::uint64_t length, short ty
   return ::fcntl(fd, F_OFD_SETLK, &lock) == 0;
 }
 
+// Locks for writing the parts of [from, to) that no other open file description has locked,
+// adding each to `pieces`: a range another process is filling in the middle of this one leaves
+// the parts on either side to this one.
+void lock_unlocked_parts(int fd, std::uint64_t from, std::uint64_t to,
+                         std::vector<Segment>& pieces) {
+  while (from < to) {
+    if (try_lock_range(fd, from, to - from, F_WRLCK)) {
+      pieces.push_back(Segment{from, to - from, 0});
+      return;
+    }
+    struct flock conflict {};
+    conflict.l_type = F_WRLCK;
+    conflict.l_whence = SEEK_SET;
+    conflict.l_start = static_cast<off_t>(from);
+    conflict.l_len = static_cast<off_t>(to - from);
+    if (::fcntl(fd, F_OFD_GETLK, &conflict) != 0) return;
+    if (conflict.l_type == F_UNLCK) continue;  // released meanwhile
+    const auto start = static_cast<std::uint64_t>(conflict.l_start);
+    const std::uint64_t finish =
+        conflict.l_len == 0 ? to : start + static_cast<std::uint64_t>(conflict.l_len);
+    lock_unlocked_parts(fd, from, std::max(from, start), pieces);
+    from = std::min(to, finish);
+  }
+}
+
 }  // namespace
 
 std::unique_ptr<CacheEntry> CacheEntry::open(const fs::path& directory, const EntryInfo& expected,
@@ -241,12 +266,10 @@ bool CacheEntry::fill(std::uint64_t offset, std::span<const std::byte> bytes) {
     std::sort(taken.begin(), taken.end());
     std::uint64_t from = offset;
     const auto add_piece = [&](std::uint64_t to) {
-      if (to <= from) return;
-      const Segment piece{from, to - from, 0};
-      if (try_lock_range(data_fd_, piece.offset, piece.length, F_WRLCK)) {
-        reserved_.push_back(piece);
-        pieces.push_back(piece);
-      }
+      const std::size_t before = pieces.size();
+      lock_unlocked_parts(data_fd_, from, to, pieces);
+      reserved_.insert(reserved_.end(), pieces.begin() + static_cast<std::ptrdiff_t>(before),
+                       pieces.end());
     };
     for (const auto& [begin, finish] : taken) {
       if (finish <= from || begin >= end) continue;

@@ -5,6 +5,7 @@
 #include <boost/asio/post.hpp>
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -46,21 +47,21 @@ constexpr unsigned cache_threads = 8;
 // model of several files.
 constexpr unsigned writer_threads = 2;
 
-// Buffers for copies of fetched ranges waiting to be written to their entries, kept for reuse
-// (fresh pages cost more than the copy), their capacity in all bounded by a limit. Reads that
-// complete together (as a stream's do) would otherwise each wait for the writes queued before
-// theirs; past the limit, a read waits for its own write, which holds the stream to the disk's
-// pace.
-class WriteBehindBuffers {
+// Copies of fetched ranges waiting to be written to their entries: their buffers, kept for
+// reuse (fresh pages cost more than the copy), bounded by a limit in all, and how many are out.
+// Reads that complete together (as a stream's do) would otherwise each wait for the writes
+// queued before theirs; past the limit, a read waits for its own write, which holds the stream
+// to the disk's pace.
+class WriteBehind {
  public:
   struct Buffer {
     std::unique_ptr<std::byte[]> data;
     std::size_t capacity = 0;
   };
 
-  explicit WriteBehindBuffers(std::size_t limit) : limit_(limit) {}
+  explicit WriteBehind(std::size_t limit) : limit_(limit) {}
 
-  // A buffer of at least `size` bytes; nullopt when that would pass the limit.
+  // A buffer of at least `size` bytes for a copy; nullopt when that would pass the limit.
   std::optional<Buffer> take(std::size_t size) {
     std::lock_guard lock(mutex_);
     const auto fits = std::find_if(free_.begin(), free_.end(),
@@ -68,30 +69,45 @@ class WriteBehindBuffers {
     if (fits != free_.end()) {
       Buffer buffer = std::move(*fits);
       free_.erase(fits);
+      ++out_;
       return buffer;
-    }
-    // Smaller free buffers make room for a larger one.
-    while (held_ + std::bit_ceil(size) > limit_ && !free_.empty()) {
-      held_ -= free_.back().capacity;
-      free_.pop_back();
     }
     // Whole powers of two, so that the ranges of one stream, which differ a little in size,
     // reuse each other's buffers.
     const std::size_t capacity = std::bit_ceil(std::max(size, std::size_t{1} << 20));
+    // Smaller free buffers make room for a larger one.
+    while (held_ + capacity > limit_ && !free_.empty()) {
+      held_ -= free_.back().capacity;
+      free_.pop_back();
+    }
     if (held_ + capacity > limit_) return std::nullopt;
     held_ += capacity;
+    ++out_;
     return Buffer{std::make_unique_for_overwrite<std::byte[]>(capacity), capacity};
   }
 
+  // Returns the buffer of a copy that has been written (or failed to be).
   void give_back(Buffer buffer) {
-    std::lock_guard lock(mutex_);
-    free_.push_back(std::move(buffer));
+    {
+      std::lock_guard lock(mutex_);
+      free_.push_back(std::move(buffer));
+      --out_;
+    }
+    all_back_.notify_all();
+  }
+
+  // Waits up to `patience` for every copy taken to be written.
+  void wait_until_written(std::chrono::seconds patience) {
+    std::unique_lock lock(mutex_);
+    all_back_.wait_for(lock, patience, [&] { return out_ == 0; });
   }
 
  private:
   std::mutex mutex_;
+  std::condition_variable all_back_;
   const std::size_t limit_;
   std::size_t held_ = 0;  // capacity of every buffer, free or taken
+  std::size_t out_ = 0;   // buffers taken
   std::vector<Buffer> free_;
 };
 
@@ -180,7 +196,7 @@ struct CachedStore::State {
   std::atomic<std::uint64_t> cached_bytes{0};
   std::atomic<std::uint64_t> direct_bytes{0};  // of those, read with direct I/O
 
-  std::optional<WriteBehindBuffers> write_behind;
+  std::shared_ptr<WriteBehind> write_behind;
 
   // The recording thread: entries with ranges written and not yet recorded.
   std::mutex sync_mutex;
@@ -243,7 +259,7 @@ struct CachedStore::State {
     auto buffer = write_behind->take(bytes.size());
     if (!buffer) return false;
     std::memcpy(buffer->data.get(), bytes.data(), bytes.size());
-    auto copy = std::make_shared<WriteBehindBuffers::Buffer>(std::move(*buffer));
+    auto copy = std::make_shared<WriteBehind::Buffer>(std::move(*buffer));
     asio::post(writes, [this, entry, offset, copy, size = bytes.size()] {
       fill(entry, offset, std::span<const std::byte>(copy->data.get(), size));
       write_behind->give_back(std::move(*copy));
@@ -265,10 +281,12 @@ auto on_cache_threads(asio::io_context& io, Work work) -> asio::awaitable<declty
 struct OpenEntries {
   std::mutex mutex;
   std::map<fs::path, std::weak_ptr<CacheEntry>> entries;
+  std::vector<std::weak_ptr<WriteBehind>> write_behinds;  // of the stores alive
 };
 
-// At exit, whatever the stores' recorders have not recorded yet: a program may end as soon as
-// its stream has, before the store that read it (and its recorder) is destroyed.
+// At exit, whatever the stores' writers have not written and their recorders have not recorded
+// yet: a program may end as soon as its stream has, before the store that read it (and its
+// threads) is destroyed.
 void record_open_entries();
 
 OpenEntries& open_entries() {
@@ -280,6 +298,17 @@ OpenEntries& open_entries() {
 }
 
 void record_open_entries() {
+  std::vector<std::shared_ptr<WriteBehind>> write_behinds;
+  {
+    OpenEntries& open = open_entries();
+    std::lock_guard lock(open.mutex);
+    for (const auto& write_behind : open.write_behinds) {
+      if (auto live = write_behind.lock()) write_behinds.push_back(std::move(live));
+    }
+  }
+  for (const auto& write_behind : write_behinds) {
+    write_behind->wait_until_written(std::chrono::seconds(30));
+  }
   std::vector<std::shared_ptr<CacheEntry>> entries;
   {
     OpenEntries& open = open_entries();
@@ -295,6 +324,13 @@ void record_open_entries() {
       std::fprintf(stderr, "tensorstream: warning: cache: %s\n", error.what());
     }
   }
+}
+
+void register_write_behind(const std::shared_ptr<WriteBehind>& write_behind) {
+  OpenEntries& open = open_entries();
+  std::lock_guard lock(open.mutex);
+  std::erase_if(open.write_behinds, [](const auto& other) { return other.expired(); });
+  open.write_behinds.push_back(write_behind);
 }
 
 // The open entry at `directory`, if it serves a store that is `writable` or not.
@@ -374,7 +410,9 @@ CachedStore::CachedStore(std::unique_ptr<ObjectStore> source, ResolvedCache cach
     : source_(std::move(source)), state_(std::make_shared<State>()) {
   state_->cache = std::move(cache);
   state_->root = state_->cache.directory;
-  state_->write_behind.emplace(static_cast<std::size_t>(state_->cache.write_behind));
+  state_->write_behind =
+      std::make_shared<WriteBehind>(static_cast<std::size_t>(state_->cache.write_behind));
+  register_write_behind(state_->write_behind);
   if (state_->cache.mode != CacheMode::offline) {
     std::error_code error;
     fs::create_directories(state_->root / "objects", error);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <boost/asio/io_context.hpp>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -72,6 +73,22 @@ TEST_F(CachedStoreTest, WithoutWriteBehindAReadHasWrittenItsBytesWhenItCompletes
   EXPECT_EQ(source_->stats().bytes, 0u);
   EXPECT_EQ(reading->stats().cached_bytes, 1000u);
   EXPECT_EQ(first_source->stats().bytes, 1000u);
+}
+
+TEST_F(CachedStoreTest, AProgramThatEndsWithItsStoreOpenLeavesWhatItReadCached) {
+  // Large enough that its write is still under way when exit() begins.
+  text_.resize(std::size_t{64} << 20, 'x');
+  objects_ = std::make_shared<MemoryObjects>(MemoryObjects{{"/m/model.safetensors", text_}});
+  EXPECT_EXIT(
+      {
+        CachedStore* never_closed = open().release();
+        read(*never_closed, 0, text_.size());
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
+  auto store = open();
+  EXPECT_EQ(read(*store, 0, text_.size()), text_);
+  EXPECT_EQ(source_->stats().bytes, 0u);
 }
 
 TEST_F(CachedStoreTest, AStoreInReadModeAddsNothing) {

@@ -1,0 +1,64 @@
+#include "storage/cache/cache_entry.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "support/temp_dir.hpp"
+
+namespace tensorstream::detail {
+namespace {
+
+std::span<const std::byte> text_bytes(const std::string& text) {
+  return std::as_bytes(std::span(text.data(), text.size()));
+}
+
+// Two openings of one entry, as two processes have it: their range locks exclude each other.
+class CacheEntryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (int i = 0; i < 100; ++i) text_ += static_cast<char>('a' + i % 26);
+    info_ = EntryInfo{"http://127.0.0.1/m/model.safetensors", "\"etag\"", text_.size()};
+    create_entry(root_.path(), info_);
+  }
+
+  std::unique_ptr<CacheEntry> open_entry() {
+    auto entry = CacheEntry::open(entry_directory(root_.path(), info_), info_, true);
+    EXPECT_NE(entry, nullptr);
+    return entry;
+  }
+
+  std::span<const std::byte> part(std::uint64_t offset, std::uint64_t length) const {
+    return text_bytes(text_).subspan(offset, length);
+  }
+
+  testing::TempDir root_;
+  std::string text_;
+  EntryInfo info_;
+};
+
+TEST_F(CacheEntryTest, ARangeAnotherIsFillingLeavesThePartsAroundItToThisOne) {
+  auto other = open_entry();
+  auto mine = open_entry();
+  ASSERT_TRUE(other->fill(50, part(50, 10)));  // written, locked until recorded
+  ASSERT_TRUE(mine->fill(0, part(0, 100)));
+  EXPECT_EQ(mine->commit(), 90u) << "[0, 50) and [60, 100)";
+  EXPECT_EQ(other->commit(), 10u);
+
+  auto reader = open_entry();
+  const std::vector<Segment> held = reader->overlapping(0, 100);
+  ASSERT_EQ(held.size(), 3u);
+  std::string read(100, '\0');
+  for (const Segment& segment : held) {
+    auto into = std::as_writable_bytes(std::span(read)).subspan(segment.offset, segment.length);
+    EXPECT_TRUE(reader->read(segment, segment.offset, into));
+  }
+  EXPECT_EQ(read, text_);
+}
+
+}  // namespace
+}  // namespace tensorstream::detail
