@@ -146,6 +146,36 @@ std::vector<Segment> CacheEntry::overlapping(std::uint64_t offset, std::uint64_t
   return found;
 }
 
+void CacheEntry::queue(std::uint64_t offset, std::uint64_t length) {
+  std::lock_guard lock(mutex_);
+  queued_.emplace_back(offset, length);
+}
+
+void CacheEntry::unqueue(std::uint64_t offset, std::uint64_t length) {
+  {
+    std::lock_guard lock(mutex_);
+    const auto found = std::find(queued_.begin(), queued_.end(), std::pair(offset, length));
+    if (found != queued_.end()) queued_.erase(found);
+  }
+  unqueued_.notify_all();
+}
+
+bool CacheEntry::has_queued_locked(std::uint64_t offset, std::uint64_t end) const {
+  return std::any_of(queued_.begin(), queued_.end(), [&](const auto& queued) {
+    return queued.first < end && queued.first + queued.second > offset;
+  });
+}
+
+bool CacheEntry::has_queued(std::uint64_t offset, std::uint64_t end) {
+  std::lock_guard lock(mutex_);
+  return has_queued_locked(offset, end);
+}
+
+void CacheEntry::wait_for_queued(std::uint64_t offset, std::uint64_t end) {
+  std::unique_lock lock(mutex_);
+  unqueued_.wait(lock, [&] { return !has_queued_locked(offset, end); });
+}
+
 std::uint64_t CacheEntry::filled_bytes() {
   std::lock_guard lock(mutex_);
   refresh_locked();

@@ -4,6 +4,7 @@
 // calls: CachedStore runs them on its own threads, never on a store's I/O threads.
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -41,6 +42,18 @@ class CacheEntry {
   /// recorded yet (readable, just not yet durable).
   std::vector<Segment> overlapping(std::uint64_t offset, std::uint64_t end);
 
+  /// Marks [offset, offset + length) as queued for fill() by this process (a copy waiting for a
+  /// writer thread), until unqueue() of the same range, which comes after that fill().
+  void queue(std::uint64_t offset, std::uint64_t length);
+  void unqueue(std::uint64_t offset, std::uint64_t length);
+
+  /// Whether a range queued by this process overlaps [offset, end).
+  bool has_queued(std::uint64_t offset, std::uint64_t end);
+
+  /// Waits until no range queued by this process overlaps [offset, end): a read of bytes on
+  /// their way into the file takes them from there rather than from the source.
+  void wait_for_queued(std::uint64_t offset, std::uint64_t end);
+
   /// Bytes of the object the entry holds.
   std::uint64_t filled_bytes();
 
@@ -67,6 +80,7 @@ class CacheEntry {
  private:
   CacheEntry(std::filesystem::path directory, EntryInfo info, bool writable);
   void refresh_locked();
+  bool has_queued_locked(std::uint64_t offset, std::uint64_t end) const;
   bool read_direct(std::uint64_t offset, std::span<std::byte> into);
   void append_records(const std::string& records);
 
@@ -85,6 +99,8 @@ class CacheEntry {
   std::uint64_t journal_read_ = 0;  // bytes of the journal taken in
   std::vector<Segment> written_;    // filled, not yet recorded
   std::vector<Segment> reserved_;   // being filled by this process
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> queued_;  // offset, length
+  std::condition_variable unqueued_;
 };
 
 }  // namespace tensorstream::detail

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstddef>
+#include <future>
 #include <memory>
 #include <span>
 #include <string>
@@ -58,6 +61,28 @@ TEST_F(CacheEntryTest, ARangeAnotherIsFillingLeavesThePartsAroundItToThisOne) {
     EXPECT_TRUE(reader->read(segment, segment.offset, into));
   }
   EXPECT_EQ(read, text_);
+}
+
+TEST_F(CacheEntryTest, AReadOfARangeQueuedForAWriterWaitsUntilItIsWritten) {
+  auto entry = open_entry();
+  entry->queue(20, 30);
+  EXPECT_TRUE(entry->has_queued(0, 21));
+  EXPECT_FALSE(entry->has_queued(50, 100)) << "ranges are half-open";
+  std::atomic<bool> written{false};
+  auto reading = std::async(std::launch::async, [&] {
+    entry->wait_for_queued(40, 60);
+    return std::pair(written.load(), entry->overlapping(40, 60));
+  });
+  EXPECT_EQ(reading.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
+  ASSERT_TRUE(entry->fill(20, part(20, 30)));
+  written = true;
+  entry->unqueue(20, 30);
+  const auto [after_the_write, held] = reading.get();
+  EXPECT_TRUE(after_the_write);
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].offset, 20u);
+  EXPECT_EQ(held[0].length, 30u);
+  EXPECT_FALSE(entry->has_queued(0, 100));
 }
 
 }  // namespace

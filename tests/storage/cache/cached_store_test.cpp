@@ -2,11 +2,18 @@
 
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "support/memory_store.hpp"
 #include "support/run_task.hpp"
@@ -89,6 +96,34 @@ TEST_F(CachedStoreTest, AProgramThatEndsWithItsStoreOpenLeavesWhatItReadCached) 
   auto store = open();
   EXPECT_EQ(read(*store, 0, text_.size()), text_);
   EXPECT_EQ(source_->stats().bytes, 0u);
+}
+
+// The scheduling policy of each of this process's threads named `name`.
+std::vector<int> policies_of_threads_named(const std::string& name) {
+  std::vector<int> policies;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::string comm;
+    std::getline(std::ifstream(task.path() / "comm"), comm);
+    if (comm != name) continue;
+    policies.push_back(::sched_getscheduler(std::stoi(task.path().filename().string())));
+  }
+  return policies;
+}
+
+TEST_F(CachedStoreTest, ItsWritersRunOnTheProcessorTimeTheStreamLeaves) {
+  auto store = open();
+  EXPECT_EQ(read(*store, 0, 4000), text_);
+  // Each writer lowers its own priority when it starts, which this test may overtake.
+  std::vector<int> policies;
+  for (int tries = 0; tries < 500; ++tries) {
+    policies = policies_of_threads_named("ts-cache-wr");
+    if (!policies.empty() &&
+        std::all_of(policies.begin(), policies.end(), [](int p) { return p == SCHED_IDLE; })) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(policies, std::vector<int>(2, SCHED_IDLE));
 }
 
 TEST_F(CachedStoreTest, AStoreInReadModeAddsNothing) {
