@@ -82,11 +82,22 @@ class CacheCli : public ::testing::Test {
   }
 
   // `stream URL --json --checksum sha256 --chunk-size 64KiB --cache DIR` and `more`.
-  testing::ProcessResult stream(std::vector<std::string> more = {}) {
+  std::vector<std::string> stream_arguments(std::vector<std::string> more = {}) const {
     std::vector<std::string> arguments = {"stream", url_, "--json", "--checksum", "sha256",
                                           "--chunk-size", "64KiB", "--cache", cache().string()};
     arguments.insert(arguments.end(), more.begin(), more.end());
-    return run_cli(arguments);
+    return arguments;
+  }
+
+  // The same as a child process's argv.
+  std::vector<std::string> stream_argv(std::vector<std::string> more = {}) const {
+    std::vector<std::string> argv = stream_arguments(std::move(more));
+    argv.insert(argv.begin(), TENSORSTREAM_CLI_PATH);
+    return argv;
+  }
+
+  testing::ProcessResult stream(std::vector<std::string> more = {}) {
+    return run_cli(stream_arguments(std::move(more)));
   }
 
   // Runs `serve SOURCE --tp 1` with `more` until it is ready, and returns the tensor lines
@@ -296,8 +307,7 @@ TEST_F(CacheCli, ReadModeUsesTheCacheButAddsNothing) {
 TEST_F(CacheCli, TwoLoadsAtOnceAreExactAndServedAtMostTwice) {
   start_nginx("location /m/ { limit_rate 4m; }");
   const auto expected = oracle();
-  std::vector<std::string> argv = {TENSORSTREAM_CLI_PATH, "stream", url_, "--json", "--checksum",
-                                   "sha256", "--chunk-size", "64KiB", "--cache", cache().string()};
+  const std::vector<std::string> argv = stream_argv();
   ChildProcess first(argv, logs_.path() / "first.log");
   ChildProcess second(argv, logs_.path() / "second.log");
   for (ChildProcess* process : {&first, &second}) {
@@ -315,8 +325,7 @@ TEST_F(CacheCli, TwoLoadsAtOnceAreExactAndServedAtMostTwice) {
 TEST_F(CacheCli, LoadsKilledMidFillNeverLeaveAWrongByte) {
   start_nginx("location /m/ { limit_rate 8m; }");
   const auto expected = oracle();
-  std::vector<std::string> argv = {TENSORSTREAM_CLI_PATH, "stream", url_, "--json", "--checksum",
-                                   "sha256", "--chunk-size", "64KiB", "--cache", cache().string()};
+  const std::vector<std::string> argv = stream_argv();
   std::mt19937 random(7);
   for (int round = 0; round < 20; ++round) {
     ChildProcess load(argv, logs_.path() / "killed.log");

@@ -76,10 +76,6 @@ std::size_t apply_records(std::span<const std::byte> bytes, std::uint64_t object
   return at;
 }
 
-std::uint64_t segment_hash(std::span<const std::byte> bytes) {
-  return XXH3_64bits_dispatch(bytes.data(), bytes.size());
-}
-
 SegmentHasher::SegmentHasher() : state_(XXH3_createState()) {
   if (state_ == nullptr) throw std::bad_alloc();
   XXH3_64bits_reset(static_cast<XXH3_state_t*>(state_));

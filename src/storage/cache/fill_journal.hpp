@@ -44,10 +44,8 @@ std::string encode_record(RecordKind kind, const Segment& segment);
 std::size_t apply_records(std::span<const std::byte> bytes, std::uint64_t object_size,
                           Segments& segments);
 
-/// The XXH3-64 hash of `bytes`, as a segment records it.
-std::uint64_t segment_hash(std::span<const std::byte> bytes);
-
-/// A segment's hash computed piece by piece, for segments read in pieces.
+/// A segment's hash, XXH3-64 of its bytes (which the journal's format fixes), computed piece by
+/// piece as segments are read and written.
 class SegmentHasher {
  public:
   SegmentHasher();
