@@ -2,6 +2,7 @@
 """The Python binding against the C++ tool and against Python loaders, on one checkpoint.
 
     /usr/bin/python3 bench/python_bench.py [--build build] [--runs 3] [--preset llama-7b-4layers]
+                                           [--pair]
 
 Generates the checkpoint (`tensorstream gen-model --preset`, about 2.14 GB by default), serves it
 from a loopback nginx and a loopback s3rver (the tests' servers, tests/python/servers.py), and
@@ -21,10 +22,14 @@ loads it, in turns, `--runs` times each, every load in a fresh process:
               curl otherwise), then each tensor read from disk (unbuffered) into a buffer of its
               own and wrapped with torch.frombuffer, as without streaming
 
+With --pair, only the CLI and the binding, which of the two goes first alternating from run to
+run: on a VM whose host takes freed memory back, a load's speed depends on what ran before it.
+
 Every loader's time is its load alone, without the process's start and imports; CPU seconds are
-the process's (and for downloads, the downloader's). Prints one JSON line per load and a
-table of the best run of each, with GB/s, CPU seconds per GB and the ratio to the CLI. Tensors
-are dropped as they arrive in every Python loader, so memory stays bounded in all of them.
+the process's (and for downloads, the downloader's). Prints one JSON line per load, a table of
+the best run of each, with GB/s, CPU seconds per GB and the ratio to the CLI, and the median of
+the binding's per-run ratios to the CLI. Tensors are dropped as they arrive in every Python
+loader, so memory stays bounded in all of them.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import os
 import pathlib
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -175,11 +181,24 @@ def python_load(loader, arguments, env) -> dict:
     return json.loads(run["output"].strip().splitlines()[-1])
 
 
+def report(run, source, loads, best) -> None:
+    """Prints a JSON line per load of one run and keeps the best of each loader in `best`."""
+    for loader, measured in loads.items():
+        line = {"run": run, "source": source, "loader": loader,
+                "seconds": round(measured["seconds"], 3), "cpu": round(measured["cpu"], 3)}
+        print(json.dumps(line), flush=True)
+        key = (source, loader)
+        if key not in best or measured["seconds"] < best[key]["seconds"]:
+            best[key] = dict(measured)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--build", default=str(ROOT / "build"), help="the build directory")
     parser.add_argument("--runs", type=int, default=3, help="loads of each kind per source")
     parser.add_argument("--preset", default="llama-7b-4layers", help="gen-model preset")
+    parser.add_argument("--pair", action="store_true",
+                        help="only the CLI and the binding, in alternating order")
     args = parser.parse_args()
     build = pathlib.Path(args.build).resolve()
     cli = str(build / "tensorstream")
@@ -211,6 +230,7 @@ def main() -> int:
                        "s3rver": ("s3://models/model/model.safetensors",
                                   {"endpoint_url": s3rver.endpoint})}
             best = {}
+            ratios = {source: [] for source in sources}  # the binding's to the CLI, per run
             for run in range(args.runs):
                 for source, (url, options) in sources.items():
                     endpoint = options.get("endpoint_url", "")
@@ -218,11 +238,24 @@ def main() -> int:
                     cli_command = [cli, "stream", url, "--json"]
                     if endpoint:
                         cli_command += ["--endpoint-url", endpoint]
-                    summary = json.loads(timed(cli_command, env)["output"].splitlines()[-1])
-                    loads["cli"] = {"seconds": summary["summary"]["seconds"],
-                                    "cpu": summary["summary"]["cpu_seconds"]}
-                    loads["binding"] = python_load(BINDING, [url, json.dumps(options), "release"],
-                                                   env)
+
+                    def load_cli():
+                        output = timed(cli_command, env)["output"]
+                        summary = json.loads(output.splitlines()[-1])["summary"]
+                        loads["cli"] = {"seconds": summary["seconds"],
+                                        "cpu": summary["cpu_seconds"]}
+
+                    def load_binding():
+                        loads["binding"] = python_load(
+                            BINDING, [url, json.dumps(options), "release"], env)
+
+                    first, second = (load_binding, load_cli) if run % 2 else (load_cli, load_binding)
+                    first()
+                    second()
+                    ratios[source].append(loads["cli"]["seconds"] / loads["binding"]["seconds"])
+                    if args.pair:
+                        report(run, source, loads, best)
+                        continue
                     loads["binding, tensor kept a loop"] = python_load(
                         BINDING, [url, json.dumps(options), "keep"], env)
                     loads["seed"] = python_load(SEED, [url, endpoint], env)
@@ -239,14 +272,7 @@ def main() -> int:
                     downloaded.unlink()
                     loads["download"] = {"seconds": fetch["seconds"] + load["seconds"],
                                          "cpu": fetch["cpu"] + load["cpu"], "kind": kind}
-                    for loader, measured in loads.items():
-                        line = {"run": run, "source": source, "loader": loader,
-                                "seconds": round(measured["seconds"], 3),
-                                "cpu": round(measured["cpu"], 3)}
-                        print(json.dumps(line), flush=True)
-                        key = (source, loader)
-                        if key not in best or measured["seconds"] < best[key]["seconds"]:
-                            best[key] = dict(measured)
+                    report(run, source, loads, best)
         finally:
             nginx.close()
             s3rver.close()
@@ -257,6 +283,9 @@ def main() -> int:
         name = measured.get("kind", loader)
         print(f"| {source} | {name} | {size / measured['seconds'] / 1e9:.2f} | "
               f"{measured['cpu'] / (size / 1e9):.2f} | {reference / measured['seconds']:.2f} |")
+    for source, runs in ratios.items():
+        print(f"\n{source}: the binding's speed over the CLI's, run by run: "
+              f"{', '.join(f'{ratio:.2f}' for ratio in runs)}; median {statistics.median(runs):.2f}")
     return 0
 
 
