@@ -1,6 +1,5 @@
 #include "tensorstream/bench/sweep.hpp"
 
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,12 +11,12 @@
 #include <boost/asio/use_future.hpp>
 #include <exception>
 #include <memory>
-#include <new>
 #include <numeric>
 #include <random>
 #include <set>
 #include <utility>
 
+#include "huge_page_memory.hpp"
 #include "process_cpu.hpp"
 #include "streaming/discovery.hpp"
 #include "streaming/options_check.hpp"
@@ -164,29 +163,6 @@ SweepRun stream_run(const std::string& url, StreamerOptions options) {
   return run;
 }
 
-// Anonymous memory advised to use huge pages, as a stream's tensor memory is, and written once.
-class Mapping {
- public:
-  explicit Mapping(std::size_t size) : size_(size) {
-    void* memory = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (memory == MAP_FAILED) throw std::bad_alloc();
-    ::madvise(memory, size, MADV_HUGEPAGE);
-    data_ = static_cast<std::byte*>(memory);
-    std::memset(data_, 0, size);
-  }
-  Mapping(Mapping&& other) noexcept
-      : data_(std::exchange(other.data_, nullptr)), size_(other.size_) {}
-  Mapping& operator=(Mapping&&) = delete;
-  ~Mapping() {
-    if (data_) ::munmap(data_, size_);
-  }
-  std::byte* data() const { return data_; }
-
- private:
-  std::byte* data_ = nullptr;
-  std::size_t size_ = 0;
-};
-
 // `concurrency` workers on one strand, as a stream's fetches are, each reading the next range
 // into its own buffer.
 SweepRun ceiling_run(const Url& url, const std::vector<Range>& ranges, std::size_t concurrency,
@@ -196,8 +172,10 @@ SweepRun ceiling_run(const Url& url, const std::vector<Range>& ranges, std::size
   // Memory like a stream's (huge pages where the kernel gives them), written before the clock
   // starts: the first write to fresh memory can cost more than the network, and a stream reuses
   // its memory rather than paying that for every chunk.
-  std::vector<Mapping> buffers;
-  for (std::size_t i = 0; i < workers; ++i) buffers.emplace_back(range_size);
+  std::vector<detail::HugePageMemory> buffers;
+  for (std::size_t i = 0; i < workers; ++i) {
+    std::memset(buffers.emplace_back(range_size).data(), 0, range_size);
+  }
   const double cpu_before = process_cpu_seconds();
   const auto start = Clock::now();
   try {

@@ -8,6 +8,8 @@
 #include <new>
 #include <vector>
 
+#include "huge_page_memory.hpp"
+
 namespace tensorstream::detail {
 namespace {
 
@@ -21,13 +23,6 @@ alignas(alignment) std::byte empty_tensor_storage[alignment];
 constexpr std::uint64_t page_size = 4096;
 
 std::uint64_t page_round(std::uint64_t bytes) { return (bytes + page_size - 1) / page_size * page_size; }
-
-std::byte* map(std::uint64_t size) {
-  void* memory = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (memory == MAP_FAILED) throw std::bad_alloc();
-  ::madvise(memory, size, MADV_HUGEPAGE);
-  return static_cast<std::byte*>(memory);
-}
 
 }  // namespace
 
@@ -76,7 +71,7 @@ std::byte* TensorMemoryPool::take_mapping(std::uint64_t size) {
 
   std::byte* memory = nullptr;
   try {
-    memory = map(size);
+    memory = map_huge_page_memory(size);
   } catch (...) {
     for (const auto& [piece, piece_size] : pieces) ::munmap(piece, piece_size);
     throw;

@@ -44,14 +44,20 @@ void read_exactly(int fd, const fs::path& file, std::uint64_t offset, std::span<
   }
 }
 
-// An advisory lock on [offset, offset + length) of `fd`, shared by nothing: open file
-// description locks, so that two entries of one process exclude each other as two processes do.
-bool try_lock_range(int fd, std::uint64_t offset, std::uint64_t length, short type) {
+// A lock of `type` on [offset, offset + length), as fcntl takes it.
+struct flock range_lock(short type, std::uint64_t offset, std::uint64_t length) {
   struct flock lock {};
   lock.l_type = type;
   lock.l_whence = SEEK_SET;
   lock.l_start = static_cast<off_t>(offset);
   lock.l_len = static_cast<off_t>(length);
+  return lock;
+}
+
+// An advisory lock on [offset, offset + length) of `fd`, shared by nothing: open file
+// description locks, so that two entries of one process exclude each other as two processes do.
+bool try_lock_range(int fd, std::uint64_t offset, std::uint64_t length, short type) {
+  struct flock lock = range_lock(type, offset, length);
   return ::fcntl(fd, F_OFD_SETLK, &lock) == 0;
 }
 
@@ -65,11 +71,7 @@ void lock_unlocked_parts(int fd, std::uint64_t from, std::uint64_t to,
       pieces.push_back(Segment{from, to - from, 0});
       return;
     }
-    struct flock conflict {};
-    conflict.l_type = F_WRLCK;
-    conflict.l_whence = SEEK_SET;
-    conflict.l_start = static_cast<off_t>(from);
-    conflict.l_len = static_cast<off_t>(to - from);
+    struct flock conflict = range_lock(F_WRLCK, from, to - from);
     if (::fcntl(fd, F_OFD_GETLK, &conflict) != 0) return;
     if (conflict.l_type == F_UNLCK) continue;  // released meanwhile
     const auto start = static_cast<std::uint64_t>(conflict.l_start);

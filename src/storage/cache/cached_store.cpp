@@ -4,7 +4,6 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <sched.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
@@ -17,10 +16,12 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <new>
 #include <set>
 #include <sstream>
 
 #include "byte_size.hpp"
+#include "huge_page_memory.hpp"
 #include "environment_setting.hpp"
 #include "exception_message.hpp"
 #include "storage/cache/cache_entry.hpp"
@@ -64,16 +65,7 @@ constexpr unsigned writer_threads = 2;
 // at normal priority.
 class WriteBehind {
  public:
-  struct Unmap {
-    std::size_t size = 0;
-    void operator()(std::byte* memory) const { ::munmap(memory, size); }
-  };
-  // A copy's memory, mapped on its own with transparent huge pages asked for: a fresh buffer
-  // faults in 2 MiB at a time where the system allows it.
-  struct Buffer {
-    std::unique_ptr<std::byte, Unmap> data;
-    std::size_t capacity = 0;
-  };
+  using Buffer = detail::HugePageMemory;
 
   explicit WriteBehind(std::size_t limit) : limit_(limit) {}
 
@@ -81,7 +73,7 @@ class WriteBehind {
   std::optional<Buffer> take(std::size_t size) {
     std::lock_guard lock(mutex_);
     const auto fits = std::find_if(free_.begin(), free_.end(),
-                                   [&](const Buffer& buffer) { return buffer.capacity >= size; });
+                                   [&](const Buffer& buffer) { return buffer.size() >= size; });
     if (fits != free_.end()) {
       Buffer buffer = std::move(*fits);
       free_.erase(fits);
@@ -93,18 +85,18 @@ class WriteBehind {
     const std::size_t capacity = std::bit_ceil(std::max(size, std::size_t{1} << 20));
     // Smaller free buffers make room for a larger one.
     while (held_ + capacity > limit_ && !free_.empty()) {
-      held_ -= free_.back().capacity;
+      held_ -= free_.back().size();
       free_.pop_back();
     }
     if (held_ + capacity > limit_) return std::nullopt;
-    void* memory =
-        ::mmap(nullptr, capacity, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (memory == MAP_FAILED) return std::nullopt;
-    ::madvise(memory, capacity, MADV_HUGEPAGE);
-    held_ += capacity;
-    ++out_;
-    return Buffer{std::unique_ptr<std::byte, Unmap>(static_cast<std::byte*>(memory), {capacity}),
-                  capacity};
+    try {
+      Buffer buffer(capacity);
+      held_ += capacity;
+      ++out_;
+      return buffer;
+    } catch (const std::bad_alloc&) {
+      return std::nullopt;  // the read writes its bytes itself
+    }
   }
 
   // Returns the buffer of a copy that has been written (or failed to be).
@@ -296,13 +288,13 @@ struct CachedStore::State {
                   std::span<const std::byte> bytes) {
     auto buffer = write_behind->take(bytes.size());
     if (!buffer) return false;
-    std::memcpy(buffer->data.get(), bytes.data(), bytes.size());
+    std::memcpy(buffer->data(), bytes.data(), bytes.size());
     auto copy = std::make_shared<WriteBehind::Buffer>(std::move(*buffer));
     entry->queue(offset, bytes.size());
     asio::post(writes, [this, entry, offset, copy, size = bytes.size()] {
       const bool awaited = write_behind->hurried() || reads_awaiting_writes.load() > 0;
       schedule_calling_thread(awaited ? SCHED_OTHER : SCHED_IDLE);
-      fill(entry, offset, std::span<const std::byte>(copy->data.get(), size));
+      fill(entry, offset, std::span<const std::byte>(copy->data(), size));
       entry->unqueue(offset, size);
       write_behind->give_back(std::move(*copy));
     });
