@@ -200,6 +200,8 @@ def main() -> int:
     parser.add_argument("--pair", action="store_true",
                         help="only the CLI and the binding, in alternating order")
     args = parser.parse_args()
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
     build = pathlib.Path(args.build).resolve()
     cli = str(build / "tensorstream")
     if not os.access(cli, os.X_OK) or not (build / "python" / "tensorstream").is_dir():
@@ -215,8 +217,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="python_bench.") as work:
         work = pathlib.Path(work)
         model = work / "www" / "model"
-        subprocess.run([cli, "gen-model", str(model), "--preset", args.preset], check=True,
-                       capture_output=True)
+        generated = subprocess.run([cli, "gen-model", str(model), "--preset", args.preset],
+                                   capture_output=True, text=True)
+        if generated.returncode != 0:
+            reason = generated.stderr.strip().splitlines()[-1] if generated.stderr.strip() else ""
+            parser.error(reason.removeprefix("tensorstream: error: ") or
+                         f"gen-model --preset {args.preset} failed")
         file = model / "model.safetensors"
         size = file.stat().st_size
         print(f"# checkpoint: {args.preset}, {size / 1e9:.2f} GB; {os.cpu_count()} cores",
@@ -290,4 +296,9 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BrokenPipeError:
+        # The reader went away (`| head`): the servers are closed; stop quietly, as on SIGPIPE.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
