@@ -1,6 +1,7 @@
 // `tensorstream cache ls|du|verify|prune|rm`: what a cache directory holds, and its upkeep.
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "environment_setting.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/cache_directory.hpp"
+#include "tensorstream/streaming/resolve_url.hpp"
 
 namespace tensorstream::cli {
 namespace {
@@ -23,13 +25,33 @@ struct CacheArguments {
   bool json = false;
 };
 
-// --cache, else TENSORSTREAM_CACHE_DIR.
+// --cache, else TENSORSTREAM_CACHE_DIR: a directory that a stream made a cache, or an empty
+// one. Anything else is a mistyped name, which would otherwise list as an empty cache.
 std::string cache_directory(const CacheArguments& arguments) {
-  if (!arguments.directory.empty()) return arguments.directory;
-  if (const auto setting = tensorstream::detail::environment_setting("CACHE_DIR")) {
-    return setting->value;
+  std::string directory = arguments.directory;
+  if (directory.empty()) {
+    const auto setting = tensorstream::detail::environment_setting("CACHE_DIR");
+    if (!setting) throw InvalidArgument("name the cache: --cache DIR, or TENSORSTREAM_CACHE_DIR");
+    directory = setting->value;
   }
-  throw InvalidArgument("name the cache: --cache DIR, or TENSORSTREAM_CACHE_DIR");
+  std::error_code error;
+  if (!std::filesystem::is_directory(directory, error)) {
+    throw NotFoundError(directory, std::filesystem::exists(directory, error)
+                                       ? "not a directory"
+                                       : "no such directory");
+  }
+  const bool empty = std::filesystem::is_empty(directory, error);
+  if (!error && !empty && !std::filesystem::is_directory(directory + "/objects", error)) {
+    throw NotFoundError(directory, "not a cache directory (no objects/ in it)");
+  }
+  return directory;
+}
+
+// What streams call the object that `text` names: a local path or file:// URL is the file's
+// absolute path, as a stream of it resolves it.
+std::string cache_url(const std::string& text) {
+  const Url url = resolve_url(text);
+  return url.scheme == "file" ? url.path : text;
 }
 
 std::string entry_json(const CacheEntryStatus& entry) {
@@ -124,7 +146,8 @@ void run_prune(const CacheArguments& arguments) {
 
 void run_rm(const CacheArguments& arguments) {
   std::vector<CacheEntryStatus> kept;
-  const auto removed = remove_from_cache(cache_directory(arguments), arguments.url, &kept);
+  const auto removed =
+      remove_from_cache(cache_directory(arguments), cache_url(arguments.url), &kept);
   print_entries(removed, arguments.json, "removed ");
   std::fflush(stdout);
   if (!kept.empty()) {

@@ -32,6 +32,13 @@ std::pair<Url, std::string> cleanup_prefix(const std::string& text) {
   Url url = Url::parse(text);
   if (url.scheme == "file") {
     url.path = std::filesystem::absolute(url.path).lexically_normal().string();
+    // A mistyped directory holds no stale uploads either, and would be reported clean.
+    std::error_code error;
+    if (!std::filesystem::is_directory(url.path, error)) {
+      throw NotFoundError(url.path, std::filesystem::exists(url.path, error)
+                                        ? "not a directory"
+                                        : "no such directory");
+    }
   }
   std::string prefix = url.path.empty() || url.path.front() != '/' ? "/" + url.path : url.path;
   if (prefix.back() != '/') prefix += '/';

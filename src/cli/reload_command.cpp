@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,6 +15,7 @@
 #include "cli/commands.hpp"
 #include "cli/number_checks.hpp"
 #include "tensorstream/error.hpp"
+#include "tensorstream/storage/url.hpp"
 #include "tensorstream/store/client.hpp"
 
 namespace tensorstream::cli {
@@ -56,10 +58,19 @@ std::string summary(const std::string& socket, std::string_view json) {
          format_byte_size(bytes) + ", loaded in " + time + " s";
 }
 
+// SRC as the server must read it: a relative path names a file where the user is, not where
+// the server happens to run.
+std::string source_for_server(const std::string& source) {
+  if (source.empty() || source.find("://") != std::string::npos) return source;
+  if (Url::parse(source).scheme != "file") return source;
+  return std::filesystem::absolute(source).lexically_normal().string();
+}
+
 void run_reload(const ReloadArguments& arguments) {
   const auto timeout = timeout_flag(arguments.timeout_seconds, 86400);
   const store::ReceivedReply reply =
-      store::request(arguments.socket, store::reload_request(arguments.source), timeout,
+      store::request(arguments.socket, store::reload_request(source_for_server(arguments.source)),
+                     timeout,
                      store::default_max_reply_bytes, arguments.server_uid);
   const std::string out = arguments.json ? reply.json : summary(arguments.socket, reply.json);
   std::puts(out.c_str());

@@ -2,6 +2,7 @@
 #include "cli/store_flags.hpp"
 
 #include "byte_size.hpp"
+#include "environment_setting.hpp"
 #include "storage/s3/profile_provider.hpp"
 #include "tensorstream/storage/s3/cached_provider.hpp"
 #include "tensorstream/error.hpp"
@@ -143,6 +144,14 @@ StoreOptions apply_store_flags(const StoreFlags& flags, StoreOptions options) {
     options.get<CacheOptions>().max_size = parse_byte_size(*flags.cache_size, "--cache-size");
   }
   if (flags.cache_mode) options.get<CacheOptions>().mode = parse_cache_mode(*flags.cache_mode);
+  // A cache flag without a cache would quietly read the source, which `offline` promises not to.
+  const bool has_cache = flags.cache || tensorstream::detail::environment_setting("CACHE_DIR");
+  const bool mode_needs_cache = flags.cache_mode && *flags.cache_mode != "off";
+  if (!has_cache && (mode_needs_cache || flags.cache_size)) {
+    throw InvalidArgument(std::string(mode_needs_cache ? "--cache-mode " + *flags.cache_mode
+                                                       : "--cache-size") +
+                          " needs a cache: --cache DIR, or TENSORSTREAM_CACHE_DIR");
+  }
   return options;
 }
 
@@ -153,7 +162,7 @@ void add_source_read_flags(CLI::App& command, SourceReadFlags& flags,
                      "(64MiB for az://)");
   command.add_option("--concurrency", flags.concurrency, "Range reads of SRC in flight")
       ->capture_default_str()
-      ->check(positive_number);
+      ->check(whole_number_up_to(max_concurrency_flag));
   command.add_option("--memory-limit", flags.memory_limit, memory_help)->capture_default_str();
 }
 

@@ -24,6 +24,7 @@
 #include "support/files.hpp"
 #include "support/nginx_server.hpp"
 #include "support/process.hpp"
+#include "support/scoped_environment.hpp"
 #include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
@@ -491,6 +492,58 @@ TEST_F(CacheCli, PruneAndRmRemoveEntriesNoLoadUses) {
   ASSERT_EQ(all.exit_code, 0) << all.err;
   EXPECT_EQ(all.out.rfind("removed " + url_ + "  ", 0), 0u) << all.out;
   EXPECT_TRUE(entry_data_files(cache()).empty());
+}
+
+// A mistyped --cache would otherwise list as an empty cache, and `rm` of it find nothing.
+TEST_F(CacheCli, TheCacheCommandsRefuseADirectoryThatIsNoCache) {
+  const auto missing = run_cli({"cache", "ls", "--cache", cache().string()});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.err, "tensorstream: error: " + cache().string() + ": no such directory\n");
+  const std::string models = (models_.path() / "m").string();
+  const auto other = run_cli({"cache", "du", "--cache", models});
+  EXPECT_EQ(other.exit_code, 1);
+  EXPECT_EQ(other.err,
+            "tensorstream: error: " + models + ": not a cache directory (no objects/ in it)\n");
+  fs::create_directories(cache());
+  const auto empty = run_cli({"cache", "du", "--cache", cache().string()});
+  EXPECT_EQ(empty.exit_code, 0) << empty.err;
+  EXPECT_EQ(empty.out, "0 B in 0 entries under " + cache().string() + " (0 B of 0 B cached)\n");
+}
+
+// An entry is named as streams name the object: a local file by its absolute path, whether
+// the stream and `rm` were given a file:// URL, a relative path or the path itself.
+TEST_F(CacheCli, RmFindsALocalFileByAnyNameAStreamTakes) {
+  const std::string path = model_file().string();
+  const std::vector<std::string> names = {"file://" + path, "m/model.safetensors", path};
+  for (const std::string& name : names) {
+    const fs::path here = fs::current_path();
+    fs::current_path(models_.path());
+    const auto streamed = run_cli({"stream", path, "--cache", cache().string()});
+    const auto removed = run_cli({"cache", "rm", name, "--cache", cache().string()});
+    fs::current_path(here);
+    ASSERT_EQ(streamed.exit_code, 0) << streamed.err;
+    EXPECT_EQ(removed.exit_code, 0) << name << ": " << removed.err;
+    EXPECT_EQ(removed.out.rfind("removed " + path + "  ", 0), 0u) << name << ": " << removed.out;
+    EXPECT_TRUE(entry_data_files(cache()).empty()) << name;
+  }
+}
+
+// `offline` promises to ask the source nothing; without a cache it would read all of it.
+TEST_F(CacheCli, ACacheFlagWithoutACacheIsAUsageError) {
+  testing::ScopedEnvironment environment({"TENSORSTREAM_CACHE_DIR", "FLYTE_MODEL_LOADER_CACHE_DIR"});
+  const std::string path = model_file().string();
+  const auto offline = run_cli({"stream", path, "--cache-mode", "offline"});
+  EXPECT_EQ(offline.exit_code, 2);
+  EXPECT_EQ(offline.err, "tensorstream: error: --cache-mode offline needs a cache: --cache DIR, "
+                         "or TENSORSTREAM_CACHE_DIR\n");
+  const auto size = run_cli({"stream", path, "--cache-size", "1GiB"});
+  EXPECT_EQ(size.exit_code, 2);
+  EXPECT_EQ(size.err, "tensorstream: error: --cache-size needs a cache: --cache DIR, or "
+                      "TENSORSTREAM_CACHE_DIR\n");
+  EXPECT_EQ(run_cli({"stream", path, "--cache-mode", "off"}).exit_code, 0);
+  environment.set("TENSORSTREAM_CACHE_DIR", cache().string());
+  const auto from_environment = run_cli({"stream", path, "--cache-mode", "read"});
+  EXPECT_EQ(from_environment.exit_code, 0) << from_environment.err;
 }
 
 TEST_F(CacheCli, TheCacheCommandNeedsADirectory) {

@@ -116,6 +116,15 @@ TEST_F(CleanupCli, BadDurationsAndStoresWithoutWritersAreUsageErrors) {
   EXPECT_TRUE(fs::exists(dir() / ".model.bin.tensorstream-41-00000000000000aa.tmp"));
 }
 
+// A mistyped directory holds no stale uploads either; it must not be reported clean.
+TEST_F(CleanupCli, AMissingDirectoryIsAnErrorNamingIt) {
+  const std::string missing = (dir() / "no-such").string();
+  const auto result = run_cli({"cleanup", missing});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.out, "");
+  EXPECT_EQ(result.err, "tensorstream: error: " + missing + ": no such directory\n");
+}
+
 // The time a minute ago as S3 writes times: "2026-12-01T10:00:00.000Z".
 std::string a_minute_ago() { return utc(std::time(nullptr) - 60, "%Y-%m-%dT%H:%M:%S.000Z"); }
 

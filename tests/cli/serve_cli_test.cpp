@@ -280,6 +280,21 @@ TEST_F(ServeCli, ReloadAndSighupServeNewVersionsWhileAWorkerKeepsItsBytes) {
   EXPECT_EQ(norm_of(worker), old_norm);
 }
 
+TEST_F(ServeCli, AReloadOfARelativePathReadsItWhereTheRequestIsMade) {
+  auto server = serve({raw().string(), "--tp", "2", "--socket", socket().string(),
+                       "--ready-file", ready_file().string()});
+  wait_for(ready_file(), *server);
+  // The server runs where the test does; the request comes from the model's parent directory.
+  const fs::path here = fs::current_path();
+  fs::current_path(model().parent_path());
+  const auto reloaded = run_cli({"reload", socket().string(), model().filename().string()});
+  fs::current_path(here);
+  EXPECT_EQ(reloaded.exit_code, 0) << reloaded.err;
+  EXPECT_EQ(attach(socket(), 1).manifest().model, model().string() + "/");
+  const int stopped = server->stop();
+  EXPECT_TRUE(WIFEXITED(stopped) && WEXITSTATUS(stopped) == 0) << stopped;
+}
+
 TEST_F(ServeCli, ASecondServerOnALiveSocketRefusesToStart) {
   auto first = serve({raw().string(), "--tp", "1", "--socket", socket().string(),
                       "--ready-file", ready_file().string()});
