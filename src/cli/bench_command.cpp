@@ -62,6 +62,10 @@ std::size_t parse_concurrency(const std::string& text) {
     throw InvalidArgument("--concurrency: '" + text + "' is not a number");
   }
   if (value == 0) throw InvalidArgument("--concurrency: 0 is not a positive number");
+  if (value > max_concurrency_flag) {
+    throw InvalidArgument("--concurrency: " + text + " is not between 1 and " +
+                          std::to_string(static_cast<long>(max_concurrency_flag)));
+  }
   return value;
 }
 
@@ -168,10 +172,16 @@ void run_bench(const BenchArguments& arguments) {
 
   bench::SweepOptions options;
   options.repeat = arguments.repeat;
-  if (arguments.max_bytes) options.max_bytes = parse_byte_size(*arguments.max_bytes, "--max-bytes");
+  if (arguments.max_bytes) {
+    options.max_bytes = parse_byte_size(*arguments.max_bytes, "--max-bytes");
+    if (options.max_bytes == 0) {
+      throw InvalidArgument("--max-bytes: " + *arguments.max_bytes + " is not a positive size");
+    }
+  }
   options.ceiling = arguments.ceiling;
   options.seed = arguments.seed;
-  options.stream.memory_limit = parse_byte_size(arguments.memory_limit, "--memory-limit");
+  options.stream.memory_limit = parse_memory_limit(arguments.memory_limit);
+  check_rank_flags(arguments.rank, arguments.tensor_parallel_size);
   options.stream.io_threads = arguments.io_threads;
   options.stream.rank = arguments.rank;
   options.stream.tensor_parallel_size = arguments.tensor_parallel_size;
@@ -230,9 +240,10 @@ void register_bench_command(CLI::App& app) {
       ->capture_default_str();
   command->add_option("--io-threads", arguments->io_threads, "I/O threads")
       ->capture_default_str()
-      ->check(positive_number);
+      ->check(whole_number_up_to(max_io_threads_flag));
   command->add_option("--tp", arguments->tensor_parallel_size,
-                      "Tensor-parallel size, as for `stream`");
+                      "Tensor-parallel size, as for `stream`")
+      ->check(positive_number);
   command->add_option("--rank", arguments->rank, "Tensor-parallel rank")->capture_default_str();
   command->add_option("--seed", arguments->seed, "Seed of the shuffled order (default: random)");
   add_tensor_filter_flags(*command, arguments->filter);

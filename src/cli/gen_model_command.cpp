@@ -5,6 +5,7 @@
 #include "byte_size.hpp"
 #include "cli/commands.hpp"
 #include "cli/counted.hpp"
+#include "cli/number_checks.hpp"
 #include "cli/store_flags.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
 
@@ -24,7 +25,8 @@ void register_gen_model_command(CLI::App& app) {
   command->add_option("--preset", options->preset, "tiny or llama-7b-4layers")
       ->capture_default_str();
   command->add_option("--shards", options->shards, "Number of .safetensors files")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(positive_number);
   command->add_flag("--index", options->index, "Also write model.safetensors.index.json");
   add_store_flags(*command, *store);
   command->callback([destination, options, store] {

@@ -118,7 +118,8 @@ void register_inspect_command(CLI::App& app) {
   command->add_option("--rank", arguments->rank, "Tensor-parallel rank")->capture_default_str();
   command->add_option("--tp", arguments->tensor_parallel_size,
                       "Tensor-parallel size: selects TP{N}/shard{RANK}/ under a TRAW model "
-                      "prefix; above 1, the rank files model-rank-{RANK}-part-*.safetensors");
+                      "prefix; above 1, the rank files model-rank-{RANK}-part-*.safetensors")
+      ->check(positive_number);
   add_tensor_filter_flags(*command, arguments->filter);
   add_store_flags(*command, arguments->store);
   command->callback([arguments] {

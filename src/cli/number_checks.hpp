@@ -7,11 +7,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <string>
 
 #include "byte_size.hpp"
+#include "environment_setting.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream::cli {
@@ -37,6 +39,28 @@ inline const CLI::Validator positive_number(
     },
     "POSITIVE");
 
+/// The most range reads in flight that --concurrency takes, as StreamerOptions do.
+inline constexpr double max_concurrency_flag = 4096;
+
+/// The most threads that --io-threads takes: a few per core is all that pays.
+inline constexpr double max_io_threads_flag = 1024;
+
+/// Accepts whole numbers from 1 to `most`: "--io-threads: 100000 is not between 1 and 1024".
+inline CLI::Validator whole_number_up_to(double most) {
+  return CLI::Validator(
+      [most](std::string& text) {
+        const std::string between = "between 1 and " + std::to_string(static_cast<long>(most));
+        return detail::check_number(
+            text,
+            [most](double value) {
+              return value >= 1 && value <= most && value == static_cast<double>(
+                                                                 static_cast<long>(value));
+            },
+            between.c_str());
+      },
+      "1-" + std::to_string(static_cast<long>(most)));
+}
+
 /// Accepts zero and numbers above it: "--retries: -1 is not zero or more".
 inline const CLI::Validator non_negative_number(
     [](std::string& text) {
@@ -59,14 +83,30 @@ inline std::uint64_t parse_chunk_size(const std::string& text) {
   return size;
 }
 
+/// Holds a chunk size from the environment (TENSORSTREAM_CHUNK_SIZE, else
+/// FLYTE_MODEL_LOADER_CHUNK_SIZE) to --chunk-size's minimum, since the variable stands in for the
+/// flag; the library takes any positive size, as the Python original did.
+/// @throws InvalidArgument, a usage error naming the variable.
+inline void check_environment_chunk_size() {
+  const auto setting = tensorstream::detail::environment_setting("CHUNK_SIZE");
+  if (!setting) return;
+  if (tensorstream::detail::positive_byte_size(*setting) < min_chunk_size) {
+    throw InvalidArgument(setting->variable + "='" + setting->value +
+                          "' is below the minimum of 64KiB (each chunk is a request of its own)");
+  }
+}
+
 /// A `--timeout SECONDS` value as milliseconds, checked to lie in (0, most], or [0, most] where
 /// `zero_allowed`.
-/// @throws InvalidArgument, a usage error: "--timeout: 9000.000000 is not between 0 and 3600
-///   seconds".
+/// @throws InvalidArgument, a usage error: "--timeout: 9000 is not between 0 and 3600 seconds"
+///   (or "is not above 0 and at most 3600 seconds" where zero is not allowed).
 inline std::chrono::milliseconds timeout_flag(double seconds, int most, bool zero_allowed = false) {
   const bool low_ok = zero_allowed ? seconds >= 0 : seconds > 0;
   if (!(low_ok && seconds <= most)) {
-    throw InvalidArgument("--timeout: " + std::to_string(seconds) + " is not between 0 and " +
+    char given[32];
+    std::snprintf(given, sizeof given, "%g", seconds);
+    throw InvalidArgument("--timeout: " + std::string(given) +
+                          (zero_allowed ? " is not between 0 and " : " is not above 0 and at most ") +
                           std::to_string(most) + " seconds");
   }
   return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(seconds * 1000)));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/number_checks.hpp"
 #include "cli/suggestion.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
@@ -29,11 +30,20 @@ LogLevel chosen_log_level(int verbose, bool quiet) {
                         std::string(log_level_names) + ")");
 }
 
+// The subcommand of `parent` called `name`; null for none.
+const CLI::App* find_command(const CLI::App& parent, const std::string& name) {
+  for (const CLI::App* command : parent.get_subcommands([](const CLI::App*) { return true; })) {
+    if (command->get_name() == name) return command;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 int run(int argc, char** argv) {
   CLI::App app{"Streams safetensors checkpoints from object storage (file://, http(s)://, s3://, "
-               "gs://) into memory, tensor by tensor as they complete."};
+               "gs://, az://, hf://) into memory, tensor by tensor as they complete.",
+               "tensorstream"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "tensorstream " TENSORSTREAM_VERSION_TEXT,
                        "Print the version and exit");
@@ -47,8 +57,10 @@ int run(int argc, char** argv) {
   app.add_flag("-q,--quiet", quiet, "Say only errors on stderr: no warnings")
       ->excludes("--verbose");
   // Before any command's callback, so that the command logs at the level asked for.
-  app.parse_complete_callback(
-      [&] { set_log_level(chosen_log_level(verbose, quiet)); });
+  app.parse_complete_callback([&] {
+    set_log_level(chosen_log_level(verbose, quiet));
+    check_environment_chunk_size();
+  });
   register_stream_command(app);
   register_inspect_command(app);
   register_ls_command(app);
@@ -81,17 +93,26 @@ int run(int argc, char** argv) {
     if (error.get_exit_code() == 0) return app.exit(error);
     std::string message = error.what();
     std::replace(message.begin(), message.end(), '\n', ' ');
-    // CLI11 reports a word that names no command as a missing one.
+    // CLI11 reports a word that names no command as a missing one, also after `cache`.
+    std::string help = "tensorstream --help";
     if (argc > 1 && argv[1][0] != '-') {
-      const auto commands = app.get_subcommands([](const CLI::App*) { return true; });
-      const bool known = std::any_of(commands.begin(), commands.end(),
-                                     [&](const CLI::App* c) { return c->get_name() == argv[1]; });
-      if (!known) message = "unknown command '" + std::string(argv[1]) + "'";
+      const CLI::App* command = find_command(app, argv[1]);
+      if (command == nullptr) {
+        message = "unknown command '" + std::string(argv[1]) + "'";
+      } else {
+        help = "tensorstream " + command->get_name() + " --help";
+        const bool has_commands =
+            !command->get_subcommands([](const CLI::App*) { return true; }).empty();
+        if (has_commands && argc > 2 && argv[2][0] != '-' &&
+            find_command(*command, argv[2]) == nullptr) {
+          message = "unknown command '" + command->get_name() + " " + argv[2] + "'";
+        }
+      }
     }
     const std::string hint =
         suggestion(app, std::vector<std::string>(argv + 1, argv + argc));
     std::fprintf(stderr, "tensorstream: error: %s (%s)\n", message.c_str(),
-                 hint.empty() ? "see tensorstream --help" : hint.c_str());
+                 hint.empty() ? ("see " + help).c_str() : hint.c_str());
     return 2;
   } catch (const InvalidArgument& error) {
     std::fprintf(stderr, "tensorstream: error: %s\n", error.what());

@@ -180,12 +180,17 @@ void run_stream(const StreamArguments& arguments) {
     if (stats.io_mode.ends_with("cache")) {
       io_mode += " (" + format_byte_size(stats.cached_bytes) + " from the cache)";
     }
-    std::printf("streamed %s (%s)%s from %s in %.3f s: %s, first tensor after "
-                "%.1f ms [%s, %s, %s, peak memory %s%s]\n",
+    // A checkpoint without tensors has no first one to time.
+    char first[64] = "";
+    if (stats.first_tensor_seconds >= 0) {
+      std::snprintf(first, sizeof first, ", first tensor after %.1f ms",
+                    stats.first_tensor_seconds * 1e3);
+    }
+    std::printf("streamed %s (%s)%s from %s in %.3f s: %s%s [%s, %s, %s, peak memory %s%s]\n",
                 counted(stats.tensors, "tensor").c_str(), format_byte_size(stats.bytes).c_str(),
                 partition.c_str(), redact_query(url).c_str(), stats.elapsed_seconds,
-                format_byte_rate(stats.bytes, stats.elapsed_seconds).c_str(),
-                stats.first_tensor_seconds * 1e3, io_mode.c_str(),
+                format_byte_rate(stats.bytes, stats.elapsed_seconds).c_str(), first,
+                io_mode.c_str(),
                 counted(stats.requests, "request").c_str(),
                 counted(stats.retries, "retry", "retries").c_str(),
                 format_byte_size(stats.peak_memory).c_str(), group.c_str());
@@ -207,20 +212,21 @@ void register_stream_command(CLI::App& app) {
                       "Bytes per range read; default: the configured chunk size, 16MiB unless set");
   command->add_option("--concurrency", arguments->concurrency,
                       "Range reads in flight; default: the configured concurrency, 32 unless set")
-      ->check(positive_number);
+      ->check(whole_number_up_to(max_concurrency_flag));
   command->add_option("--memory-limit", arguments->memory_limit,
                       "Tensor memory held at once")
       ->capture_default_str();
   command->add_option("--io-threads", arguments->io_threads, "I/O threads")
       ->capture_default_str()
-      ->check(positive_number);
+      ->check(whole_number_up_to(max_io_threads_flag));
   command->add_option("--rank", arguments->rank,
                       "Tensor-parallel rank; with --world-size, the rank in the world (the "
                       "tensor-parallel rank is then RANK modulo --tp)")
       ->capture_default_str();
   command->add_option("--tp", arguments->tensor_parallel_size,
                       "Tensor-parallel size: selects TP{N}/shard{RANK}/ under a TRAW model "
-                      "prefix; above 1, the rank files model-rank-{RANK}-part-*.safetensors");
+                      "prefix; above 1, the rank files model-rank-{RANK}-part-*.safetensors")
+      ->check(positive_number);
   add_group_flags(*command, arguments->group);
   command->add_flag("--json", arguments->json, "One JSON object per tensor, then a summary");
   add_progress_flag(*command, arguments->progress);

@@ -41,19 +41,21 @@ std::string nearest(std::string_view word, const std::vector<std::string>& candi
 
 std::string suggestion(const CLI::App& app, const std::vector<std::string>& arguments) {
   if (arguments.empty()) return {};
-  std::vector<std::string> commands;
-  const CLI::App* chosen = nullptr;
-  for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; })) {
-    commands.push_back(command->get_name());
-    if (command->get_name() == arguments.front()) chosen = command;
-  }
-  if (chosen == nullptr) {
+  const auto commands = app.get_subcommands([](const CLI::App*) { return true; });
+  if (!commands.empty()) {
+    std::vector<std::string> names;
+    for (const CLI::App* command : commands) {
+      names.push_back(command->get_name());
+      if (command->get_name() == arguments.front()) {
+        return suggestion(*command, {arguments.begin() + 1, arguments.end()});
+      }
+    }
     if (arguments.front().starts_with("-")) return {};
-    const auto command = nearest(arguments.front(), commands);
+    const auto command = nearest(arguments.front(), names);
     return command.empty() ? "" : "did you mean '" + command + "'?";
   }
   std::vector<std::string> flags;
-  for (const CLI::Option* option : chosen->get_options()) {
+  for (const CLI::Option* option : app.get_options()) {
     for (const auto& name : option->get_lnames()) flags.push_back(name);
   }
   for (const auto& argument : arguments) {

@@ -8,9 +8,10 @@
 namespace tensorstream::cli {
 
 /// For the command line `arguments` (without the program name) that `app` refused: the nearest
-/// subcommand to an unknown first word, or the nearest long flag of the chosen subcommand to an
-/// unknown `--flag`, as "did you mean 'stream'?" (or "did you mean --chunk-size?"); empty when
-/// nothing is close (at most 2 edits away, and less than the word's length).
+/// subcommand to an unknown word where a subcommand belongs (`stream`, or `ls` after `cache`), or
+/// the nearest long flag of the chosen command to an unknown `--flag`, as "did you mean
+/// 'stream'?" (or "did you mean --chunk-size?"); empty when nothing is close (at most 2 edits
+/// away, and less than the word's length).
 std::string suggestion(const CLI::App& app, const std::vector<std::string>& arguments);
 
 }  // namespace tensorstream::cli

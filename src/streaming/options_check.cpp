@@ -18,6 +18,12 @@ void check_streamer_options(const StreamerOptions& options) {
                           " is above the limit of " + std::to_string(max_concurrency_limit));
   }
   if (options.io_threads == 0) throw InvalidArgument("io_threads must be at least 1");
+  // Threads beyond a few per core only contend; tens of thousands take the process down slowly.
+  constexpr std::size_t max_io_threads = 1024;
+  if (options.io_threads > max_io_threads) {
+    throw InvalidArgument("io_threads " + std::to_string(options.io_threads) +
+                          " is above the limit of " + std::to_string(max_io_threads));
+  }
   if (options.memory_limit == 0) throw InvalidArgument("memory_limit must be at least 1 byte");
   // First: in a world of processes, the rank the caller gave is the world's.
   check_distributed_options(options.distributed);

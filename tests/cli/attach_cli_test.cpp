@@ -107,7 +107,7 @@ TEST_F(AttachCliTest, UsageErrors) {
       run_cli({"attach", socket_path_.string(), "--rank", "0", "--timeout", "-1"});
   EXPECT_EQ(timeout.exit_code, 2);
   EXPECT_EQ(timeout.err,
-            "tensorstream: error: --timeout: -1.000000 is not between 0 and 86400 seconds\n");
+            "tensorstream: error: --timeout: -1 is not between 0 and 86400 seconds\n");
 }
 
 }  // namespace

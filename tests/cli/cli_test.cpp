@@ -15,6 +15,7 @@
 #include "support/nginx_server.hpp"
 #include "cli/shape_json.hpp"
 #include "support/process.hpp"
+#include "support/scoped_environment.hpp"
 #include "support/sha256.hpp"
 #include "support/skip.hpp"
 #include "support/temp_dir.hpp"
@@ -260,6 +261,60 @@ TEST(CliErrors, AChunkSizeBelowTheMinimumIsAUsageErrorSayingWhy) {
       << "64KiB is allowed; the missing file is the error";
 }
 
+// The variables stand in for --chunk-size, so they meet its minimum too; a byte per request
+// would read a small file with millions of them.
+TEST(CliErrors, AChunkSizeFromTheEnvironmentMeetsTheFlagsMinimum) {
+  testing::ScopedEnvironment environment({"TENSORSTREAM_CHUNK_SIZE"});
+  environment.set("FLYTE_MODEL_LOADER_CHUNK_SIZE", "1");
+  const auto result = run_cli({"stream", "/tmp/nothing-here.safetensors"});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.err, "tensorstream: error: FLYTE_MODEL_LOADER_CHUNK_SIZE='1' is below the "
+                        "minimum of 64KiB (each chunk is a request of its own)\n");
+  environment.set("TENSORSTREAM_CHUNK_SIZE", "64KiB");
+  EXPECT_EQ(run_cli({"stream", "/tmp/nothing-here.safetensors"}).exit_code, 1)
+      << "TENSORSTREAM_CHUNK_SIZE beats the other, and 64KiB is allowed";
+}
+
+// A value past what can work fails at once, naming the flag, rather than starting tens of
+// thousands of threads or saturating to the largest number.
+TEST(CliErrors, CountsAboveWhatCanWorkAreUsageErrorsNamingTheFlag) {
+  const auto expect_usage = [](const std::vector<std::string>& command, const std::string& why) {
+    const auto result = run_cli(command);
+    EXPECT_EQ(result.exit_code, 2) << command[0];
+    EXPECT_EQ(result.err, "tensorstream: error: " + why + " (see tensorstream " + command[0] +
+                              " --help)\n")
+        << command[0];
+  };
+  expect_usage({"stream", "/tmp/x/", "--io-threads", "100000"},
+               "--io-threads: 100000 is not between 1 and 1024");
+  expect_usage({"bench", "/tmp/x/", "--io-threads", "1025"},
+               "--io-threads: 1025 is not between 1 and 1024");
+  for (const std::string command : {"stream", "cp", "prefetch"}) {
+    std::vector<std::string> arguments{command, "/tmp/x/"};
+    if (command != "stream") arguments.push_back("/tmp/y");
+    arguments.insert(arguments.end(), {"--concurrency", "99999999999999999999"});
+    expect_usage(arguments, "--concurrency: 99999999999999999999 is not between 1 and 4096");
+  }
+  expect_usage({"shard", "/tmp/x/", "/tmp/y", "--tp", "2", "--concurrency", "4097"},
+               "--concurrency: 4097 is not between 1 and 4096");
+  expect_usage({"gen-model", "/tmp/y", "--shards", "0"}, "--shards: 0 is not a positive number");
+  EXPECT_EQ(run_cli({"stream", "/tmp/nothing-here.safetensors", "--io-threads", "1024",
+                     "--concurrency", "4096"})
+                .exit_code,
+            1)
+      << "the limits themselves are allowed; the missing file is the error";
+}
+
+TEST(CliErrors, ASizeOrTimeoutOfZeroNamesTheFlagAndWhatItTakes) {
+  const auto shard = run_cli({"shard", "/tmp/x/", "/tmp/y", "--tp", "2", "--max-part-size", "0"});
+  EXPECT_EQ(shard.exit_code, 2);
+  EXPECT_EQ(shard.err, "tensorstream: error: --max-part-size: 0 is not a positive size\n");
+  const auto status = run_cli({"status", "/tmp/nothing-here.sock", "--timeout", "0"});
+  EXPECT_EQ(status.exit_code, 2);
+  EXPECT_EQ(status.err,
+            "tensorstream: error: --timeout: 0 is not above 0 and at most 3600 seconds\n");
+}
+
 // Messages name the flags a user wrote, not the library's fields.
 TEST(CliErrors, RankAndTpMistakesAreUsageErrorsNamingTheFlags) {
   const auto expect_usage = [](const std::vector<std::string>& command, const std::string& why) {
@@ -275,6 +330,27 @@ TEST(CliErrors, RankAndTpMistakesAreUsageErrorsNamingTheFlags) {
   }
   expect_usage({"stream", "/tmp/x/", "--memory-limit", "0"},
                "--memory-limit: 0 is not a positive size");
+  for (const std::string command : {"stream", "inspect"}) {
+    expect_usage({command, "/tmp/x/", "--tp", "0"},
+                 "--tp: 0 is not a positive number (see tensorstream " + command + " --help)");
+  }
+}
+
+// A checkpoint of no tensors streams, and its summary has no first tensor to time.
+TEST(CliErrors, AStreamOfNoTensorsSaysSoWithoutATimeToTheFirst) {
+  TempDir dir;
+  const auto path = (dir.path() / "empty.safetensors").string();
+  {
+    std::ofstream file(path, std::ios::binary);
+    const std::uint64_t length = 8;
+    file.write(reinterpret_cast<const char*>(&length), 8);
+    file << "{}      ";
+  }
+  const auto result = run_cli({"stream", path});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(result.out.starts_with("streamed 0 tensors (0 B) from " + path + " in ")) << result.out;
+  EXPECT_EQ(result.out.find("first tensor"), std::string::npos) << result.out;
+  EXPECT_TRUE(result.out.ends_with(" 0 retries, peak memory 0 B]\n")) << result.out;
 }
 
 TEST(CliErrors, MalformedHeaderIsOneLineNamingTheFile) {
@@ -326,6 +402,22 @@ TEST(CliUsage, ABareCommandShowsTheCommandsAsAUsageError) {
   for (const std::string command : {"stream", "serve", "reload", "-v,--verbose", "-q,--quiet"}) {
     EXPECT_NE(result.err.find("  " + command), std::string::npos) << result.err;
   }
+  EXPECT_NE(result.err.find("\nUsage: tensorstream [OPTIONS] SUBCOMMAND\n"), std::string::npos)
+      << result.err;
+}
+
+TEST(CliUsage, AMistypedOrMissingCacheCommandPointsAtTheCacheCommands) {
+  const auto mistyped = run_cli({"cache", "lss", "--cache", "/tmp/x"});
+  EXPECT_EQ(mistyped.exit_code, 2);
+  EXPECT_EQ(mistyped.err, "tensorstream: error: unknown command 'cache lss' (did you mean 'ls'?)\n");
+  const auto missing = run_cli({"cache"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_EQ(missing.err,
+            "tensorstream: error: A subcommand is required (see tensorstream cache --help)\n");
+  const auto flag = run_cli({"cache", "ls", "--jsn"});
+  EXPECT_EQ(flag.exit_code, 2);
+  EXPECT_EQ(flag.err, "tensorstream: error: The following argument was not expected: --jsn (did "
+                      "you mean --json?)\n");
 }
 
 TEST(CliUsage, EveryCommandsHelpMentionsTheGlobalFlags) {
@@ -347,7 +439,7 @@ TEST(CliUsage, ParseErrorsAreOneLineUsageErrorsWithExitStatus2) {
     const auto result = run_cli(arguments);
     EXPECT_EQ(result.exit_code, 2) << result.err;
     EXPECT_TRUE(result.err.starts_with("tensorstream: error: ")) << result.err;
-    EXPECT_TRUE(result.err.ends_with(" (see tensorstream --help)\n") ||
+    EXPECT_TRUE(result.err.ends_with(" --help)\n") ||
                 result.err.ends_with("?)\n"))
         << result.err;
     EXPECT_EQ(std::count(result.err.begin(), result.err.end(), '\n'), 1) << result.err;
@@ -359,14 +451,15 @@ TEST(CliUsage, ParseErrorsAreOneLineUsageErrorsWithExitStatus2) {
             "tensorstream: error: The following arguments were not expected: 4MiB --chunksize "
             "(did you mean --chunk-size?)\n");
   EXPECT_EQ(run_cli({"stream", "x", "--concurrency", "0"}).err,
-            "tensorstream: error: --concurrency: 0 is not a positive number (see tensorstream "
-            "--help)\n");
+            "tensorstream: error: --concurrency: 0 is not between 1 and 4096 (see tensorstream "
+            "stream --help)\n");
   EXPECT_EQ(run_cli({"partition", "a", "b", "--tp", "2,x"}).err,
-            "tensorstream: error: --tp: 'x' is not a number (see tensorstream --help)\n");
+            "tensorstream: error: --tp: 'x' is not a number (see tensorstream partition "
+            "--help)\n");
   // The example in docs/cli.md.
   EXPECT_EQ(run_cli({"stream", "x", "--no-such-flag"}).err,
             "tensorstream: error: The following argument was not expected: --no-such-flag (see "
-            "tensorstream --help)\n");
+            "tensorstream stream --help)\n");
   const auto version = run_cli({"--version"});
   EXPECT_EQ(version.exit_code, 0);
   EXPECT_TRUE(std::regex_match(version.out, std::regex("tensorstream 0\\.1\\.0( \\([^)]+\\))?\n")))

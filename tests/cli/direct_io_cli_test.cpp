@@ -66,7 +66,7 @@ TEST_F(DirectIoCli, AModeOtherThanAutoOnOrOffIsAUsageError) {
   const auto flag = testing::run_cli({"stream", model_.path().string(), "--direct-io", "always"});
   EXPECT_EQ(flag.exit_code, 2);
   EXPECT_EQ(flag.err, "tensorstream: error: --direct-io: always not in {auto,on,off} (see "
-                      "tensorstream --help)\n");
+                      "tensorstream stream --help)\n");
   environment_.set("TENSORSTREAM_DIRECT_IO", "always");
   const auto variable = testing::run_cli({"stream", model_.path().string()});
   EXPECT_EQ(variable.exit_code, 2);

@@ -118,10 +118,10 @@ TEST_F(ModelLoaderCli, StreamWithAMalformedVariableNamesIt) {
 
 // One syntax everywhere: the environment takes the flags' sizes.
 TEST_F(ModelLoaderCli, StreamTakesAChunkSizeInTheFlagsSyntaxFromTheEnvironment) {
-  environment_.set("TENSORSTREAM_CHUNK_SIZE", "64KB");
+  environment_.set("TENSORSTREAM_CHUNK_SIZE", "128KB");
   const auto result = run_cli({"stream", model(), "--json"});
   EXPECT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_NE(result.out.find("\"chunk_size\":64000,"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("\"chunk_size\":128000,"), std::string::npos) << result.out;
 }
 
 }  // namespace

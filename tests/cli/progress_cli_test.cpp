@@ -104,7 +104,7 @@ TEST(ProgressCliUsage, AnUnknownModeIsAUsageError) {
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_EQ(result.err,
             "tensorstream: error: --progress: 'bogus' is not auto, always or never (see "
-            "tensorstream --help)\n");
+            "tensorstream stream --help)\n");
   EXPECT_EQ(result.out, "");
 }
 
@@ -237,7 +237,7 @@ TEST_F(ProgressCli, PartitionAndServeTakeTheFlagToo) {
   EXPECT_EQ(serve.exit_code, 2);
   EXPECT_EQ(serve.err,
             "tensorstream: error: --progress: 'x' is not auto, always or never (see "
-            "tensorstream --help)\n");
+            "tensorstream serve --help)\n");
 }
 
 }  // namespace

@@ -53,7 +53,9 @@ TEST_F(TrawCli, StreamJsonOfAModelPrefixGivesTheRanksExactTensors) {
   }
   EXPECT_EQ(std::multiset<std::string>(lines.begin(), lines.end() - 1), expected);
   EXPECT_EQ(lines.back().rfind("{\"summary\":{\"tensors\":" + std::to_string(specs_.size()), 0), 0u)
-      << lines.back();  EXPECT_NE(lines.back().find(",\"partition\":\"TP2/shard1\""), std::string::npos) << lines.back();
+      << lines.back();
+  EXPECT_NE(lines.back().find(",\"partition\":\"TP2/shard1\""), std::string::npos)
+      << lines.back();
 }
 
 TEST_F(TrawCli, TheSummaryOfARankNamesItsPartition) {

@@ -95,5 +95,12 @@ TEST_F(StreamerEnvironment, AConcurrencyAboveTheLimitIsRejected) {
             "max_concurrency 1000000000 is above the limit of 4096");
 }
 
+// Tens of thousands of threads take minutes to start and stop, for nothing a few would not do.
+TEST_F(StreamerEnvironment, IoThreadsAboveTheLimitAreRejected) {
+  StreamerOptions options;
+  options.io_threads = 1025;
+  EXPECT_EQ(construction_error(options), "io_threads 1025 is above the limit of 1024");
+}
+
 }  // namespace
 }  // namespace tensorstream
