@@ -8,6 +8,7 @@
 
 #include "byte_size.hpp"
 #include "cli/commands.hpp"
+#include "cli/existing_directory.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/time_text.hpp"
 #include "environment_setting.hpp"
@@ -34,12 +35,8 @@ std::string cache_directory(const CacheArguments& arguments) {
     if (!setting) throw InvalidArgument("name the cache: --cache DIR, or TENSORSTREAM_CACHE_DIR");
     directory = setting->value;
   }
+  require_directory(directory);
   std::error_code error;
-  if (!std::filesystem::is_directory(directory, error)) {
-    throw NotFoundError(directory, std::filesystem::exists(directory, error)
-                                       ? "not a directory"
-                                       : "no such directory");
-  }
   const bool empty = std::filesystem::is_empty(directory, error);
   if (!error && !empty && !std::filesystem::is_directory(directory + "/objects", error)) {
     throw NotFoundError(directory, "not a cache directory (no objects/ in it)");

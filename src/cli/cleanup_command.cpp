@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "cli/commands.hpp"
+#include "cli/existing_directory.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/store_flags.hpp"
 #include "cli/time_text.hpp"
@@ -32,13 +33,7 @@ std::pair<Url, std::string> cleanup_prefix(const std::string& text) {
   Url url = Url::parse(text);
   if (url.scheme == "file") {
     url.path = std::filesystem::absolute(url.path).lexically_normal().string();
-    // A mistyped directory holds no stale uploads either, and would be reported clean.
-    std::error_code error;
-    if (!std::filesystem::is_directory(url.path, error)) {
-      throw NotFoundError(url.path, std::filesystem::exists(url.path, error)
-                                        ? "not a directory"
-                                        : "no such directory");
-    }
+    require_directory(url.path);
   }
   std::string prefix = url.path.empty() || url.path.front() != '/' ? "/" + url.path : url.path;
   if (prefix.back() != '/') prefix += '/';
