@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "environment_setting.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/cache_options.hpp"
 
@@ -168,15 +169,22 @@ StoreOptions store_options(const py::dict& options) {
   if (auto direct_io = choice(options, "direct_io", direct_io_names)) {
     store.file().direct_io = *direct_io;
   }
-  if (auto directory = text(options, "cache_dir")) store.get<CacheOptions>().directory = *directory;
-  if (auto size = positive(options, "cache_size")) store.get<CacheOptions>().max_size = *size;
+  const auto directory = text(options, "cache_dir");
+  if (directory) store.get<CacheOptions>().directory = *directory;
+  const auto size = positive(options, "cache_size");
+  if (size) store.get<CacheOptions>().max_size = *size;
   static constexpr std::pair<const char*, CacheMode> cache_mode_names[] = {
       {"readwrite", CacheMode::readwrite},
       {"read", CacheMode::read},
       {"offline", CacheMode::offline},
       {"off", CacheMode::off}};
-  if (auto mode = choice(options, "cache_mode", cache_mode_names)) {
-    store.get<CacheOptions>().mode = *mode;
+  const auto mode = choice(options, "cache_mode", cache_mode_names);
+  if (mode) store.get<CacheOptions>().mode = *mode;
+  // A cache option without a cache would quietly read the source, which offline promises not to.
+  const bool mode_needs_cache = mode && *mode != CacheMode::off;
+  if (!directory && !detail::environment_setting("CACHE_DIR") && (mode_needs_cache || size)) {
+    throw InvalidArgument(std::string(mode_needs_cache ? "cache_mode" : "cache_size") +
+                          " needs a cache: cache_dir=, or TENSORSTREAM_CACHE_DIR");
   }
   return store;
 }
@@ -201,7 +209,7 @@ StreamerOptions streamer_options(const py::dict& options) {
   static constexpr std::pair<const char*, ReadOrder> order_names[] = {
       {"smallest_first", ReadOrder::smallest_first}, {"file_order", ReadOrder::file_order}};
   if (auto order = choice(options, "read_order", order_names)) result.read_order = *order;
-  if (auto threads = at_most<std::uint64_t>("io_threads", positive(options, "io_threads"), 256)) {
+  if (auto threads = at_most<std::uint64_t>("io_threads", positive(options, "io_threads"), 1024)) {
     result.io_threads = static_cast<std::size_t>(*threads);
   }
   result.store = store_options(options);

@@ -528,6 +528,22 @@ TEST_F(CacheCli, RmFindsALocalFileByAnyNameAStreamTakes) {
   }
 }
 
+// The model's own directory as the cache would get objects/ among its files, which the next copy
+// of the model would take for model files.
+TEST_F(CacheCli, AStreamRefusesADirectoryOfOtherFilesAsItsCache) {
+  const fs::path model_directory = models_.path() / "m";
+  const auto before = std::distance(fs::directory_iterator(model_directory), {});
+  const auto result = run_cli({"stream", model_file().string(), "--cache", model_directory.string()});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.err, "tensorstream: error: " + model_directory.string() +
+                            ": not a cache directory (it holds files but no objects/); give a new "
+                            "or empty directory for the cache\n");
+  EXPECT_EQ(std::distance(fs::directory_iterator(model_directory), {}), before);
+  fs::create_directories(cache());
+  const auto empty = run_cli({"stream", model_file().string(), "--cache", cache().string()});
+  EXPECT_EQ(empty.exit_code, 0) << empty.err;
+}
+
 // `offline` promises to ask the source nothing; without a cache it would read all of it.
 TEST_F(CacheCli, ACacheFlagWithoutACacheIsAUsageError) {
   testing::ScopedEnvironment environment({"TENSORSTREAM_CACHE_DIR", "FLYTE_MODEL_LOADER_CACHE_DIR"});

@@ -42,3 +42,13 @@ def test_offline_without_an_entry_is_a_not_found_error(tmp_path):
 def test_a_malformed_cache_mode_is_refused(tmp_path):
     with pytest.raises(tensorstream.InvalidArgumentError, match="cache_mode must be one of"):
         stream(str(tmp_path), cache_dir=str(tmp_path), cache_mode="sometimes")
+
+
+def test_a_cache_option_without_a_cache_is_refused(tmp_path, monkeypatch):
+    # offline promises to ask the source nothing; without a cache it would read all of it.
+    monkeypatch.delenv("TENSORSTREAM_CACHE_DIR", raising=False)
+    monkeypatch.delenv("FLYTE_MODEL_LOADER_CACHE_DIR", raising=False)
+    for option in ({"cache_mode": "offline"}, {"cache_size": 1 << 30}):
+        with pytest.raises(tensorstream.InvalidArgumentError,
+                           match=f"{next(iter(option))} needs a cache: cache_dir="):
+            stream(str(tmp_path), **option)

@@ -127,7 +127,7 @@ def test_missing_credentials_are_a_permission_error(tmp_path, monkeypatch):
     ({"read_order": "random"},
      "read_order must be one of 'smallest_first', 'file_order', got 'random'"),
     ({"connect_timeout": -1.0}, "connect_timeout must be a positive number of seconds, got -1.0"),
-    ({"io_threads": 100000}, "io_threads 100000 is too large (at most 256)"),
+    ({"io_threads": 100000}, "io_threads 100000 is too large (at most 1024)"),
     ({"max_concurrency": 10**9}, "max_concurrency 1000000000 is above the limit of 4096"),
     ({"response_timeout": 0}, "response_timeout must be a positive number of seconds, got 0"),
     ({"direct_io": "always"}, "direct_io must be one of 'auto', 'on', 'off', got 'always'"),

@@ -68,11 +68,13 @@ LoadReport load_into_tensors_blocking(SafeTensorsStreamer& streamer,
 /// Streams every tensor of `streamer` into the parameters and buffers of `module` and its
 /// submodules, named as `module.named_parameters()` and `module.named_buffers()` name them
 /// ("layers.0.mlp.up_proj.weight"); see load_into_tensors() for the rules. `streamer` and
-/// `module` must outlive the returned awaitable.
+/// `module` must outlive the returned awaitable. With GCC 12, pass `options` as a named
+/// variable, not a braced list inside the `co_await`: GCC 12 destroys such a temporary twice.
 ///
 /// @code
 /// tensorstream::SafeTensorsStreamer streamer("https://host/models/llama/");
-/// const auto report = co_await tensorstream::load_into_module(streamer, llama);
+/// const tensorstream::LoadOptions options{.strip_prefix = "model."};
+/// const auto report = co_await tensorstream::load_into_module(streamer, llama, options);
 /// @endcode
 TENSORSTREAM_API
 boost::asio::awaitable<LoadReport> load_into_module(SafeTensorsStreamer& streamer,

@@ -447,6 +447,15 @@ CachedStore::CachedStore(std::unique_ptr<ObjectStore> source, ResolvedCache cach
   state_->write_behind =
       std::make_shared<WriteBehind>(static_cast<std::size_t>(state_->cache.write_behind));
   register_write_behind(state_->write_behind);
+  // A model's own directory given as the cache would get objects/ and listings/ among its files,
+  // which the next prefetch or copy of the model would take for files of the model.
+  std::error_code listed;
+  if (fs::is_directory(state_->root, listed) && !fs::is_empty(state_->root, listed) && !listed &&
+      !fs::is_directory(state_->root / "objects", listed)) {
+    throw InvalidArgument(state_->root.string() +
+                          ": not a cache directory (it holds files but no objects/); give a "
+                          "new or empty directory for the cache");
+  }
   if (state_->cache.mode != CacheMode::offline) {
     std::error_code error;
     fs::create_directories(state_->root / "objects", error);
