@@ -12,6 +12,7 @@
 #include "cli/json_writer.hpp"
 #include "cli/time_text.hpp"
 #include "environment_setting.hpp"
+#include "storage/cache/cache_layout.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/cache_directory.hpp"
 #include "tensorstream/streaming/resolve_url.hpp"
@@ -26,8 +27,9 @@ struct CacheArguments {
   bool json = false;
 };
 
-// --cache, else TENSORSTREAM_CACHE_DIR: a directory that a stream made a cache, or an empty
-// one. Anything else is a mistyped name, which would otherwise list as an empty cache.
+// --cache, else TENSORSTREAM_CACHE_DIR: a directory that a stream made a cache, or one without
+// files of its own (empty, or a new volume with only lost+found). Anything else is a mistyped
+// name, which would otherwise list as an empty cache.
 std::string cache_directory(const CacheArguments& arguments) {
   std::string directory = arguments.directory;
   if (directory.empty()) {
@@ -36,9 +38,7 @@ std::string cache_directory(const CacheArguments& arguments) {
     directory = setting->value;
   }
   require_directory(directory);
-  std::error_code error;
-  const bool empty = std::filesystem::is_empty(directory, error);
-  if (!error && !empty && !std::filesystem::is_directory(directory + "/objects", error)) {
+  if (tensorstream::detail::holds_other_files(directory)) {
     throw NotFoundError(directory, "not a cache directory (no objects/ in it)");
   }
   return directory;

@@ -539,9 +539,11 @@ TEST_F(CacheCli, AStreamRefusesADirectoryOfOtherFilesAsItsCache) {
                             ": not a cache directory (it holds files but no objects/); give a new "
                             "or empty directory for the cache\n");
   EXPECT_EQ(std::distance(fs::directory_iterator(model_directory), {}), before);
-  fs::create_directories(cache());
-  const auto empty = run_cli({"stream", model_file().string(), "--cache", cache().string()});
-  EXPECT_EQ(empty.exit_code, 0) << empty.err;
+  // The root of a new volume holds lost+found and nothing else: a fine cache.
+  fs::create_directories(cache() / "lost+found");
+  const auto volume = run_cli({"stream", model_file().string(), "--cache", cache().string()});
+  EXPECT_EQ(volume.exit_code, 0) << volume.err;
+  EXPECT_EQ(entry_data_files(cache()).size(), 1u);
 }
 
 // `offline` promises to ask the source nothing; without a cache it would read all of it.

@@ -64,6 +64,15 @@ fs::path entry_directory(const fs::path& root, const EntryInfo& info) {
          short_hash(info.version + "\n" + std::to_string(info.size));
 }
 
+bool holds_other_files(const fs::path& root) {
+  std::error_code error;
+  if (!fs::is_directory(root, error) || fs::is_directory(root / "objects", error)) return false;
+  for (fs::directory_iterator it(root, error), end; !error && it != end; it.increment(error)) {
+    if (!it->is_directory(error)) return true;
+  }
+  return false;
+}
+
 bool cacheable(const EntryInfo& info) {
   const auto has_break = [](const std::string& text) {
     return text.find_first_of("\r\n") != std::string::npos;

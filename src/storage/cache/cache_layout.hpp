@@ -35,6 +35,11 @@ struct EntryOnDisk {
   std::chrono::system_clock::time_point last_used;
 };
 
+/// Whether `root` is a directory that holds files of its own at its top but no objects/: a
+/// model's directory given as the cache by mistake. Subdirectories alone (a new volume's
+/// lost+found) do not count.
+bool holds_other_files(const std::filesystem::path& root);
+
 /// The directory of `url`'s entries under the cache `root`.
 std::filesystem::path object_directory(const std::filesystem::path& root, const std::string& url);
 

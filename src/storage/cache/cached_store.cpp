@@ -449,9 +449,7 @@ CachedStore::CachedStore(std::unique_ptr<ObjectStore> source, ResolvedCache cach
   register_write_behind(state_->write_behind);
   // A model's own directory given as the cache would get objects/ and listings/ among its files,
   // which the next prefetch or copy of the model would take for files of the model.
-  std::error_code listed;
-  if (fs::is_directory(state_->root, listed) && !fs::is_empty(state_->root, listed) && !listed &&
-      !fs::is_directory(state_->root / "objects", listed)) {
+  if (detail::holds_other_files(state_->root)) {
     throw InvalidArgument(state_->root.string() +
                           ": not a cache directory (it holds files but no objects/); give a "
                           "new or empty directory for the cache");
