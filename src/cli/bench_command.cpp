@@ -62,9 +62,9 @@ std::size_t parse_concurrency(const std::string& text) {
     throw InvalidArgument("--concurrency: '" + text + "' is not a number");
   }
   if (value == 0) throw InvalidArgument("--concurrency: 0 is not a positive number");
-  if (value > max_concurrency_flag) {
+  if (value > tensorstream::detail::max_concurrency_limit) {
     throw InvalidArgument("--concurrency: " + text + " is not between 1 and " +
-                          std::to_string(static_cast<long>(max_concurrency_flag)));
+                          std::to_string(tensorstream::detail::max_concurrency_limit));
   }
   return value;
 }
@@ -173,14 +173,11 @@ void run_bench(const BenchArguments& arguments) {
   bench::SweepOptions options;
   options.repeat = arguments.repeat;
   if (arguments.max_bytes) {
-    options.max_bytes = parse_byte_size(*arguments.max_bytes, "--max-bytes");
-    if (options.max_bytes == 0) {
-      throw InvalidArgument("--max-bytes: " + *arguments.max_bytes + " is not a positive size");
-    }
+    options.max_bytes = parse_positive_size(*arguments.max_bytes, "--max-bytes");
   }
   options.ceiling = arguments.ceiling;
   options.seed = arguments.seed;
-  options.stream.memory_limit = parse_memory_limit(arguments.memory_limit);
+  options.stream.memory_limit = parse_positive_size(arguments.memory_limit, "--memory-limit");
   check_rank_flags(arguments.rank, arguments.tensor_parallel_size);
   options.stream.io_threads = arguments.io_threads;
   options.stream.rank = arguments.rank;
@@ -240,7 +237,7 @@ void register_bench_command(CLI::App& app) {
       ->capture_default_str();
   command->add_option("--io-threads", arguments->io_threads, "I/O threads")
       ->capture_default_str()
-      ->check(whole_number_up_to(max_io_threads_flag));
+      ->check(whole_number_up_to(tensorstream::detail::max_io_threads_limit));
   command->add_option("--tp", arguments->tensor_parallel_size,
                       "Tensor-parallel size, as for `stream`")
       ->check(positive_number);

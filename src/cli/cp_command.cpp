@@ -291,7 +291,7 @@ void register_cp_command(CLI::App& app) {
       ->add_option("--concurrency", arguments->concurrency,
                    "Range reads in flight at once, over all files")
       ->capture_default_str()
-      ->check(whole_number_up_to(max_concurrency_flag));
+      ->check(whole_number_up_to(tensorstream::detail::max_concurrency_limit));
   command
       ->add_option("--chunk-size", arguments->chunk_size,
                    "Bytes per range read and per uploaded part; memory stays below "

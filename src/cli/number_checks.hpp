@@ -14,6 +14,7 @@
 
 #include "byte_size.hpp"
 #include "environment_setting.hpp"
+#include "streaming/options_check.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream::cli {
@@ -39,26 +40,21 @@ inline const CLI::Validator positive_number(
     },
     "POSITIVE");
 
-/// The most range reads in flight that --concurrency takes, as StreamerOptions do.
-inline constexpr double max_concurrency_flag = 4096;
-
-/// The most threads that --io-threads takes: a few per core is all that pays.
-inline constexpr double max_io_threads_flag = 1024;
-
-/// Accepts whole numbers from 1 to `most`: "--io-threads: 100000 is not between 1 and 1024".
-inline CLI::Validator whole_number_up_to(double most) {
+/// Accepts whole numbers from 1 to `most` (a stream's limits: max_concurrency_limit,
+/// max_io_threads_limit): "--io-threads: 100000 is not between 1 and 1024".
+inline CLI::Validator whole_number_up_to(std::size_t most) {
+  const std::string between = "between 1 and " + std::to_string(most);
   return CLI::Validator(
-      [most](std::string& text) {
-        const std::string between = "between 1 and " + std::to_string(static_cast<long>(most));
+      [most, between](std::string& text) {
         return detail::check_number(
             text,
             [most](double value) {
-              return value >= 1 && value <= most && value == static_cast<double>(
-                                                                 static_cast<long>(value));
+              return value >= 1 && value <= static_cast<double>(most) &&
+                     value == std::floor(value);
             },
             between.c_str());
       },
-      "1-" + std::to_string(static_cast<long>(most)));
+      "1-" + std::to_string(most));
 }
 
 /// Accepts zero and numbers above it: "--retries: -1 is not zero or more".
@@ -112,11 +108,12 @@ inline std::chrono::milliseconds timeout_flag(double seconds, int most, bool zer
   return std::chrono::milliseconds(static_cast<std::int64_t>(std::llround(seconds * 1000)));
 }
 
-/// A --memory-limit value: a size above zero.
-/// @throws InvalidArgument, a usage error naming the flag.
-inline std::uint64_t parse_memory_limit(const std::string& text) {
-  const std::uint64_t size = parse_byte_size(text, "--memory-limit");
-  if (size == 0) throw InvalidArgument("--memory-limit: " + text + " is not a positive size");
+/// The value of the size flag `flag` (--memory-limit, --max-part-size, ...): a size above zero.
+/// @throws InvalidArgument, a usage error naming the flag: "--memory-limit: 0 is not a positive
+///   size".
+inline std::uint64_t parse_positive_size(const std::string& text, const std::string& flag) {
+  const std::uint64_t size = parse_byte_size(text, flag);
+  if (size == 0) throw InvalidArgument(flag + ": " + text + " is not a positive size");
   return size;
 }
 

@@ -83,7 +83,7 @@ void register_prefetch_command(CLI::App& app) {
                     "Copy *.safetensors files too");
   command->add_option("--concurrency", arguments->concurrency, "Range reads in flight at once, over all files")
       ->capture_default_str()
-      ->check(whole_number_up_to(max_concurrency_flag));
+      ->check(whole_number_up_to(tensorstream::detail::max_concurrency_limit));
   command->add_option("--chunk-size", arguments->chunk_size, "Bytes per range read")
       ->capture_default_str();
   add_object_filter_flags(*command, arguments->patterns);

@@ -54,10 +54,7 @@ void run_shard(const ShardArguments& arguments) {
   ShardOptions options;
   options.tensor_parallel_size = arguments.tensor_parallel_size;
   options.num_key_value_heads = arguments.kv_heads;
-  options.max_part_size = parse_byte_size(arguments.max_part_size, "--max-part-size");
-  if (options.max_part_size == 0) {
-    throw InvalidArgument("--max-part-size: " + arguments.max_part_size + " is not a positive size");
-  }
+  options.max_part_size = parse_positive_size(arguments.max_part_size, "--max-part-size");
   options.stream = apply_source_read_flags(arguments.read, arguments.store);
   options.overwrite = arguments.overwrite;
 

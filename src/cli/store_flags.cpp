@@ -162,7 +162,7 @@ void add_source_read_flags(CLI::App& command, SourceReadFlags& flags,
                      "(64MiB for az://)");
   command.add_option("--concurrency", flags.concurrency, "Range reads of SRC in flight")
       ->capture_default_str()
-      ->check(whole_number_up_to(max_concurrency_flag));
+      ->check(whole_number_up_to(tensorstream::detail::max_concurrency_limit));
   command.add_option("--memory-limit", flags.memory_limit, memory_help)->capture_default_str();
 }
 
@@ -170,7 +170,7 @@ StreamerOptions apply_source_read_flags(const SourceReadFlags& flags, const Stor
                                         StreamerOptions options) {
   if (flags.chunk_size) options.chunk_size = parse_chunk_size(*flags.chunk_size);
   options.max_concurrency = flags.concurrency;
-  options.memory_limit = parse_memory_limit(flags.memory_limit);
+  options.memory_limit = parse_positive_size(flags.memory_limit, "--memory-limit");
   options.store = apply_store_flags(store, options.store);
   return options;
 }

@@ -113,7 +113,7 @@ void run_stream(const StreamArguments& arguments) {
     options.chunk_size = parse_chunk_size(*arguments.chunk_size);
   }
   options.max_concurrency = arguments.concurrency;
-  options.memory_limit = parse_memory_limit(arguments.memory_limit);
+  options.memory_limit = parse_positive_size(arguments.memory_limit, "--memory-limit");
   options.io_threads = arguments.io_threads;
   // In a world of processes, --rank is the process's rank there; the tensor-parallel rank is
   // its remainder by --tp, as when consecutive ranks form a model's tensor-parallel group.
@@ -212,13 +212,13 @@ void register_stream_command(CLI::App& app) {
                       "Bytes per range read; default: the configured chunk size, 16MiB unless set");
   command->add_option("--concurrency", arguments->concurrency,
                       "Range reads in flight; default: the configured concurrency, 32 unless set")
-      ->check(whole_number_up_to(max_concurrency_flag));
+      ->check(whole_number_up_to(tensorstream::detail::max_concurrency_limit));
   command->add_option("--memory-limit", arguments->memory_limit,
                       "Tensor memory held at once")
       ->capture_default_str();
   command->add_option("--io-threads", arguments->io_threads, "I/O threads")
       ->capture_default_str()
-      ->check(whole_number_up_to(max_io_threads_flag));
+      ->check(whole_number_up_to(tensorstream::detail::max_io_threads_limit));
   command->add_option("--rank", arguments->rank,
                       "Tensor-parallel rank; with --world-size, the rank in the world (the "
                       "tensor-parallel rank is then RANK modulo --tp)")

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "environment_setting.hpp"
+#include "streaming/options_check.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/cache_options.hpp"
 
@@ -209,7 +210,8 @@ StreamerOptions streamer_options(const py::dict& options) {
   static constexpr std::pair<const char*, ReadOrder> order_names[] = {
       {"smallest_first", ReadOrder::smallest_first}, {"file_order", ReadOrder::file_order}};
   if (auto order = choice(options, "read_order", order_names)) result.read_order = *order;
-  if (auto threads = at_most<std::uint64_t>("io_threads", positive(options, "io_threads"), 1024)) {
+  if (auto threads = at_most<std::uint64_t>("io_threads", positive(options, "io_threads"),
+                                           detail::max_io_threads_limit)) {
     result.io_threads = static_cast<std::size_t>(*threads);
   }
   result.store = store_options(options);

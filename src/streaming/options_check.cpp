@@ -10,19 +10,14 @@ namespace tensorstream::detail {
 void check_streamer_options(const StreamerOptions& options) {
   if (options.chunk_size == 0u) throw InvalidArgument("chunk_size must be at least 1 byte");
   if (options.max_concurrency == 0u) throw InvalidArgument("max_concurrency must be at least 1");
-  // Each read in flight is a coroutine and a connection's worth of state; beyond a few thousand
-  // they only queue behind the per-host connection limit (HttpOptions::max_connections_limit).
-  constexpr std::size_t max_concurrency_limit = 4096;
   if (options.max_concurrency > max_concurrency_limit) {
     throw InvalidArgument("max_concurrency " + std::to_string(*options.max_concurrency) +
                           " is above the limit of " + std::to_string(max_concurrency_limit));
   }
   if (options.io_threads == 0) throw InvalidArgument("io_threads must be at least 1");
-  // Threads beyond a few per core only contend; tens of thousands take the process down slowly.
-  constexpr std::size_t max_io_threads = 1024;
-  if (options.io_threads > max_io_threads) {
+  if (options.io_threads > max_io_threads_limit) {
     throw InvalidArgument("io_threads " + std::to_string(options.io_threads) +
-                          " is above the limit of " + std::to_string(max_io_threads));
+                          " is above the limit of " + std::to_string(max_io_threads_limit));
   }
   if (options.memory_limit == 0) throw InvalidArgument("memory_limit must be at least 1 byte");
   // First: in a world of processes, the rank the caller gave is the world's.
