@@ -1,7 +1,9 @@
 #include "storage/object_version.hpp"
 
+#include <chrono>
 #include <string_view>
 
+#include "storage/http/http_date.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream {
@@ -35,6 +37,11 @@ ObjectVersion version_of(const boost::beast::http::fields& response) {
   if (!version.generation.empty()) return version;
   version.etag = std::string(response[boost::beast::http::field::etag]);
   version.last_modified = std::string(response[boost::beast::http::field::last_modified]);
+  if (const auto modified = parse_http_date(version.last_modified)) {
+    const auto date = parse_http_date(response[boost::beast::http::field::date]);
+    version.recent = date.value_or(std::chrono::system_clock::now()) - *modified <=
+                     std::chrono::seconds(1);
+  }
   return version;
 }
 

@@ -23,6 +23,9 @@ struct ObjectVersion {
   /// Content-Length, a 206's Content-Range): no part of the identity, but a range inside it that
   /// the server now calls unsatisfiable means the object was replaced by a shorter one.
   std::optional<std::uint64_t> size{};
+  /// Whether Last-Modified was within a second of the response's Date (else of this machine's
+  /// clock): a rewrite later in that second may keep every field above. No part of the identity.
+  bool recent = false;
 
   /// Whether nothing identifies the version.
   bool empty() const { return generation.empty() && etag.empty() && last_modified.empty(); }
@@ -31,7 +34,10 @@ struct ObjectVersion {
   /// `Last-Modified Tue, 01 Dec 2026 05:00:00 GMT`.
   std::string describe() const;
 
-  bool operator==(const ObjectVersion&) const = default;
+  bool operator==(const ObjectVersion& other) const {
+    return generation == other.generation && etag == other.etag &&
+           last_modified == other.last_modified && size == other.size;
+  }
 };
 
 /// The version a response names in its x-goog-generation, ETag and Last-Modified headers. A

@@ -20,10 +20,17 @@ using MemoryObjects = std::map<std::string, std::string>;
 
 class MemoryStore final : public ObjectStore {
  public:
-  MemoryStore(std::string bucket, std::shared_ptr<const MemoryObjects> objects)
-      : bucket_(std::move(bucket)), objects_(std::move(objects)) {}
+  /// `place` names where the bucket lives, as an az:// URL's account is named outside it: two
+  /// stores of one bucket name and two places hold two objects under one URL.
+  MemoryStore(std::string bucket, std::shared_ptr<const MemoryObjects> objects,
+              std::string place = "")
+      : bucket_(std::move(bucket)), objects_(std::move(objects)), place_(std::move(place)) {}
 
   std::string url(const std::string& key) const override { return "mem://" + bucket_ + key; }
+
+  std::string object_identity(const std::string& key) const override {
+    return place_.empty() ? url(key) : "mem://" + place_ + "/" + bucket_ + key;
+  }
 
   boost::asio::awaitable<std::uint64_t> size(std::string key) override {
     ++requests_;
@@ -76,6 +83,7 @@ class MemoryStore final : public ObjectStore {
 
   std::string bucket_;
   std::shared_ptr<const MemoryObjects> objects_;
+  std::string place_;
   std::atomic<std::uint64_t> requests_{0};
   std::atomic<std::uint64_t> bytes_{0};
 };

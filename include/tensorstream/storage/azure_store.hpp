@@ -49,6 +49,9 @@ class TENSORSTREAM_API AzureStore final : public ObjectStore {
 
   /// "az://container" followed by `key`.
   std::string url(const std::string& key) const override;
+  /// The blob's address on its endpoint, which names the storage account an az:// URL leaves
+  /// out: two accounts' blobs of one container and name are two objects to a cache.
+  std::string object_identity(const std::string& key) const override;
   /// The blob's size, from Get Blob Properties, which also pins its ETag.
   boost::asio::awaitable<std::uint64_t> size(std::string key) override;
   /// The size and the ETag the store pinned, asking for the properties only when no read has

@@ -32,6 +32,11 @@ struct ObjectStat {
   /// of one object agree on it exactly when they saw the same version. Empty when the store
   /// knows none (a server that sends neither ETag nor Last-Modified).
   std::string version;
+  /// Whether `version` tells this object's bytes from those of any later change. False where a
+  /// rewrite could keep it: a weak ETag, or a Last-Modified within a second of the response's
+  /// Date (an ETag made of the modification time in seconds, as nginx's, is the same for two
+  /// writes of one second). A cache trusts what it kept of an unsettled version only offline.
+  bool settled = true;
 };
 
 /// How deep ObjectStore::list looks under its prefix.
@@ -108,6 +113,11 @@ class TENSORSTREAM_API ObjectStore {
 
   /// The URL of `key`, as used in messages.
   virtual std::string url(const std::string& key) const = 0;
+
+  /// What names the object `key` apart from every other store's, for a cache shared by them:
+  /// url(key) unless the URL leaves out where the object lives (an az:// URL names no storage
+  /// account), then the full address.
+  virtual std::string object_identity(const std::string& key) const { return url(key); }
 
   /// Size of the object in bytes.
   virtual boost::asio::awaitable<std::uint64_t> size(std::string key) = 0;

@@ -161,6 +161,7 @@ struct AzureStore::Impl {
   // container.
   std::optional<std::string> container;
   std::string url_prefix;                 // "az://container", or the endpoint's origin.
+  std::string identity_prefix;            // The container's address, account included.
   boost::asio::any_io_executor executor;  // Where destroyed writers cancel their blocks.
   std::string path_prefix;                // Of the endpoint: every request target starts with it.
   std::uint32_t list_page_size = max_list_results;
@@ -227,8 +228,11 @@ AzureStore::AzureStore(boost::asio::any_io_executor executor, const Url& contain
   if (container.scheme == "az") {
     impl_->container = container.host;
     impl_->url_prefix = "az://" + container.host;
+    impl_->identity_prefix =
+        endpoint.origin.origin() + endpoint.path_prefix + "/" + container.host;
   } else {
     impl_->url_prefix = container.origin();
+    impl_->identity_prefix = impl_->url_prefix;
   }
   impl_->description = endpoint.origin.origin() + endpoint.path_prefix + " (account " +
                        endpoint.account + ", " +
@@ -248,6 +252,10 @@ AzureStore::~AzureStore() = default;
 const std::string& AzureStore::describe() const { return impl_->description; }
 
 std::string AzureStore::url(const std::string& key) const { return impl_->url_prefix + key; }
+
+std::string AzureStore::object_identity(const std::string& key) const {
+  return impl_->identity_prefix + key;
+}
 
 boost::asio::awaitable<ObjectStat> AzureStore::stat(std::string key) {
   return pinned_stat(*this, impl_->pins, std::move(key));

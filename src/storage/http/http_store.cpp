@@ -61,7 +61,13 @@ std::string HttpStore::url(const std::string& key) const {
 }
 
 boost::asio::awaitable<ObjectStat> HttpStore::stat(std::string key) {
-  return pinned_stat(*this, impl_->pins, std::move(key));
+  ObjectStat found = co_await pinned_stat(*this, impl_->pins, key);
+  // A plain server's ETag may be made of the modification time (nginx's is), so only a version
+  // seen well after the object's last change, or not weak, tells its bytes apart.
+  if (const auto pinned = impl_->pins.find(key)) {
+    found.settled = !pinned->recent && !pinned->etag.starts_with("W/");
+  }
+  co_return found;
 }
 
 boost::asio::awaitable<std::uint64_t> HttpStore::size(std::string key) {

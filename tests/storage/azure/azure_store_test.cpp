@@ -323,6 +323,17 @@ TEST_F(AzureStoreTest, BlobEndpointUrlsOpenAnAzureStoreWhoseKeysNameTheContainer
   EXPECT_EQ(dynamic_cast<AzureStore*>(elsewhere.get()), nullptr);
 }
 
+// An az:// URL names a container, not the account that holds it: a cache shared by two
+// accounts' streams keeps their blobs apart by the identity.
+TEST_F(AzureStoreTest, AnAzBlobsIdentityNamesTheAccountItsUrlLeavesOut) {
+  auto here = store(shared_key());
+  auto elsewhere = store(shared_key("http://127.0.0.1:9/otheraccount"));
+  EXPECT_EQ(here.url("/m.bin"), elsewhere.url("/m.bin"));
+  EXPECT_EQ(here.object_identity("/m.bin"), azurite().blob_endpoint() + "/" + container_ + "/m.bin");
+  EXPECT_EQ(elsewhere.object_identity("/m.bin"),
+            "http://127.0.0.1:9/otheraccount/" + container_ + "/m.bin");
+}
+
 TEST_F(AzureStoreTest, ASasUrlCarriesItsOwnCredentials) {
   azurite().put_blob(container_, "m.bin", std::string("sas url"));
   set("AZURE_STORAGE_CONNECTION_STRING",
