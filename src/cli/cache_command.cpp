@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "cli/json_writer.hpp"
 #include "cli/time_text.hpp"
 #include "environment_setting.hpp"
+#include "storage/cache/cache_floor.hpp"
 #include "storage/cache/cache_layout.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/cache_directory.hpp"
@@ -24,8 +26,15 @@ struct CacheArguments {
   std::string directory;
   std::string url;
   std::string older_than = "0";
+  std::optional<std::string> min_free;
   bool json = false;
 };
+
+// --cache-min-free, else TENSORSTREAM_CACHE_MIN_FREE, else the default, as streams take it.
+CacheFloor cache_floor(const CacheArguments& arguments) {
+  if (arguments.min_free) return parse_cache_floor(*arguments.min_free, "--cache-min-free");
+  return tensorstream::detail::environment_cache_floor().value_or(CacheFloor::standard());
+}
 
 // --cache, else TENSORSTREAM_CACHE_DIR: a directory that a stream made a cache, or one without
 // files of its own (empty, or a new volume with only lost+found). Anything else is a mistyped
@@ -95,15 +104,28 @@ void run_du(const CacheArguments& arguments) {
     cached += entry.cached_bytes;
     size += entry.size;
   }
+  const CacheSpace space = cache_space(directory, cache_floor(arguments));
+  const auto number = [](std::uint64_t value) { return std::to_string(value); };
   if (arguments.json) {
-    std::printf("{\"entries\":%zu,\"disk_bytes\":%llu,\"cached_bytes\":%llu,\"size\":%llu}\n",
-                entries.size(), static_cast<unsigned long long>(disk),
-                static_cast<unsigned long long>(cached), static_cast<unsigned long long>(size));
+    std::puts(("{\"entries\":" + std::to_string(entries.size()) + ",\"disk_bytes\":" +
+               number(disk) + ",\"cached_bytes\":" + number(cached) + ",\"size\":" +
+               number(size) + ",\"pending_bytes\":" + number(space.pending_bytes) +
+               ",\"free_bytes\":" + number(space.free_bytes) + ",\"filesystem_bytes\":" +
+               number(space.filesystem_bytes) + ",\"min_free_bytes\":" +
+               number(space.min_free_bytes) + "}")
+                  .c_str());
     return;
   }
   std::printf("%s in %zu %s under %s (%s of %s cached)\n", format_byte_size(disk).c_str(),
               entries.size(), entries.size() == 1 ? "entry" : "entries", directory.c_str(),
               format_byte_size(cached).c_str(), format_byte_size(size).c_str());
+  if (space.pending_bytes != 0) {
+    std::printf("%s in entries being made or removed\n",
+                format_byte_size(space.pending_bytes).c_str());
+  }
+  std::printf("%s free of %s; the cache keeps %s free\n", format_byte_size(space.free_bytes).c_str(),
+              format_byte_size(space.filesystem_bytes).c_str(),
+              format_byte_size(space.min_free_bytes).c_str());
 }
 
 void run_verify(const CacheArguments& arguments) {
@@ -170,8 +192,12 @@ void register_cache_command(CLI::App& app) {
   auto* ls = command->add_subcommand("ls", "List the entries: URL, bytes cached, version");
   add_common(ls);
   ls->callback([arguments] { run_ls(*arguments); });
-  auto* du = command->add_subcommand("du", "Bytes the entries take on disk");
+  auto* du = command->add_subcommand(
+      "du", "Bytes the entries take on disk, and the free space the cache keeps");
   add_common(du);
+  du->add_option("--cache-min-free", arguments->min_free,
+                 "The floor to report, as streams take it; default: "
+                 "TENSORSTREAM_CACHE_MIN_FREE, else 10% or 5GiB, whichever is less");
   du->callback([arguments] { run_du(*arguments); });
   auto* verify = command->add_subcommand(
       "verify", "Check every cached range against its hash; drop those that fail (exit 1)");

@@ -96,6 +96,11 @@ void add_store_flags(CLI::App& command, StoreFlags& flags) {
                   "source nothing: what the cache lacks is an error) or off; default: "
                   "TENSORSTREAM_CACHE_MODE, else readwrite")
       ->check(CLI::IsMember({"readwrite", "read", "offline", "off"}));
+  command.add_option("--cache-min-free", flags.cache_min_free,
+                     "What stays free on the cache's disk, a size or a share (10%): least "
+                     "recently used entries no stream uses are removed, then the cache stops "
+                     "filling; default: TENSORSTREAM_CACHE_MIN_FREE, else 10% or 5GiB, whichever "
+                     "is less");
   // The name --read-timeout had before `attach --timeout` gave --timeout another meaning; kept
   // out of the help, so that new scripts use the new one.
   command.add_option("--timeout", flags.timeout)->check(positive_number)->group("");
@@ -144,12 +149,17 @@ StoreOptions apply_store_flags(const StoreFlags& flags, StoreOptions options) {
     options.get<CacheOptions>().max_size = parse_byte_size(*flags.cache_size, "--cache-size");
   }
   if (flags.cache_mode) options.get<CacheOptions>().mode = parse_cache_mode(*flags.cache_mode);
+  if (flags.cache_min_free) {
+    options.get<CacheOptions>().min_free =
+        parse_cache_floor(*flags.cache_min_free, "--cache-min-free");
+  }
   // A cache flag without a cache would quietly read the source, which `offline` promises not to.
   const bool has_cache = flags.cache || tensorstream::detail::environment_setting("CACHE_DIR");
   const bool mode_needs_cache = flags.cache_mode && *flags.cache_mode != "off";
-  if (!has_cache && (mode_needs_cache || flags.cache_size)) {
+  if (!has_cache && (mode_needs_cache || flags.cache_size || flags.cache_min_free)) {
     throw InvalidArgument(std::string(mode_needs_cache ? "--cache-mode " + *flags.cache_mode
-                                                       : "--cache-size") +
+                                      : flags.cache_size ? "--cache-size"
+                                                         : "--cache-min-free") +
                           " needs a cache: --cache DIR, or TENSORSTREAM_CACHE_DIR");
   }
   return options;

@@ -30,6 +30,7 @@ struct StoreFlags {
   std::optional<std::string> cache;       ///< --cache DIR; "" turns the cache off.
   std::optional<std::string> cache_size;  ///< --cache-size SIZE
   std::optional<std::string> cache_mode;  ///< --cache-mode readwrite|read|offline|off
+  std::optional<std::string> cache_min_free;  ///< --cache-min-free SIZE or N%
 };
 
 /// How a command that rewrites a checkpoint (shard, partition) reads its source.

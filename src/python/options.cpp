@@ -181,10 +181,21 @@ StoreOptions store_options(const py::dict& options) {
       {"off", CacheMode::off}};
   const auto mode = choice(options, "cache_mode", cache_mode_names);
   if (mode) store.get<CacheOptions>().mode = *mode;
+  std::optional<CacheFloor> min_free;
+  if (const auto value = value_of(options, "cache_min_free")) {
+    min_free = py::isinstance<py::str>(*value)
+                   ? parse_cache_floor(value->cast<std::string>(), "cache_min_free")
+                   : CacheFloor{static_cast<std::uint64_t>(*non_negative(options, "cache_min_free")),
+                                std::nullopt};
+    store.get<CacheOptions>().min_free = min_free;
+  }
   // A cache option without a cache would quietly read the source, which offline promises not to.
   const bool mode_needs_cache = mode && *mode != CacheMode::off;
-  if (!directory && !detail::environment_setting("CACHE_DIR") && (mode_needs_cache || size)) {
-    throw InvalidArgument(std::string(mode_needs_cache ? "cache_mode" : "cache_size") +
+  if (!directory && !detail::environment_setting("CACHE_DIR") &&
+      (mode_needs_cache || size || min_free)) {
+    throw InvalidArgument(std::string(mode_needs_cache ? "cache_mode"
+                                      : size           ? "cache_size"
+                                                       : "cache_min_free") +
                           " needs a cache: cache_dir=, or TENSORSTREAM_CACHE_DIR");
   }
   return store;

@@ -9,15 +9,19 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <random>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "byte_size.hpp"
 #include "storage/s3rver_test.hpp"
 #include "support/child_process.hpp"
 #include "support/fault_proxy.hpp"
@@ -26,6 +30,7 @@
 #include "support/process.hpp"
 #include "support/scoped_environment.hpp"
 #include "support/skip.hpp"
+#include "support/small_disk.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
 
@@ -37,6 +42,7 @@ using testing::ChildProcess;
 using testing::FaultProxy;
 using testing::NginxServer;
 using testing::run_cli;
+using testing::SmallDisk;
 using testing::sorted_tensor_lines;
 using testing::TempDir;
 
@@ -63,6 +69,7 @@ class CacheCli : public ::testing::Test {
  protected:
   void SetUp() override {
     generate_synthetic_model((models_.path() / "m").string(), {.preset = "tiny"});
+    testing::age_files(models_.path() / "m");
     file_size_ = fs::file_size(model_file());
   }
 
@@ -345,6 +352,7 @@ TEST_F(CacheCli, LoadsKilledMidFillNeverLeaveAWrongByte) {
 
 TEST_F(CacheCli, ACacheTooSmallEvictsLeastRecentlyUsedEntriesNoLoadUses) {
   generate_synthetic_model((models_.path() / "other").string(), {.preset = "tiny"});
+  testing::age_files(models_.path() / "other");
   start_nginx();
   const std::string first_url = url_;
   const std::string size = std::to_string(file_size_ + file_size_ / 2);
@@ -363,6 +371,7 @@ TEST_F(CacheCli, ACacheTooSmallEvictsLeastRecentlyUsedEntriesNoLoadUses) {
 
 TEST_F(CacheCli, AnEntryInUseIsNeverEvicted) {
   generate_synthetic_model((models_.path() / "other").string(), {.preset = "tiny"});
+  testing::age_files(models_.path() / "other");
   start_nginx("location /m/ { limit_rate 1m; }");
   const std::string size = std::to_string(file_size_ + file_size_ / 2);
   std::vector<std::string> argv = {TENSORSTREAM_CLI_PATH, "stream", url_, "--json", "--checksum",
@@ -472,6 +481,7 @@ TEST_F(CacheCli, VerifyDropsADamagedRangeAndExitsOne) {
 
 TEST_F(CacheCli, PruneAndRmRemoveEntriesNoLoadUses) {
   generate_synthetic_model((models_.path() / "other").string(), {.preset = "tiny"});
+  testing::age_files(models_.path() / "other");
   start_nginx();
   ASSERT_EQ(stream().exit_code, 0);
   const std::string first = url_;
@@ -505,9 +515,15 @@ TEST_F(CacheCli, TheCacheCommandsRefuseADirectoryThatIsNoCache) {
   EXPECT_EQ(other.err,
             "tensorstream: error: " + models + ": not a cache directory (no objects/ in it)\n");
   fs::create_directories(cache());
-  const auto empty = run_cli({"cache", "du", "--cache", cache().string()});
+  const auto empty = run_cli({"cache", "du", "--cache", cache().string(), "--cache-min-free", "1GiB"});
   EXPECT_EQ(empty.exit_code, 0) << empty.err;
-  EXPECT_EQ(empty.out, "0 B in 0 entries under " + cache().string() + " (0 B of 0 B cached)\n");
+  const auto lines = testing::lines_of(empty.out);
+  ASSERT_EQ(lines.size(), 2u) << empty.out;
+  EXPECT_EQ(lines[0], "0 B in 0 entries under " + cache().string() + " (0 B of 0 B cached)");
+  EXPECT_TRUE(std::regex_match(
+      lines[1], std::regex("[0-9.]+ [KMGT]?i?B free of [0-9.]+ [KMGT]?i?B; the cache keeps 1.0 "
+                           "GiB free")))
+      << lines[1];
 }
 
 // An entry is named as streams name the object: a local file by its absolute path, whether
@@ -569,6 +585,246 @@ TEST_F(CacheCli, TheCacheCommandNeedsADirectory) {
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_EQ(result.err,
             "tensorstream: error: name the cache: --cache DIR, or TENSORSTREAM_CACHE_DIR\n");
+}
+
+// A small disk under the cache, as a node's cache volume that a model outgrows.
+std::optional<SmallDisk> small_disk(std::uint64_t bytes) {
+  std::string why;
+  auto disk = SmallDisk::create(bytes, why);
+  if (!disk) ADD_FAILURE() << why;
+  return disk;
+}
+
+// A model larger than the disk: every stream exits 0 with exact bytes, says once why it does not
+// cache, and leaves the default floor (10 % of the disk) free, from every source and mode.
+TEST_F(CacheCli, AModelLargerThanTheCacheDiskNeverFailsAStreamAndTheDiskKeepsItsFloor) {
+  auto disk = small_disk(2 << 20);
+  if (!disk) return;
+  start_nginx();
+  const auto expected = oracle();
+  const std::string cache = (disk->path() / "cache").string();
+  for (const char* mode : {"readwrite", "readwrite", "read", "readwrite"}) {
+    for (const std::string& source : {url_, model_file().string()}) {
+      const auto result = run_cli({"stream", source, "--json", "--checksum", "sha256",
+                                   "--chunk-size", "64KiB", "--cache", cache, "--cache-mode",
+                                   mode});
+      ASSERT_EQ(result.exit_code, 0) << source << ": " << result.err;
+      EXPECT_EQ(sorted_tensor_lines(result.out), expected) << source;
+      EXPECT_GE(disk->available(), disk->total() / 10) << source << " " << mode;
+    }
+  }
+  const auto warned = run_cli({"stream", url_, "--cache", cache});
+  EXPECT_NE(warned.err.find("tensorstream: warning: cache " + cache + ": " + url_ + " (" +
+                            format_byte_size(file_size_) + ") is not cached: the disk keeps " +
+                            format_byte_size(disk->total() / 10) +
+                            " free (--cache-min-free)\n"),
+            std::string::npos)
+      << warned.err;
+}
+
+// A model that fits is served from the cache the second time; the next one that fits only
+// without the first takes its place, the least recently used entry no stream uses.
+TEST_F(CacheCli, ModelsThatFitASmallDiskAreServedFromItInTurn) {
+  auto disk = small_disk(6 << 20);
+  if (!disk) return;
+  generate_synthetic_model((models_.path() / "other").string(), {.preset = "tiny"});
+  testing::age_files(models_.path() / "other");
+  start_nginx();
+  const std::string first = url_;
+  const std::string second = nginx_->base_url() + "/other/model.safetensors";
+  for (const std::string& url : {first, first, second}) {
+    const auto result = run_cli({"stream", url, "--json", "--chunk-size", "64KiB", "--cache",
+                                 (disk->path() / "cache").string()});
+    ASSERT_EQ(result.exit_code, 0) << result.err;
+    EXPECT_GE(disk->available(), disk->total() / 10);
+  }
+  const std::uint64_t before = served();
+  const auto again = run_cli({"stream", second, "--json", "--checksum", "sha256", "--cache",
+                              (disk->path() / "cache").string()});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(served(), before) << "the second model was fetched again";
+  EXPECT_EQ(cache_summary_value(again.out, "source_bytes"), 0);
+  EXPECT_EQ(entry_data_files(disk->path() / "cache").size(), 1u) << "the first was evicted";
+}
+
+// A disk filled by something else: the write that meets ENOSPC says so, and the stream goes on.
+TEST_F(CacheCli, AFullDiskIsAWarningThatSaysSoAndTheStreamGoesOn) {
+  auto disk = small_disk(1 << 20);
+  if (!disk) return;
+  {
+    std::ofstream filler(disk->path() / "filler", std::ios::binary);
+    const std::string block(4096, 'x');
+    while (filler.write(block.data(), static_cast<std::streamsize>(block.size()))) {
+    }
+  }
+  const std::string cache = (disk->path() / "cache").string();
+  const auto result = run_cli({"stream", (models_.path() / "m").string() + "/", "--json",
+                               "--checksum", "sha256", "--cache", cache});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(sorted_tensor_lines(result.out), oracle());
+  EXPECT_NE(result.err.find("No space left on device; the cache is used read-only from here on"),
+            std::string::npos)
+      << result.err;
+  EXPECT_EQ(result.err.find("Input/output error"), std::string::npos) << result.err;
+}
+
+// A cache on a volume mounted read-only (or a directory the process may not write): read as it
+// is, never the reason a stream fails.
+TEST_F(CacheCli, AReadOnlyCacheIsReadAndNeverFailsAStream) {
+  auto disk = small_disk(16 << 20);
+  if (!disk) return;
+  generate_synthetic_model((models_.path() / "other").string(), {.preset = "tiny"});
+  testing::age_files(models_.path() / "other");
+  start_nginx();
+  const auto expected = oracle();
+  const std::string cache = (disk->path() / "cache").string();
+  ASSERT_EQ(run_cli({"stream", url_, "--cache", cache}).exit_code, 0);
+  disk->set_read_only(true);
+  const auto cached = run_cli({"stream", url_, "--json", "--checksum", "sha256", "--cache", cache});
+  ASSERT_EQ(cached.exit_code, 0) << cached.err;
+  EXPECT_EQ(sorted_tensor_lines(cached.out), expected);
+  EXPECT_EQ(cache_summary_value(cached.out, "source_bytes"), 0);
+  EXPECT_NE(cached.err.find("Read-only file system; the cache is used read-only from here on"),
+            std::string::npos)
+      << cached.err;
+  const auto other = run_cli({"stream", nginx_->base_url() + "/other/model.safetensors", "--json",
+                              "--cache", cache});
+  EXPECT_EQ(other.exit_code, 0) << other.err;
+  const auto offline_folder =
+      run_cli({"stream", (models_.path() / "m").string() + "/", "--cache", cache});
+  EXPECT_EQ(offline_folder.exit_code, 0) << offline_folder.err;
+  disk->set_read_only(false);
+}
+
+// A data file cut short (by hand, or a disk error): the bytes come from the source.
+TEST_F(CacheCli, AnEntryThatCannotBeReadIsPassedBy) {
+  start_nginx();
+  ASSERT_EQ(stream().exit_code, 0);
+  const auto data = entry_data_files(cache());
+  ASSERT_EQ(data.size(), 1u);
+  fs::resize_file(data[0], file_size_ / 2);
+  const auto again = stream();
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(sorted_tensor_lines(again.out), oracle());
+  EXPECT_NE(again.err.find("tensorstream: warning: cache " + cache().string() + ": " +
+                           data[0].string() +
+                           ": the cache's data file is shorter than its entry says; reading "
+                           "from the source instead\n"),
+            std::string::npos)
+      << again.err;
+}
+
+// nginx's ETag is the modification time in seconds and the size: a file rewritten within the
+// same second keeps it. An entry filled then is not trusted: the next stream fetches it again.
+TEST_F(CacheCli, AnObjectRewrittenInTheSecondItWasCachedIsFetchedAgain) {
+  // In the future, so that every response here finds it modified "within a second".
+  const auto modified = fs::file_time_type::clock::now() + std::chrono::seconds(30);
+  fs::last_write_time(model_file(), modified);
+  start_nginx();
+  ASSERT_EQ(stream().exit_code, 0);
+  const std::uint64_t first = served();
+  testing::invert_tensor_data(model_file());
+  fs::last_write_time(model_file(), modified);
+  const auto expected = oracle();
+  const auto again = stream();
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(sorted_tensor_lines(again.out), expected);
+  EXPECT_GE(served() - first, file_size_ - 1024) << "the entry's old bytes were served";
+  EXPECT_EQ(cache_summary_value(again.out, "cache_bytes"), 0);
+}
+
+// Each object fits the bound, the three together do not: the bound holds for the cache.
+TEST_F(CacheCli, TheCacheSizeHoldsForTheWholeCache) {
+  generate_synthetic_model((models_.path() / "shards").string(), {.preset = "tiny", .shards = 3});
+  const std::uint64_t bound = 3 << 20;
+  const auto result =
+      run_cli({"stream", (models_.path() / "shards").string() + "/", "--json", "--checksum",
+               "sha256", "--cache", cache().string(), "--cache-size", "3MiB", "-v"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.err.find("does not fit in --cache-size 3.0 MiB beside the entries in use"),
+            std::string::npos)
+      << result.err;
+  const auto du = run_cli({"cache", "du", "--cache", cache().string(), "--json"});
+  ASSERT_EQ(du.exit_code, 0) << du.err;
+  const auto at = du.out.find("\"disk_bytes\":");
+  ASSERT_NE(at, std::string::npos) << du.out;
+  EXPECT_LE(std::stoull(du.out.substr(at + 13)), bound) << du.out;
+}
+
+// A model folder over plain HTTP is found through its index, never listed: offline too.
+TEST_F(CacheCli, OfflineStreamsAnHttpModelFolderThroughItsIndex) {
+  generate_synthetic_model((models_.path() / "folder").string(),
+                           {.preset = "tiny", .shards = 2, .index = true});
+  testing::age_files(models_.path() / "folder");
+  start_nginx();
+  url_ = nginx_->base_url() + "/folder/";
+  const auto online = stream();
+  ASSERT_EQ(online.exit_code, 0) << online.err;
+  nginx_.reset();
+  const auto offline = stream({"--cache-mode", "offline"});
+  ASSERT_EQ(offline.exit_code, 0) << offline.err;
+  EXPECT_EQ(sorted_tensor_lines(offline.out), sorted_tensor_lines(online.out));
+  EXPECT_EQ(cache_summary_value(offline.out, "source_bytes"), 0);
+}
+
+// Monitoring the cache (du, ls, verify) is no use of its entries: eviction and prune go by
+// streams alone.
+TEST_F(CacheCli, DuBetweenTwoLoadsLeavesPruneOlderThanItsOldEntry) {
+  generate_synthetic_model((models_.path() / "other").string(), {.preset = "tiny"});
+  testing::age_files(models_.path() / "other");
+  start_nginx();
+  ASSERT_EQ(stream().exit_code, 0);
+  for (const auto& data : entry_data_files(cache())) {
+    fs::last_write_time(data.parent_path() / "info",
+                        fs::file_time_type::clock::now() - std::chrono::hours(2));
+  }
+  for (const std::string command : {"du", "ls", "verify"}) {
+    EXPECT_EQ(run_cli({"cache", command, "--cache", cache().string()}).exit_code, 0) << command;
+  }
+  const std::string old_url = url_;
+  url_ = nginx_->base_url() + "/other/model.safetensors";
+  ASSERT_EQ(stream().exit_code, 0);
+  const auto pruned = run_cli({"cache", "prune", "--cache", cache().string(), "--older-than", "1h"});
+  ASSERT_EQ(pruned.exit_code, 0) << pruned.err;
+  EXPECT_EQ(pruned.out.rfind("removed " + old_url + "  ", 0), 0u) << pruned.out;
+  EXPECT_EQ(entry_data_files(cache()).size(), 1u);
+}
+
+// A process killed while it made or removed an entry leaves it in tmp/: counted, then swept.
+TEST_F(CacheCli, WhatAKilledProcessLeftInTmpIsCountedAndSwept) {
+  ASSERT_EQ(run_cli({"stream", model_file().string(), "--cache", cache().string()}).exit_code, 0);
+  pid_t gone = 0;
+  for (pid_t pid = 4000000; gone == 0; --pid) {
+    if (::kill(pid, 0) != 0 && errno == ESRCH) gone = pid;
+  }
+  const fs::path abandoned = cache() / "tmp" / ("removed-" + std::to_string(gone) + "-1");
+  testing::write_file(abandoned / "data", std::string(1 << 20, 'x'));
+  const fs::path at_work = cache() / "tmp" / (std::to_string(::getpid()) + "-2");
+  testing::write_file(at_work / "data", std::string(4096, 'x'));
+  for (const fs::path& draft : {abandoned, at_work}) {
+    fs::last_write_time(draft, fs::file_time_type::clock::now() - std::chrono::minutes(2));
+  }
+  const auto du = run_cli({"cache", "du", "--cache", cache().string(), "--json"});
+  ASSERT_EQ(du.exit_code, 0) << du.err;
+  const auto at = du.out.find("\"pending_bytes\":");
+  ASSERT_NE(at, std::string::npos) << du.out;
+  EXPECT_GE(std::stoull(du.out.substr(at + 16)), 1u << 20) << du.out;
+  ASSERT_EQ(run_cli({"cache", "prune", "--cache", cache().string(), "--older-than", "1h"}).exit_code, 0);
+  EXPECT_FALSE(fs::exists(abandoned));
+  EXPECT_TRUE(fs::exists(at_work)) << "a running process's draft was removed";
+}
+
+TEST_F(CacheCli, AMalformedFloorIsAUsageError) {
+  const std::string path = model_file().string();
+  const auto share = run_cli({"stream", path, "--cache", cache().string(), "--cache-min-free", "120%"});
+  EXPECT_EQ(share.exit_code, 2);
+  EXPECT_EQ(share.err, "tensorstream: error: --cache-min-free 120%: not a size (5GiB) or a share "
+                       "of the file system (10%)\n");
+  testing::ScopedEnvironment environment({"TENSORSTREAM_CACHE_DIR", "FLYTE_MODEL_LOADER_CACHE_DIR"});
+  const auto without = run_cli({"stream", path, "--cache-min-free", "1GiB"});
+  EXPECT_EQ(without.exit_code, 2);
+  EXPECT_EQ(without.err, "tensorstream: error: --cache-min-free needs a cache: --cache DIR, or "
+                         "TENSORSTREAM_CACHE_DIR\n");
 }
 
 // The same over S3: s3rver's ETag is the version, and a proxy counts the object reads it serves.

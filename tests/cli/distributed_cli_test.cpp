@@ -14,6 +14,7 @@
 
 #include "storage/s3rver_test.hpp"
 #include "support/child_process.hpp"
+#include "support/files.hpp"
 #include "support/nginx_server.hpp"
 #include "support/process.hpp"
 #include "support/skip.hpp"
@@ -179,6 +180,7 @@ TEST_F(DistributedCli, RanksOfANodeShareACacheAndTheNextRunFetchesNothing) {
   auto nginx = start_nginx();
   if (!nginx) TENSORSTREAM_SKIP_UNLESS_CI("nginx is not installed");
   TempDir cache;
+  testing::age_files(models_.path() / "small");
   const auto alone = run_cli({"stream", model_file(), "--json", "--checksum", "sha256"});
   ASSERT_EQ(alone.exit_code, 0) << alone.err;
   const std::vector<std::string> flags = {

@@ -3,6 +3,9 @@ same files reads it from there, with the same tensors."""
 
 from __future__ import annotations
 
+import os
+import time
+
 import pytest
 
 import tensorstream
@@ -17,6 +20,10 @@ def stream(url, **options):
 
 def test_a_second_stream_reads_from_the_cache(tmp_path, model_dir, nginx_factory):
     directory, oracle = model_dir
+    # Written a minute before it is served: nginx's ETag (the time in seconds) then tells any
+    # rewrite apart, and the cache trusts what it keeps.
+    for file in directory.iterdir():
+        os.utime(file, (time.time() - 60, time.time() - 60))
     server = nginx_factory(directory.parent)
     url = f"{server.url}/model/"
     cache = tmp_path / "cache"
@@ -48,7 +55,20 @@ def test_a_cache_option_without_a_cache_is_refused(tmp_path, monkeypatch):
     # offline promises to ask the source nothing; without a cache it would read all of it.
     monkeypatch.delenv("TENSORSTREAM_CACHE_DIR", raising=False)
     monkeypatch.delenv("FLYTE_MODEL_LOADER_CACHE_DIR", raising=False)
-    for option in ({"cache_mode": "offline"}, {"cache_size": 1 << 30}):
+    for option in ({"cache_mode": "offline"}, {"cache_size": 1 << 30},
+                   {"cache_min_free": "10%"}):
         with pytest.raises(tensorstream.InvalidArgumentError,
                            match=f"{next(iter(option))} needs a cache: cache_dir="):
             stream(str(tmp_path), **option)
+
+
+def test_a_floor_is_a_size_or_a_share(tmp_path, model_dir):
+    directory, oracle = model_dir
+    cache = tmp_path / "cache"
+    for floor in ("10%", "1GiB", 0, 1 << 20):
+        tensors, _ = stream(str(directory), cache_dir=str(cache), cache_min_free=floor)
+        assert sorted(tensors) == sorted(oracle)
+    with pytest.raises(tensorstream.InvalidArgumentError,
+                       match=r"cache_min_free 120%: not a size \(5GiB\) or a share of the file "
+                             r"system \(10%\)"):
+        stream(str(directory), cache_dir=str(cache), cache_min_free="120%")

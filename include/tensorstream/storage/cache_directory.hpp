@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tensorstream/export.hpp"
+#include "tensorstream/storage/cache_options.hpp"
 
 namespace tensorstream {
 
@@ -23,6 +24,18 @@ struct CacheEntryStatus {
   bool in_use = false;           ///< Whether a process has it open now.
   std::string directory;         ///< Where it is.
 };
+
+/// The room around a cache directory, as `tensorstream cache du` reports it.
+struct CacheSpace {
+  std::uint64_t filesystem_bytes = 0;  ///< The size of the file system that holds it.
+  std::uint64_t free_bytes = 0;        ///< Free on it for unprivileged writers.
+  std::uint64_t min_free_bytes = 0;    ///< What the cache keeps free there (CacheFloor).
+  std::uint64_t pending_bytes = 0;     ///< Taken by entries being made or removed (tmp/).
+};
+
+/// The room around the cache `directory` under `floor`. @throws StorageError naming the
+/// directory when its file system cannot say.
+TENSORSTREAM_API CacheSpace cache_space(const std::string& directory, const CacheFloor& floor);
 
 /// Every entry under the cache `directory`, by URL, then most recently used first. A missing
 /// directory holds none.
@@ -41,7 +54,8 @@ struct CacheCheck {
 TENSORSTREAM_API std::vector<CacheCheck> verify_cache(const std::string& directory);
 
 /// Removes the entries no process uses that were last used more than `older_than` ago (all of
-/// them for zero); returns them.
+/// them for zero), and what killed processes left half made or half removed; returns the
+/// entries.
 TENSORSTREAM_API std::vector<CacheEntryStatus> prune_cache(
     const std::string& directory, std::chrono::system_clock::duration older_than);
 

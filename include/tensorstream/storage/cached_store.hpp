@@ -6,6 +6,8 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <atomic>
 #include <cstdint>
+#include <exception>
+#include <filesystem>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +20,10 @@ namespace tensorstream {
 
 class StoreOptions;
 
+namespace detail {
+class CacheEntry;
+}
+
 /// A cache as options and the environment give it, all members decided.
 struct ResolvedCache {
   std::string directory;
@@ -26,11 +32,13 @@ struct ResolvedCache {
   /// Copies of fetched bytes waiting to be written to the cache, at most (see CachedStore);
   /// 0 has each read write its bytes before it completes.
   std::uint64_t write_behind = std::uint64_t{256} << 20;
+  CacheFloor min_free = CacheFloor::standard();  ///< What stays free on its file system.
 };
 
 /// The cache `options` ask for (their CacheOptions, else `TENSORSTREAM_CACHE_DIR`,
 /// `TENSORSTREAM_CACHE_SIZE`, `TENSORSTREAM_CACHE_MODE`); nullopt when there is none or its
-/// mode is off. @throws InvalidArgument naming the variable for a malformed value.
+/// mode is off; `TENSORSTREAM_CACHE_MIN_FREE` where the options set no floor.
+/// @throws InvalidArgument naming the variable for a malformed value.
 TENSORSTREAM_API std::optional<ResolvedCache> resolve_cache(const StoreOptions& options);
 
 /// Reads through `source` and keeps what it read under a cache directory (see CacheOptions).
@@ -57,8 +65,19 @@ TENSORSTREAM_API std::optional<ResolvedCache> resolve_cache(const StoreOptions& 
 /// - **Offline.** CacheMode::offline asks the source nothing: sizes, listings and bytes come
 ///   from the cache's most recently used entry of each object; what it lacks is an error that
 ///   says so.
+/// - **Never the reason a read fails.** Online, every failure of the cache (a full or read-only
+///   disk, a short or failing read of its files, a damaged journal) is a warning naming the cache
+///   and its cause, and the bytes come from the source. A cache that cannot be written is used
+///   read-only for the rest of the process, one that cannot be read is passed by.
+/// - **Room.** The entries take at most ResolvedCache::max_size together, and the file system
+///   keeps ResolvedCache::min_free: least recently used entries no process uses are removed to
+///   make room for a new one; an object that still does not fit is streamed without being kept,
+///   and fills that would pass the floor stop (warned once).
+/// - **Unsettled versions.** An entry made while its version could not tell a same-second
+///   rewrite apart (ObjectStat::settled) is not read online: the next stream makes it anew.
 ///
-/// Listings pass through to the source and are kept for offline use. Writes pass through.
+/// Listings pass through to the source and are kept for offline use, as are the sizes of the
+/// objects a stream found without a listing (an http(s):// model's index). Writes pass through.
 class TENSORSTREAM_API CachedStore : public ObjectStore {
  public:
   /// @throws StorageError naming the directory when it cannot be created.
@@ -68,6 +87,7 @@ class TENSORSTREAM_API CachedStore : public ObjectStore {
   ~CachedStore() override;
 
   std::string url(const std::string& key) const override;
+  std::string object_identity(const std::string& key) const override;
   boost::asio::awaitable<std::uint64_t> size(std::string key) override;
   boost::asio::awaitable<ObjectStat> stat(std::string key) override;
   bool can_list() const override;
@@ -94,6 +114,14 @@ class TENSORSTREAM_API CachedStore : public ObjectStore {
 
  private:
   struct State;
+  // The entry of `key`, opened at its first read; null where the object is not cached.
+  boost::asio::awaitable<std::shared_ptr<detail::CacheEntry>> entry_of(const std::string& key);
+  // Keeps `text` as the listing `file` for offline use, where the cache is written.
+  boost::asio::awaitable<void> save_listing(std::filesystem::path file, std::string text);
+  // A read of `key`'s entry failed with `error`: online, warns and reads `key` from the source
+  // from now on (true); offline, throws it.
+  bool passed_by(const std::string& key, std::exception_ptr error);
+
   std::unique_ptr<ObjectStore> source_;
   std::shared_ptr<State> state_;
 };

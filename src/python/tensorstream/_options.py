@@ -29,6 +29,8 @@ STORE_OPTIONS = {
     "cache_size": "most bytes the cache takes (default: TENSORSTREAM_CACHE_SIZE, else no bound)",
     "cache_mode": "'readwrite', 'read', 'offline' or 'off' (default: TENSORSTREAM_CACHE_MODE, "
     "else 'readwrite')",
+    "cache_min_free": "what stays free on the cache's disk: bytes, or a str such as '5GiB' or "
+    "'10%' (default: TENSORSTREAM_CACHE_MIN_FREE, else 10% or 5GiB, whichever is less)",
 }
 
 

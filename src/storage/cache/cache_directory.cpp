@@ -5,10 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "storage/cache/cache_entry.hpp"
 #include "storage/cache/cache_layout.hpp"
+#include "tensorstream/error.hpp"
 
 namespace fs = std::filesystem;
 
@@ -32,7 +35,8 @@ CacheEntryStatus status_of(const detail::EntryOnDisk& found) {
   status.last_used = found.last_used;
   status.directory = found.directory.string();
   status.in_use = entry_in_use(found.directory);
-  if (auto entry = detail::CacheEntry::open(found.directory, found.info, false)) {
+  if (auto entry = detail::CacheEntry::open(found.directory, found.info, false,
+                                            detail::CacheEntry::Use::inspect)) {
     status.cached_bytes = entry->filled_bytes();
   }
   return status;
@@ -54,8 +58,10 @@ std::vector<CacheCheck> verify_cache(const std::string& directory) {
   for (const auto& status : list_cache(directory)) {
     CacheCheck check;
     check.entry = status;
-    const detail::EntryInfo info{status.url, status.version, status.size};
-    const auto entry = detail::CacheEntry::open(status.directory, info, true);
+    const auto info = detail::read_entry_info(status.directory);
+    if (!info) continue;
+    const auto entry =
+        detail::CacheEntry::open(status.directory, *info, true, detail::CacheEntry::Use::inspect);
     if (!entry) continue;
     for (const auto& segment : entry->overlapping(0, status.size)) {
       // An empty destination: the whole range goes through the entry's small buffer.
@@ -70,8 +76,18 @@ std::vector<CacheCheck> verify_cache(const std::string& directory) {
   return checks;
 }
 
+CacheSpace cache_space(const std::string& directory, const CacheFloor& floor) {
+  const auto space = detail::disk_space(directory);
+  if (!space) {
+    throw StorageError(directory, std::string("cannot tell the free space: ") + std::strerror(errno));
+  }
+  return CacheSpace{space->total, space->available, floor.bytes_on(space->total),
+                    detail::pending_bytes(directory)};
+}
+
 std::vector<CacheEntryStatus> prune_cache(const std::string& directory,
                                           std::chrono::system_clock::duration older_than) {
+  detail::sweep_abandoned(directory);
   const auto cutoff = std::chrono::system_clock::now() - older_than;
   std::vector<CacheEntryStatus> removed;
   for (const auto& status : list_cache(directory)) {

@@ -39,7 +39,7 @@ void read_exactly(int fd, const fs::path& file, std::uint64_t offset, std::span<
                                 static_cast<off_t>(offset + done));
     if (got < 0 && errno == EINTR) continue;
     if (got < 0) fail_at(file, "cannot read the cache", errno);
-    if (got == 0) fail_at(file, "the cache's data file is shorter than its entry says", EIO);
+    if (got == 0) throw StorageError(file.string(), "the cache's data file is shorter than its entry says");
     done += static_cast<std::size_t>(got);
   }
 }
@@ -85,10 +85,10 @@ void lock_unlocked_parts(int fd, std::uint64_t from, std::uint64_t to,
 }  // namespace
 
 std::unique_ptr<CacheEntry> CacheEntry::open(const fs::path& directory, const EntryInfo& expected,
-                                             bool writable) {
+                                             bool writable, Use use) {
   const auto info = read_entry_info(directory);
-  if (!info || info->url != expected.url || info->version != expected.version ||
-      info->size != expected.size) {
+  if (!info || info->url != expected.url || info->key() != expected.key() ||
+      info->version != expected.version || info->size != expected.size) {
     return nullptr;
   }
   std::unique_ptr<CacheEntry> entry(new CacheEntry(directory, *info, writable));
@@ -107,7 +107,7 @@ std::unique_ptr<CacheEntry> CacheEntry::open(const fs::path& directory, const En
   const int journal_flags = (writable ? O_RDWR | O_APPEND : O_RDONLY) | O_CLOEXEC;
   entry->journal_fd_ = ::open((directory / "journal").c_str(), journal_flags);
   if (entry->journal_fd_ < 0) fail_at(directory / "journal", "cannot open the cache", errno);
-  ::futimens(entry->info_fd_, nullptr);  // its last use, which eviction goes by
+  if (use == Use::stream) ::futimens(entry->info_fd_, nullptr);
   entry->direct_fd_ = open_direct((directory / "data").string(), entry->data_fd_,
                                   DirectIo::automatic);
   return entry;

@@ -21,10 +21,17 @@ namespace tensorstream::detail {
 
 class CacheEntry {
  public:
+  /// How an entry is opened.
+  enum class Use {
+    stream,   ///< For a stream: its last use becomes now, which eviction goes by.
+    inspect,  ///< For looking after the cache (ls, du, verify): its last use stays.
+  };
+
   /// Opens the entry at `directory`, holding it in use until destroyed; `writable` lets fill()
   /// add ranges. Null when the entry is gone or names another object (`expected`).
   static std::unique_ptr<CacheEntry> open(const std::filesystem::path& directory,
-                                          const EntryInfo& expected, bool writable);
+                                          const EntryInfo& expected, bool writable,
+                                          Use use = Use::stream);
   ~CacheEntry();
   CacheEntry(const CacheEntry&) = delete;
   CacheEntry& operator=(const CacheEntry&) = delete;

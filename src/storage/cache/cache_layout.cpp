@@ -2,12 +2,15 @@
 
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <random>
@@ -53,14 +56,77 @@ std::uint64_t file_blocks(const fs::path& file) {
   return static_cast<std::uint64_t>(status.st_blocks) * 512;
 }
 
+// Creates `file` (which must not exist) holding `contents`; throws naming it and the errno.
+void write_new_file(const fs::path& file, std::string_view contents) {
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) fail(file, "cannot write", errno);
+  for (std::size_t done = 0; done < contents.size();) {
+    const ssize_t wrote = ::write(fd, contents.data() + done, contents.size() - done);
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote <= 0) {
+      const int cause = wrote < 0 ? errno : EIO;
+      ::close(fd);
+      fail(file, "cannot write", cause);
+    }
+    done += static_cast<std::size_t>(wrote);
+  }
+  if (::close(fd) != 0) fail(file, "cannot write", errno);
+}
+
+// The blocks of every file under `directory`, not following links.
+std::uint64_t tree_blocks(const fs::path& directory) {
+  std::uint64_t total = 0;
+  std::error_code error;
+  for (fs::recursive_directory_iterator it(directory, error), end; !error && it != end;
+       it.increment(error)) {
+    struct stat status {};
+    if (::lstat(it->path().c_str(), &status) == 0) {
+      total += static_cast<std::uint64_t>(status.st_blocks) * 512;
+    }
+  }
+  return total;
+}
+
+// Whether the process that named a draft `name` ("PID-…", "removed-PID-…", ".PID-….tmp") may
+// still be at work on it: it runs, or the name says no process.
+bool maker_may_run(std::string_view name) {
+  for (const std::string_view prefix : {"removed-", "."}) {
+    if (name.starts_with(prefix)) name.remove_prefix(prefix.size());
+  }
+  int pid = 0;
+  const auto [end, error] = std::from_chars(name.data(), name.data() + name.size(), pid);
+  if (error != std::errc() || end == name.data() || pid <= 0) return true;
+  return ::kill(pid, 0) == 0 || errno == EPERM;
+}
+
+// Removes the drafts in `directory` (for which `is_draft` holds) that no process will finish.
+std::uint64_t sweep_drafts(const fs::path& directory, bool (*is_draft)(const std::string&)) {
+  using namespace std::chrono_literals;
+  const auto now = fs::file_time_type::clock::now();
+  std::uint64_t freed = 0;
+  std::error_code error;
+  for (fs::directory_iterator it(directory, error), end; !error && it != end; it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (!is_draft(name)) continue;
+    std::error_code inner;
+    const auto age = now - fs::last_write_time(it->path(), inner);
+    if (inner) continue;
+    if (age < 1min || (age < 1h && maker_may_run(name))) continue;
+    const std::uint64_t blocks = it->is_directory(inner) ? tree_blocks(it->path())
+                                                         : file_blocks(it->path());
+    if (fs::remove_all(it->path(), inner) > 0 && !inner) freed += blocks;
+  }
+  return freed;
+}
+
 }  // namespace
 
-fs::path object_directory(const fs::path& root, const std::string& url) {
-  return root / "objects" / short_hash(url);
+fs::path object_directory(const fs::path& root, const std::string& identity) {
+  return root / "objects" / short_hash(identity);
 }
 
 fs::path entry_directory(const fs::path& root, const EntryInfo& info) {
-  return object_directory(root, info.url) /
+  return object_directory(root, info.key()) /
          short_hash(info.version + "\n" + std::to_string(info.size));
 }
 
@@ -77,7 +143,8 @@ bool cacheable(const EntryInfo& info) {
   const auto has_break = [](const std::string& text) {
     return text.find_first_of("\r\n") != std::string::npos;
   };
-  return !info.version.empty() && !has_break(info.url) && !has_break(info.version);
+  return !info.version.empty() && !has_break(info.url) && !has_break(info.version) &&
+         !has_break(info.identity);
 }
 
 std::optional<EntryInfo> read_entry_info(const fs::path& directory) {
@@ -95,6 +162,8 @@ std::optional<EntryInfo> read_entry_info(const fs::path& directory) {
     std::string value = line.substr(space + 1);
     if (key == "url") info.url = std::move(value);
     if (key == "version") info.version = std::move(value);
+    if (key == "identity") info.identity = std::move(value);
+    if (key == "settled") info.settled = value != "0";
     if (key == "size") {
       try {
         std::size_t used = 0;
@@ -113,9 +182,10 @@ fs::path create_entry(const fs::path& root, const EntryInfo& info) {
   const fs::path final_directory = entry_directory(root, info);
   if (fs::exists(final_directory / "info")) return final_directory;
   std::error_code error;
-  fs::create_directories(root / "tmp", error);
-  fs::create_directories(final_directory.parent_path(), error);
-  if (error) fail(final_directory.parent_path(), "cannot create the cache directory", error.value());
+  for (const fs::path& directory : {root / "tmp", final_directory.parent_path()}) {
+    fs::create_directories(directory, error);
+    if (error) fail(directory, "cannot create the cache directory", error.value());
+  }
   const fs::path draft = root / "tmp" / random_name();
   if (::mkdir(draft.c_str(), 0755) != 0) fail(draft, "cannot create a cache entry", errno);
   const auto discard = [&] { fs::remove_all(draft, error); };
@@ -136,12 +206,15 @@ fs::path create_entry(const fs::path& root, const EntryInfo& info) {
       fail(draft / "journal", "cannot create a cache entry's journal", cause);
     }
     ::close(journal);
-    std::ofstream out(draft / "info", std::ios::binary);
-    out << info_header << "\nurl " << info.url << "\nversion " << info.version << "\nsize "
-        << info.size << "\n";
-    if (!out.flush()) {
+    std::string text = std::string(info_header) + "\nurl " + info.url + "\nversion " +
+                       info.version + "\nsize " + std::to_string(info.size) + "\n";
+    if (!info.identity.empty()) text += "identity " + info.identity + "\n";
+    if (!info.settled) text += "settled 0\n";
+    try {
+      write_new_file(draft / "info", text);
+    } catch (const StorageError&) {
       discard();
-      fail(draft / "info", "cannot write a cache entry's info file", EIO);
+      throw;
     }
   }
   // Another process may have made the same entry meanwhile: then its entry is the one.
@@ -204,24 +277,53 @@ bool remove_entry_if_unused(const fs::path& directory) {
   return true;
 }
 
-bool make_room(const fs::path& root, std::uint64_t needed, std::uint64_t max_size,
-               const fs::path& keep) {
-  if (needed > max_size) return false;
-  std::vector<EntryOnDisk> entries = list_entries(root);
+std::optional<DiskSpace> disk_space(const fs::path& root) {
+  struct statvfs status {};
+  if (::statvfs(root.c_str(), &status) != 0) return std::nullopt;
+  return DiskSpace{static_cast<std::uint64_t>(status.f_blocks) * status.f_frsize,
+                   static_cast<std::uint64_t>(status.f_bavail) * status.f_frsize};
+}
+
+Room make_room(const fs::path& root, const RoomRequest& request) {
+  const std::uint64_t needed = request.needed;
+  if (request.max_size && needed > *request.max_size) return Room::over_size;
+  const auto fits_size = [&](std::uint64_t total) {
+    return !request.max_size || total + request.counted_beside + needed <= *request.max_size;
+  };
+  const auto keeps_floor = [&] {
+    const auto space = disk_space(root);
+    // A file system that cannot say its space is left to fail writes, which the cache survives.
+    return !space || space->available >= request.min_free + needed + request.pending_writes;
+  };
+  std::vector<EntryOnDisk> entries;
   std::uint64_t total = 0;
-  for (const auto& entry : entries) total += entry.disk_bytes;
-  if (total + needed <= max_size) return true;
+  if (request.max_size) {
+    entries = list_entries(root);
+    total = pending_bytes(root);
+    for (const auto& entry : entries) total += entry.disk_bytes;
+  }
+  if (fits_size(total) && keeps_floor()) return Room::made;
+  if (!request.max_size) entries = list_entries(root);
   std::sort(entries.begin(), entries.end(),
             [](const EntryOnDisk& a, const EntryOnDisk& b) { return a.last_used < b.last_used; });
   for (const auto& entry : entries) {
-    if (entry.directory == keep) continue;
+    if (entry.directory == request.keep) continue;
     if (remove_entry_if_unused(entry.directory)) {
       total -= std::min(total, entry.disk_bytes);
-      if (total + needed <= max_size) return true;
+      if (fits_size(total) && keeps_floor()) return Room::made;
     }
   }
-  return false;
+  return fits_size(total) ? Room::under_floor : Room::over_size;
 }
+
+std::uint64_t sweep_abandoned(const fs::path& root) {
+  return sweep_drafts(root / "tmp", [](const std::string&) { return true; }) +
+         sweep_drafts(root / "listings", [](const std::string& name) {
+           return name.starts_with(".") && name.ends_with(".tmp");
+         });
+}
+
+std::uint64_t pending_bytes(const fs::path& root) { return tree_blocks(root / "tmp"); }
 
 fs::path listing_file(const fs::path& root, const std::string& prefix_url,
                       const std::string& depth) {
@@ -231,14 +333,13 @@ fs::path listing_file(const fs::path& root, const std::string& prefix_url,
 void write_file_atomically(const fs::path& file, const std::string& contents) {
   std::error_code error;
   fs::create_directories(file.parent_path(), error);
+  if (error) fail(file.parent_path(), "cannot create the directory", error.value());
   const fs::path draft = file.parent_path() / ("." + random_name() + ".tmp");
-  {
-    std::ofstream out(draft, std::ios::binary);
-    out << contents;
-    if (!out.flush()) {
-      fs::remove(draft, error);
-      fail(draft, "cannot write", EIO);
-    }
+  try {
+    write_new_file(draft, contents);
+  } catch (const StorageError&) {
+    fs::remove(draft, error);
+    throw;
   }
   if (::rename(draft.c_str(), file.c_str()) != 0) {
     const int cause = errno;

@@ -3,7 +3,11 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <linux/capability.h>
 #include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -21,11 +25,14 @@
 #include <sstream>
 
 #include "byte_size.hpp"
-#include "huge_page_memory.hpp"
 #include "environment_setting.hpp"
 #include "exception_message.hpp"
 #include "storage/cache/cache_entry.hpp"
+#include "storage/cache/cache_floor.hpp"
 #include "storage/cache/cache_layout.hpp"
+#include "storage/cache/open_entries.hpp"
+#include "storage/cache/write_behind.hpp"
+#include "storage/request_checks.hpp"
 #include "storage/file/read_pieces.hpp"
 #include "async/run_on_thread.hpp"
 #include "tensorstream/async/library_thread.hpp"
@@ -52,93 +59,45 @@ constexpr unsigned cache_threads = 8;
 // model of several files.
 constexpr unsigned writer_threads = 2;
 
-// Copies of fetched ranges waiting to be written to their entries: their buffers, kept for
-// reuse (fresh pages cost more than the copy), bounded by a limit in all, and how many are out.
-// Reads that complete together (as a stream's do) would otherwise each wait for the writes
-// queued before theirs; past the limit, a read waits for its own write, which holds the stream
-// to the disk's pace.
-//
-// The writers run at idle priority (SCHED_IDLE), on the processor time the stream leaves: at
-// normal priority, on two cores, their writes delayed the reads of a stream paced like 10 GbE by
-// a few percent of its speed. Once something waits for them (the store closing, the program
-// exiting: hurry(); a read of bytes they are about to write: reads_awaiting_writes), they run
-// at normal priority.
-class WriteBehind {
- public:
-  using Buffer = detail::HugePageMemory;
-
-  explicit WriteBehind(std::size_t limit) : limit_(limit) {}
-
-  // A buffer of at least `size` bytes for a copy; nullopt when that would pass the limit.
-  std::optional<Buffer> take(std::size_t size) {
-    std::lock_guard lock(mutex_);
-    const auto fits = std::find_if(free_.begin(), free_.end(),
-                                   [&](const Buffer& buffer) { return buffer.size() >= size; });
-    if (fits != free_.end()) {
-      Buffer buffer = std::move(*fits);
-      free_.erase(fits);
-      ++out_;
-      return buffer;
-    }
-    // Whole powers of two, so that the ranges of one stream, which differ a little in size,
-    // reuse each other's buffers.
-    const std::size_t capacity = std::bit_ceil(std::max(size, std::size_t{1} << 20));
-    // Smaller free buffers make room for a larger one.
-    while (held_ + capacity > limit_ && !free_.empty()) {
-      held_ -= free_.back().size();
-      free_.pop_back();
-    }
-    if (held_ + capacity > limit_) return std::nullopt;
-    try {
-      Buffer buffer(capacity);
-      held_ += capacity;
-      ++out_;
-      return buffer;
-    } catch (const std::bad_alloc&) {
-      return std::nullopt;  // the read writes its bytes itself
-    }
-  }
-
-  // Returns the buffer of a copy that has been written (or failed to be).
-  void give_back(Buffer buffer) {
-    {
-      std::lock_guard lock(mutex_);
-      free_.push_back(std::move(buffer));
-      --out_;
-    }
-    all_back_.notify_all();
-  }
-
-  // Whether the writers should run at normal priority.
-  bool hurried() const { return hurried_.load(); }
-  void hurry() { hurried_ = true; }
-
-  // Waits up to `patience` for every copy taken to be written, the writers hurried.
-  void wait_until_written(std::chrono::seconds patience) {
-    hurry();
-    std::unique_lock lock(mutex_);
-    all_back_.wait_for(lock, patience, [&] { return out_ == 0; });
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable all_back_;
-  const std::size_t limit_;
-  std::size_t held_ = 0;  // capacity of every buffer, free or taken
-  std::size_t out_ = 0;   // buffers taken
-  std::vector<Buffer> free_;
-  std::atomic<bool> hurried_{false};
-};
-
 // Reads, in any store of this process, waiting for bytes queued for a writer.
 std::atomic<int> reads_awaiting_writes{0};
 
-// Sets the calling thread's scheduling policy (SCHED_IDLE: it runs only when no other thread
-// wants the processor). Linux lets any thread lower its own, and raise it back to SCHED_OTHER
-// (since 2.6.39); a refusal leaves the thread as it was, which is only slower.
-void schedule_calling_thread(int policy) {
+// Whether a thread of this process that drops to SCHED_IDLE (it runs only when no other thread
+// wants the processor) may return to SCHED_OTHER: anyone may drop, but returning needs
+// CAP_SYS_NICE or an RLIMIT_NICE that allows nice 0 (20), which an unprivileged container lacks.
+// Threads inherit the capabilities of the thread that made them.
+bool can_leave_idle_priority() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NICE, &limit) == 0 && limit.rlim_cur >= 20) return true;
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3]{};
+  if (::syscall(SYS_capget, &header, data) != 0) return false;
+  return (data[CAP_TO_INDEX(CAP_SYS_NICE)].effective & CAP_TO_MASK(CAP_SYS_NICE)) != 0;
+}
+
+// Sets the calling thread's scheduling policy; whether the system let it.
+bool schedule_calling_thread(int policy) {
   const sched_param parameters{};
-  ::sched_setscheduler(0, policy, &parameters);
+  return ::sched_setscheduler(0, policy, &parameters) == 0;
+}
+
+// What this process has learnt of a cache directory, shared by its stores: a cache that cannot
+// be written is used read-only from then on, and each kind of trouble is warned of once.
+struct CacheHealth {
+  std::atomic<bool> read_only{false};
+  std::atomic<bool> warned_unreadable{false};
+  std::atomic<bool> warned_floor{false};
+};
+
+CacheHealth& health_of(const fs::path& root) {
+  static std::mutex mutex;
+  // Never freed: a long-running process names few cache directories.
+  static std::map<fs::path, std::unique_ptr<CacheHealth>>* const healths =
+      new std::map<fs::path, std::unique_ptr<CacheHealth>>;
+  std::lock_guard lock(mutex);
+  auto& health = (*healths)[fs::absolute(root).lexically_normal()];
+  if (!health) health = std::make_unique<CacheHealth>();
+  return *health;
 }
 
 std::string depth_name(ListDepth depth) { return depth == ListDepth::recursive ? "all" : "one"; }
@@ -205,6 +164,10 @@ bool listable(const std::vector<ObjectInfo>& objects, const std::vector<std::str
 struct CachedStore::State {
   ResolvedCache cache;
   fs::path root;
+  CacheHealth* health = nullptr;
+  std::uint64_t min_free = 0;  // bytes of the file system the cache leaves free
+  // Whether the writers drop to idle priority, which they may only where they can come back.
+  bool writers_idle = false;
 
   asio::io_context io{1};
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work{
@@ -221,12 +184,21 @@ struct CachedStore::State {
   // The entry of each key, once asked for: null where the object is not cached.
   std::mutex mutex;
   std::map<std::string, std::shared_ptr<CacheEntry>> entries;
-  std::map<std::string, ObjectStat> offline_stats;
+
+  // Entries open one at a time, so that each counts the room the others took: the entries
+  // this store may fill, with their objects' sizes.
+  std::mutex opening;
+  std::vector<std::pair<fs::path, std::uint64_t>> admitted;
+
+  // Bytes being written to entries now, which the free space does not show yet.
+  std::mutex room_mutex;
+  std::uint64_t writing = 0;
+  std::atomic<bool> stopped_filling{false};
 
   std::atomic<std::uint64_t> cached_bytes{0};
   std::atomic<std::uint64_t> direct_bytes{0};  // of those, read with direct I/O
 
-  std::shared_ptr<WriteBehind> write_behind;
+  std::shared_ptr<detail::WriteBehind> write_behind;
 
   // The recording thread: entries with ranges written and not yet recorded.
   std::mutex sync_mutex;
@@ -234,6 +206,62 @@ struct CachedStore::State {
   std::set<std::shared_ptr<CacheEntry>> unrecorded;
   bool stopping = false;
   async::LibraryThread recorder;
+
+  bool online() const { return cache.mode != CacheMode::offline; }
+  bool writable() const { return cache.mode == CacheMode::readwrite && !health->read_only; }
+  bool filling() const { return writable() && !stopped_filling; }
+
+  // A write to the cache failed: it is read-only for the rest of the process.
+  void failed_to_write(const std::exception& error) {
+    const bool first = !health->read_only.exchange(true);
+    log(first ? LogLevel::warning : LogLevel::debug, [&] {
+      return "cache " + root.string() + ": " + error.what() +
+             "; the cache is used read-only from here on";
+    });
+  }
+
+  // A read from the cache failed: the bytes come from the source.
+  void failed_to_read(const std::exception& error) {
+    const bool first = !health->warned_unreadable.exchange(true);
+    log(first ? LogLevel::warning : LogLevel::debug, [&] {
+      return "cache " + root.string() + ": " + error.what() + "; reading from the source instead";
+    });
+  }
+
+  void stop_filling(const std::string& why) {
+    stopped_filling = true;
+    const bool first = !health->warned_floor.exchange(true);
+    log(first ? LogLevel::warning : LogLevel::debug,
+        [&] { return "cache " + root.string() + ": " + why; });
+  }
+
+  std::string floor_text() const {
+    return format_byte_size(min_free) + " free (--cache-min-free)";
+  }
+
+  // Takes room for writing `bytes` more: the file system keeps its floor, with entries that no
+  // process uses removed to keep it; false, and the cache stops filling, where it cannot.
+  bool take_room(std::uint64_t bytes) {
+    std::lock_guard lock(room_mutex);
+    const auto space = detail::disk_space(root);
+    if (space && space->available < min_free + writing + bytes) {
+      detail::RoomRequest request;
+      request.needed = bytes;
+      request.min_free = min_free;
+      request.pending_writes = writing;
+      if (detail::make_room(root, request) != detail::Room::made) {
+        stop_filling("stopped filling: the disk keeps " + floor_text());
+        return false;
+      }
+    }
+    writing += bytes;
+    return true;
+  }
+
+  void give_room(std::uint64_t bytes) {
+    std::lock_guard lock(room_mutex);
+    writing -= bytes;
+  }
 
   void record_loop() {
     std::unique_lock lock(sync_mutex);
@@ -251,8 +279,8 @@ struct CachedStore::State {
                    " recorded in the cache " + entry->directory().string();
           });
         } catch (const std::exception& error) {
-          log(LogLevel::warning, std::string("cache: ") + error.what() +
-                                     " (the ranges stay unrecorded and are fetched again)");
+          // The ranges stay unrecorded, and a later load fetches them again.
+          failed_to_write(error);
         }
       }
       lock.lock();
@@ -271,15 +299,16 @@ struct CachedStore::State {
   // when they were not written, which leaves them to a later load.
   bool fill(const std::shared_ptr<CacheEntry>& entry, std::uint64_t offset,
             std::span<const std::byte> bytes) {
+    if (!filling() || !take_room(bytes.size())) return false;
+    bool wrote = false;
     try {
-      if (!entry->fill(offset, bytes)) return false;
-      written(entry);
-      return true;
+      wrote = entry->fill(offset, bytes);
     } catch (const std::exception& error) {
-      // The read has its bytes either way; a write that failed leaves them to a later load.
-      log(LogLevel::warning, std::string("cache: ") + error.what());
-      return false;
+      failed_to_write(error);
     }
+    give_room(bytes.size());
+    if (wrote) written(entry);
+    return wrote;
   }
 
   // Copies `bytes` for a fill that a writer thread runs later (called on a cache thread); false
@@ -289,16 +318,107 @@ struct CachedStore::State {
     auto buffer = write_behind->take(bytes.size());
     if (!buffer) return false;
     std::memcpy(buffer->data(), bytes.data(), bytes.size());
-    auto copy = std::make_shared<WriteBehind::Buffer>(std::move(*buffer));
+    auto copy = std::make_shared<detail::WriteBehind::Buffer>(std::move(*buffer));
     entry->queue(offset, bytes.size());
     asio::post(writes, [this, entry, offset, copy, size = bytes.size()] {
-      const bool awaited = write_behind->hurried() || reads_awaiting_writes.load() > 0;
-      schedule_calling_thread(awaited ? SCHED_OTHER : SCHED_IDLE);
+      if (writers_idle) {
+        const bool awaited = write_behind->hurried() || reads_awaiting_writes.load() > 0;
+        if (!schedule_calling_thread(awaited ? SCHED_OTHER : SCHED_IDLE)) {
+          log(LogLevel::debug, "cache: a writer could not change its priority");
+        }
+      }
       fill(entry, offset, std::span<const std::byte>(copy->data(), size));
       entry->unqueue(offset, size);
       write_behind->give_back(std::move(*copy));
     });
     return true;
+  }
+
+  // Whether an entry of `info` (at `directory`) may be filled: the cache's entries, with the
+  // room the others this store fills will take, stay within --cache-size, and the disk keeps
+  // its floor, with least recently used entries no process uses removed to make it so.
+  bool admit(const EntryInfo& info, const fs::path& directory) {
+    const std::uint64_t held =
+        fs::exists(directory / "info") ? detail::entry_disk_bytes(directory) : 0;
+    std::uint64_t others = 0;  // what the others will still take
+    for (const auto& [other, size] : admitted) {
+      if (other != directory) others += size - std::min(size, detail::entry_disk_bytes(other));
+    }
+    if (held >= info.size) {  // nothing to add: a stream of what the entry holds
+      admitted.emplace_back(directory, info.size);
+      return true;
+    }
+    const detail::RoomRequest request{.needed = info.size - held,
+                                      .max_size = cache.max_size,
+                                      .counted_beside = others,
+                                      .min_free = min_free,
+                                      .pending_writes = others,
+                                      .keep = directory};
+    switch (detail::make_room(root, request)) {
+      case detail::Room::made:
+        admitted.emplace_back(directory, info.size);
+        return true;
+      case detail::Room::over_size:
+        log(LogLevel::info, [&] {
+          return info.url + ": not cached: " + format_byte_size(info.size) +
+                 " does not fit in --cache-size " + format_byte_size(*cache.max_size) +
+                 " beside the entries in use";
+        });
+        return false;
+      case detail::Room::under_floor:
+        log(health->warned_floor.exchange(true) ? LogLevel::info : LogLevel::warning, [&] {
+          return "cache " + root.string() + ": " + info.url + " (" +
+                 format_byte_size(info.size) + ") is not cached: the disk keeps " + floor_text();
+        });
+        return false;
+    }
+    return false;
+  }
+
+  // The entry of `info`, opened (made first, where this store fills the cache); null where the
+  // object is not cached. Throws what the cache's files throw.
+  std::shared_ptr<CacheEntry> open_entry(const EntryInfo& info) {
+    if (!detail::cacheable(info)) {
+      log(LogLevel::info, info.url + ": not cached: its source reports no version");
+      return nullptr;
+    }
+    const fs::path directory = detail::entry_directory(root, info);
+    std::lock_guard lock(opening);
+    bool fills = filling();
+    if (auto shared = detail::shared_entry(directory, fills)) {
+      if (online() && !shared->info().settled) return nullptr;  // another store's, refetched
+      return shared;
+    }
+    if (online()) {
+      const auto existing = detail::read_entry_info(directory);
+      if (existing && !existing->settled) {
+        // Filled within a second of the object's last change, which a same-second rewrite
+        // keeps its version through: its bytes may be another write's, so it is made anew.
+        if (!fills || !detail::remove_entry_if_unused(directory)) return nullptr;
+        log(LogLevel::info, [&] {
+          return info.url + ": the cache's entry was filled within a second of the object's "
+                            "last change; fetching it again";
+        });
+      }
+    }
+    if (fills) fills = admit(info, directory);
+    std::shared_ptr<CacheEntry> opened;
+    if (fills) {
+      try {
+        detail::create_entry(root, info);
+        opened = CacheEntry::open(directory, info, true);
+        if (!opened) {
+          // Evicted between its creation and its opening: once more.
+          detail::create_entry(root, info);
+          opened = CacheEntry::open(directory, info, true);
+        }
+      } catch (const std::exception& error) {
+        failed_to_write(error);
+      }
+    }
+    if (!opened) opened = CacheEntry::open(directory, info, false);
+    if (opened) detail::share_entry(directory, opened);
+    return opened;
   }
 };
 
@@ -308,81 +428,6 @@ namespace {
 template <class Work>
 auto on_cache_threads(asio::io_context& io, Work work) -> asio::awaitable<decltype(work())> {
   return async::run_on(io.get_executor(), std::move(work));
-}
-
-// The entries this process has open, shared by its stores: a stream that starts right after
-// another of the same object finds what the other wrote and has not recorded yet.
-struct OpenEntries {
-  std::mutex mutex;
-  std::map<fs::path, std::weak_ptr<CacheEntry>> entries;
-  std::vector<std::weak_ptr<WriteBehind>> write_behinds;  // of the stores alive
-};
-
-// At exit, whatever the stores' writers have not written and their recorders have not recorded
-// yet: a program may end as soon as its stream has, before the store that read it (and its
-// threads) is destroyed.
-void record_open_entries();
-
-OpenEntries& open_entries() {
-  static OpenEntries* const instance = [] {
-    std::atexit(record_open_entries);
-    return new OpenEntries;
-  }();
-  return *instance;
-}
-
-void record_open_entries() {
-  std::vector<std::shared_ptr<WriteBehind>> write_behinds;
-  {
-    OpenEntries& open = open_entries();
-    std::lock_guard lock(open.mutex);
-    for (const auto& write_behind : open.write_behinds) {
-      if (auto live = write_behind.lock()) write_behinds.push_back(std::move(live));
-    }
-  }
-  for (const auto& write_behind : write_behinds) {
-    write_behind->wait_until_written(std::chrono::seconds(30));
-  }
-  std::vector<std::shared_ptr<CacheEntry>> entries;
-  {
-    OpenEntries& open = open_entries();
-    std::lock_guard lock(open.mutex);
-    for (const auto& [directory, entry] : open.entries) {
-      if (auto live = entry.lock()) entries.push_back(std::move(live));
-    }
-  }
-  for (const auto& entry : entries) {
-    try {
-      entry->commit();
-    } catch (const std::exception& error) {
-      std::fprintf(stderr, "tensorstream: warning: cache: %s\n", error.what());
-    }
-  }
-}
-
-void register_write_behind(const std::shared_ptr<WriteBehind>& write_behind) {
-  OpenEntries& open = open_entries();
-  std::lock_guard lock(open.mutex);
-  std::erase_if(open.write_behinds, [](const auto& other) { return other.expired(); });
-  open.write_behinds.push_back(write_behind);
-}
-
-// The open entry at `directory`, if it serves a store that is `writable` or not.
-std::shared_ptr<CacheEntry> shared_entry(const fs::path& directory, bool writable) {
-  OpenEntries& open = open_entries();
-  std::lock_guard lock(open.mutex);
-  const auto found = open.entries.find(directory);
-  if (found == open.entries.end()) return nullptr;
-  auto entry = found->second.lock();
-  if (!entry) open.entries.erase(found);
-  return entry && entry->writable() >= writable ? entry : nullptr;
-}
-
-void share_entry(const fs::path& directory, const std::shared_ptr<CacheEntry>& entry) {
-  OpenEntries& open = open_entries();
-  std::lock_guard lock(open.mutex);
-  auto& slot = open.entries[directory];
-  if (!slot.lock() || entry->writable()) slot = entry;
 }
 
 std::optional<CacheMode> cache_mode_from(const detail::EnvironmentSetting& setting) {
@@ -435,6 +480,11 @@ std::optional<ResolvedCache> resolve_cache(const StoreOptions& options) {
   } else if (const auto setting = detail::environment_setting("CACHE_SIZE")) {
     cache.max_size = detail::positive_byte_size(*setting);
   }
+  if (given && given->min_free) {
+    cache.min_free = *given->min_free;
+  } else if (const auto floor = detail::environment_cache_floor()) {
+    cache.min_free = *floor;
+  }
   if (cache.directory.empty() || cache.mode == CacheMode::off) return std::nullopt;
   return cache;
 }
@@ -442,37 +492,48 @@ std::optional<ResolvedCache> resolve_cache(const StoreOptions& options) {
 CachedStore::CachedStore(std::unique_ptr<ObjectStore> source, ResolvedCache cache,
                          asio::any_io_executor)
     : source_(std::move(source)), state_(std::make_shared<State>()) {
-  state_->cache = std::move(cache);
-  state_->root = state_->cache.directory;
-  state_->write_behind =
-      std::make_shared<WriteBehind>(static_cast<std::size_t>(state_->cache.write_behind));
-  register_write_behind(state_->write_behind);
+  State& state = *state_;
+  state.cache = std::move(cache);
+  state.root = state.cache.directory;
+  state.health = &health_of(state.root);
+  state.write_behind =
+      std::make_shared<detail::WriteBehind>(static_cast<std::size_t>(state.cache.write_behind));
+  detail::register_write_behind(state.write_behind);
   // A model's own directory given as the cache would get objects/ and listings/ among its files,
   // which the next prefetch or copy of the model would take for files of the model.
-  if (detail::holds_other_files(state_->root)) {
-    throw InvalidArgument(state_->root.string() +
+  if (detail::holds_other_files(state.root)) {
+    throw InvalidArgument(state.root.string() +
                           ": not a cache directory (it holds files but no objects/); give a "
                           "new or empty directory for the cache");
   }
-  if (state_->cache.mode != CacheMode::offline) {
+  if (state.writable()) {
     std::error_code error;
-    fs::create_directories(state_->root / "objects", error);
+    fs::create_directories(state.root / "objects", error);
     if (error) {
-      throw StorageError(state_->root.string(), "cannot create the cache directory: " + error.message());
+      state.failed_to_write(StorageError(state.root.string(),
+                                         "cannot create the cache directory: " + error.message()));
     }
   }
+  if (const auto space = detail::disk_space(state.root)) {
+    state.min_free = state.cache.min_free.bytes_on(space->total);
+  }
+  state.writers_idle = can_leave_idle_priority();
   for (unsigned i = 0; i < cache_threads; ++i) {
-    state_->threads.emplace_back("ts-cache", [state = state_.get()] { state->io.run(); });
+    state.threads.emplace_back("ts-cache", [state = state_.get()] { state->io.run(); });
   }
   for (unsigned i = 0; i < writer_threads; ++i) {
-    state_->writers.emplace_back("ts-cache-wr", [state = state_.get()] {
-      schedule_calling_thread(SCHED_IDLE);
+    state.writers.emplace_back("ts-cache-wr", [state = state_.get()] {
+      if (state->writers_idle) schedule_calling_thread(SCHED_IDLE);
       state->writes.run();
     });
   }
-  state_->recorder = async::LibraryThread("ts-cache-rec", [state = state_.get()] {
+  state.recorder = async::LibraryThread("ts-cache-rec", [state = state_.get()] {
     state->record_loop();
   });
+  if (state.writable()) {
+    // What killed processes left behind counts against the cache's room until it is gone.
+    asio::post(state.io, [root = state.root] { detail::sweep_abandoned(root); });
+  }
 }
 
 CachedStore::~CachedStore() {
@@ -492,23 +553,28 @@ CachedStore::~CachedStore() {
 
 std::string CachedStore::url(const std::string& key) const { return source_->url(key); }
 
+std::string CachedStore::object_identity(const std::string& key) const {
+  return source_->object_identity(key);
+}
+
 asio::awaitable<std::uint64_t> CachedStore::size(std::string key) {
   const ObjectStat found = co_await stat(std::move(key));
   co_return found.size;
 }
 
 asio::awaitable<ObjectStat> CachedStore::stat(std::string key) {
-  if (state_->cache.mode != CacheMode::offline) co_return co_await source_->stat(std::move(key));
+  if (state_->online()) co_return co_await source_->stat(std::move(key));
   const std::string url = source_->url(key);
+  const std::string identity = source_->object_identity(key);
   const auto state = state_;
-  auto lookup = on_cache_threads(state->io, [state, url]() -> std::optional<ObjectStat> {
+  auto lookup = on_cache_threads(state->io, [state, identity]() -> std::optional<ObjectStat> {
     std::optional<detail::EntryOnDisk> newest;
     for (auto& entry : detail::list_entries(state->root)) {
-      if (entry.info.url != url) continue;
+      if (entry.info.key() != identity) continue;
       if (!newest || entry.last_used > newest->last_used) newest = std::move(entry);
     }
     if (!newest) return std::nullopt;
-    return ObjectStat{newest->info.size, newest->info.version};
+    return ObjectStat{newest->info.size, newest->info.version, newest->info.settled};
   });
   const std::optional<ObjectStat> found = co_await std::move(lookup);
   if (!found) {
@@ -518,19 +584,19 @@ asio::awaitable<ObjectStat> CachedStore::stat(std::string key) {
   co_return *found;
 }
 
-bool CachedStore::can_list() const {
-  return state_->cache.mode == CacheMode::offline || source_->can_list();
-}
+// Offline, a source that cannot list (http(s)://) is read as online, through the files a
+// stream finds without a listing (a model's index), which the cache keeps like any object.
+bool CachedStore::can_list() const { return source_->can_list(); }
 
 asio::awaitable<std::vector<ObjectInfo>> CachedStore::list(std::string prefix, ListDepth depth) {
   const std::string prefix_url = source_->url(prefix);
   const fs::path file = detail::listing_file(state_->root, prefix_url, depth_name(depth));
-  if (state_->cache.mode == CacheMode::offline) {
-    co_return saved_listing(file, prefix_url, state_->root).objects;
-  }
+  if (!state_->online()) co_return saved_listing(file, prefix_url, state_->root).objects;
   std::vector<ObjectInfo> objects = co_await source_->list(std::move(prefix), depth);
-  if (state_->cache.mode == CacheMode::readwrite && listable(objects, {})) {
-    detail::write_file_atomically(file, encode_listing(objects, {}));
+  const std::vector<std::string> no_prefixes;
+  if (listable(objects, no_prefixes)) {
+    std::string text = encode_listing(objects, no_prefixes);
+    co_await save_listing(file, std::move(text));
   }
   co_return objects;
 }
@@ -538,79 +604,68 @@ asio::awaitable<std::vector<ObjectInfo>> CachedStore::list(std::string prefix, L
 asio::awaitable<Listing> CachedStore::list_level(std::string prefix) {
   const std::string prefix_url = source_->url(prefix);
   const fs::path file = detail::listing_file(state_->root, prefix_url, "level");
-  if (state_->cache.mode == CacheMode::offline) {
-    co_return saved_listing(file, prefix_url, state_->root);
-  }
+  if (!state_->online()) co_return saved_listing(file, prefix_url, state_->root);
   Listing listing = co_await source_->list_level(std::move(prefix));
-  if (state_->cache.mode == CacheMode::readwrite && listable(listing.objects, listing.prefixes)) {
-    detail::write_file_atomically(file, encode_listing(listing.objects, listing.prefixes));
+  if (listable(listing.objects, listing.prefixes)) {
+    std::string text = encode_listing(listing.objects, listing.prefixes);
+    co_await save_listing(file, std::move(text));
   }
   co_return listing;
 }
 
-asio::awaitable<void> CachedStore::read_range(std::string key, std::uint64_t offset,
-                                              std::span<std::byte> destination) {
+asio::awaitable<void> CachedStore::save_listing(fs::path file, std::string text) {
+  if (!state_->writable()) co_return;
   const auto state = state_;
-  std::shared_ptr<CacheEntry> entry;
-  bool known = false;
+  auto saving = on_cache_threads(state->io, [state, file = std::move(file), text = std::move(text)] {
+    try {
+      detail::write_file_atomically(file, text);
+    } catch (const std::exception& error) {
+      state->failed_to_write(error);
+    }
+  });
+  co_await std::move(saving);
+}
+
+asio::awaitable<std::shared_ptr<CacheEntry>> CachedStore::entry_of(const std::string& key) {
+  const auto state = state_;
   {
     std::lock_guard lock(state->mutex);
     if (const auto found = state->entries.find(key); found != state->entries.end()) {
-      entry = found->second;
-      known = true;
+      co_return found->second;
     }
   }
-  if (!known) {
-    const ObjectStat version = co_await stat(key);
-    EntryInfo info{source_->url(key), version.version, version.size};
-    auto opening = on_cache_threads(state->io, [state, key, info]() -> std::shared_ptr<CacheEntry> {
-      std::lock_guard lock(state->mutex);
-      if (const auto found = state->entries.find(key); found != state->entries.end()) {
-        return found->second;
-      }
-      std::shared_ptr<CacheEntry> opened;
-      if (detail::cacheable(info)) {
-        const fs::path directory = detail::entry_directory(state->root, info);
-        const CacheMode mode = state->cache.mode;
-        bool writable = mode == CacheMode::readwrite;
-        if (writable && state->cache.max_size) {
-          const std::uint64_t held =
-              fs::exists(directory / "info") ? detail::entry_disk_bytes(directory) : 0;
-          writable = detail::make_room(state->root, info.size - std::min(info.size, held),
-                                       *state->cache.max_size, directory);
-          if (!writable) {
-            log(LogLevel::info, [&] {
-              return info.url + ": not cached: " + format_byte_size(info.size) +
-                     " does not fit in --cache-size " + format_byte_size(*state->cache.max_size) +
-                     " beside the entries in use";
-            });
-          }
-        }
-        opened = shared_entry(directory, writable);
-        if (!opened) {
-          if (writable) detail::create_entry(state->root, info);
-          opened = CacheEntry::open(directory, info, writable);
-          if (!opened && writable) {
-            // Evicted between its creation and its opening: once more.
-            detail::create_entry(state->root, info);
-            opened = CacheEntry::open(directory, info, writable);
-          }
-          if (opened) share_entry(directory, opened);
-        }
-      } else {
-        log(LogLevel::info, info.url + ": not cached: its source reports no version");
-      }
-      state->entries.emplace(key, opened);
-      return opened;
-    });
-    entry = co_await std::move(opening);
-  }
+  const ObjectStat version = co_await stat(key);
+  EntryInfo info{source_->url(key), version.version, version.size, source_->object_identity(key),
+                 version.settled};
+  auto opening = on_cache_threads(state->io, [state, key, info]() -> std::shared_ptr<CacheEntry> {
+    std::shared_ptr<CacheEntry> opened;
+    try {
+      opened = state->open_entry(info);
+    } catch (const std::exception& error) {
+      if (!state->online()) throw;
+      state->failed_to_read(error);
+    }
+    std::lock_guard lock(state->mutex);
+    return state->entries.emplace(key, opened).first->second;
+  });
+  co_return co_await std::move(opening);
+}
+
+asio::awaitable<void> CachedStore::read_range(std::string key, std::uint64_t offset,
+                                              std::span<std::byte> destination) {
+  check_byte_range(source_->url(key), offset, destination.size());
+  if (destination.empty()) co_return;
+  const auto state = state_;
+  const std::shared_ptr<CacheEntry> entry = co_await entry_of(key);
   if (!entry) {
     co_await source_->read_range(std::move(key), offset, destination);
     co_return;
   }
   const std::uint64_t end = offset + destination.size();
-  auto finding = on_cache_threads(state->io, [entry, offset, end] {
+  // Online, an entry made while its version could not tell a same-second rewrite apart serves
+  // nothing: it was made anew for this store, which fills it.
+  const bool trusted = entry->info().settled || !state->online();
+  auto finding = on_cache_threads(state->io, [entry, offset, end, trusted] {
     // Bytes a stream of this process fetched and queued for its writers (which may still be
     // writing when the next stream starts, as a Python program's previous stream ends on a
     // thread of its own) are read from the cache once written, not fetched again.
@@ -619,9 +674,15 @@ asio::awaitable<void> CachedStore::read_range(std::string key, std::uint64_t off
       entry->wait_for_queued(offset, end);
       --reads_awaiting_writes;
     }
-    return entry->overlapping(offset, end);
+    return trusted ? entry->overlapping(offset, end) : std::vector<Segment>{};
   });
-  const std::vector<Segment> segments = co_await std::move(finding);
+  std::vector<Segment> segments;
+  bool unreadable = false;
+  try {
+    segments = co_await std::move(finding);
+  } catch (const std::exception&) {
+    unreadable = passed_by(key, std::current_exception());
+  }
 
   // The ranges of [offset, end) the cache does not hold (or held wrongly), fetched below.
   std::vector<std::pair<std::uint64_t, std::uint64_t>> missing;
@@ -631,14 +692,26 @@ asio::awaitable<void> CachedStore::read_range(std::string key, std::uint64_t off
     const std::uint64_t from = std::max(segment.offset, offset);
     const std::uint64_t to = std::min(segment.end(), end);
     const std::span<std::byte> part = destination.subspan(from - offset, to - from);
+    at = to;
+    if (unreadable) {
+      missing.emplace_back(from, to);
+      continue;
+    }
     auto reading = on_cache_threads(state->io, [state, entry, segment, from, part] {
       std::uint64_t direct = 0;
       const bool intact = entry->read(segment, from, part, &direct);
       state->direct_bytes += direct;
       return intact;
     });
-    const bool intact = co_await std::move(reading);
-    if (intact) {
+    bool intact = false;
+    try {
+      intact = co_await std::move(reading);
+    } catch (const std::exception&) {
+      unreadable = passed_by(key, std::current_exception());
+    }
+    if (unreadable) {
+      missing.emplace_back(from, to);
+    } else if (intact) {
       state->cached_bytes += to - from;
     } else {
       log(LogLevel::warning, [&] {
@@ -648,10 +721,9 @@ asio::awaitable<void> CachedStore::read_range(std::string key, std::uint64_t off
       });
       missing.emplace_back(from, to);
     }
-    at = to;
   }
   if (at < end) missing.emplace_back(at, end);
-  if (!missing.empty() && state->cache.mode == CacheMode::offline) {
+  if (!missing.empty() && !state->online()) {
     const std::uint64_t held = entry->filled_bytes();
     throw StorageError(entry->info().url,
                        "bytes " + std::to_string(missing.front().first) + "-" +
@@ -663,7 +735,7 @@ asio::awaitable<void> CachedStore::read_range(std::string key, std::uint64_t off
   for (const auto& [from, to] : missing) {
     const std::span<std::byte> part = destination.subspan(from - offset, to - from);
     co_await source_->read_range(key, from, part);
-    if (state->cache.mode != CacheMode::readwrite || !entry->writable()) continue;
+    if (unreadable || !entry->writable() || !state->filling()) continue;
     // The read is done once its bytes are copied for a later write, or, past the limit of those
     // copies, written.
     auto filling = on_cache_threads(state->io, [state, entry, from = from, part] {
@@ -671,6 +743,19 @@ asio::awaitable<void> CachedStore::read_range(std::string key, std::uint64_t off
     });
     co_await std::move(filling);
   }
+}
+
+bool CachedStore::passed_by(const std::string& key, std::exception_ptr error) {
+  // Offline, the cache is the only source: its failure is the read's.
+  if (!state_->online()) std::rethrow_exception(error);
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& failure) {
+    state_->failed_to_read(failure);
+  }
+  std::lock_guard lock(state_->mutex);
+  state_->entries.insert_or_assign(key, nullptr);
+  return true;
 }
 
 std::size_t CachedStore::memory_alignment(const std::string& key) {

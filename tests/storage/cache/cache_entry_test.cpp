@@ -1,20 +1,27 @@
 #include "storage/cache/cache_entry.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdlib>
+#include <filesystem>
 #include <future>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "storage/cache/open_entries.hpp"
 #include "support/temp_dir.hpp"
 
 namespace tensorstream::detail {
 namespace {
+
+namespace fs = std::filesystem;
 
 std::span<const std::byte> text_bytes(const std::string& text) {
   return std::as_bytes(std::span(text.data(), text.size()));
@@ -83,6 +90,27 @@ TEST_F(CacheEntryTest, AReadOfARangeQueuedForAWriterWaitsUntilItIsWritten) {
   EXPECT_EQ(held[0].offset, 20u);
   EXPECT_EQ(held[0].length, 30u);
   EXPECT_FALSE(entry->has_queued(0, 100));
+}
+
+// A forked child (a DataLoader worker) shares the parent's open file descriptions, and with them
+// its range locks: its exit must leave the parent's unrecorded ranges alone.
+TEST_F(CacheEntryTest, AForkedChildsExitLeavesTheParentsEntriesAlone) {
+  const fs::path directory = entry_directory(root_.path(), info_);
+  std::shared_ptr<CacheEntry> parents = open_entry();
+  ASSERT_TRUE(parents->fill(0, part(0, 40)));  // written, locked until recorded
+  share_entry(directory, parents);
+  const pid_t child = ::fork();
+  if (child == 0) std::exit(0);  // runs the exit hooks, as a worker's normal end does
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_EQ(fs::file_size(directory / "journal"), 0u) << "the child recorded the parent's range";
+  EXPECT_TRUE(parents->has_uncommitted());
+  // The range is still locked against others, as the parent left it.
+  auto other = open_entry();
+  EXPECT_TRUE(other->fill(0, part(0, 100)));
+  EXPECT_EQ(other->commit(), 60u) << "only [40, 100) is free for another";
+  EXPECT_EQ(parents->commit(), 40u);
 }
 
 }  // namespace

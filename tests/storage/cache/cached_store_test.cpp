@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <linux/capability.h>
 #include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
@@ -10,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -36,10 +41,11 @@ class CachedStoreTest : public ::testing::Test {
     objects_ = std::make_shared<MemoryObjects>(MemoryObjects{{"/m/model.safetensors", text_}});
   }
 
-  // A cached store over a fresh memory store of the same objects, in `mode`.
+  // A cached store over a fresh memory store of the same objects (in `place`), in `mode`.
   std::unique_ptr<CachedStore> open(CacheMode mode = CacheMode::readwrite,
-                                    std::uint64_t write_behind = ResolvedCache{}.write_behind) {
-    auto source = std::make_unique<MemoryStore>("bucket", objects_);
+                                    std::uint64_t write_behind = ResolvedCache{}.write_behind,
+                                    const std::string& place = "") {
+    auto source = std::make_unique<MemoryStore>("bucket", objects_, place);
     source_ = source.get();
     ResolvedCache cache{cache_.path().string(), mode, std::nullopt, write_behind};
     return std::make_unique<CachedStore>(std::move(source), std::move(cache), io_.get_executor());
@@ -124,6 +130,84 @@ TEST_F(CachedStoreTest, ItsWritersRunOnTheProcessorTimeTheStreamLeaves) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_EQ(policies, std::vector<int>(2, SCHED_IDLE));
+}
+
+// Without CAP_SYS_NICE and with an RLIMIT_NICE below 20 (an unprivileged container), a thread
+// at SCHED_IDLE cannot come back to SCHED_OTHER: writers that dropped there would stay behind
+// every other thread while a read or the exit waits for them.
+TEST_F(CachedStoreTest, WritersThatCouldNotComeBackFromIdlePriorityStayAtNormalPriority) {
+  rlimit nice_limit{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NICE, &nice_limit), 0);
+  const rlimit lowered{0, nice_limit.rlim_max};
+  ASSERT_EQ(::setrlimit(RLIMIT_NICE, &lowered), 0);
+  std::vector<int> policies;
+  // Capabilities belong to a thread, and the threads it starts inherit them.
+  std::thread unprivileged([&] {
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3]{};
+    ASSERT_EQ(::syscall(SYS_capget, &header, data), 0);
+    data[CAP_TO_INDEX(CAP_SYS_NICE)].effective &= ~CAP_TO_MASK(CAP_SYS_NICE);
+    ASSERT_EQ(::syscall(SYS_capset, &header, data), 0);
+    auto store = open();
+    EXPECT_EQ(read(*store, 0, 4000), text_);
+    policies = policies_of_threads_named("ts-cache-wr");
+  });
+  unprivileged.join();
+  ::setrlimit(RLIMIT_NICE, &nice_limit);
+  EXPECT_EQ(policies, std::vector<int>(2, SCHED_OTHER));
+}
+
+TEST_F(CachedStoreTest, ARangePastTheLargestOffsetIsAnInvalidArgument) {
+  auto store = open();
+  std::byte byte[2];
+  try {
+    testing::run_task(io_, store->read_range("/m/model.safetensors",
+                                             std::numeric_limits<std::uint64_t>::max(), byte));
+    FAIL() << "no error";
+  } catch (const InvalidArgument& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "mem://bucket/m/model.safetensors: byte range at offset 18446744073709551615 "
+              "overflows");
+  }
+}
+
+// Two places (say two Azure storage accounts) with a bucket of one name hold two objects under
+// one URL: two entries, and offline each store finds its own.
+TEST_F(CachedStoreTest, ObjectsOfOneUrlInTwoPlacesGetAnEntryEach) {
+  const std::string east_text = text_;
+  {
+    auto east = open(CacheMode::readwrite, ResolvedCache{}.write_behind, "east");
+    EXPECT_EQ(read(*east, 0, 4000), east_text);
+  }
+  std::reverse(text_.begin(), text_.end());
+  objects_ = std::make_shared<MemoryObjects>(MemoryObjects{{"/m/model.safetensors", text_}});
+  {
+    auto west = open(CacheMode::readwrite, ResolvedCache{}.write_behind, "west");
+    EXPECT_EQ(read(*west, 0, 4000), text_);
+  }
+  EXPECT_EQ(list_cache(cache_.path().string()).size(), 2u);
+  auto east = open(CacheMode::offline, ResolvedCache{}.write_behind, "east");
+  EXPECT_EQ(read(*east, 0, 4000), east_text);
+  auto west = open(CacheMode::offline, ResolvedCache{}.write_behind, "west");
+  EXPECT_EQ(read(*west, 0, 4000), text_);
+}
+
+// ls, du and verify look after a cache; a stream's use is what least-recently-used eviction and
+// `prune --older-than` go by.
+TEST_F(CachedStoreTest, LookingAfterTheCacheLeavesEveryEntrysLastUseAlone) {
+  {
+    auto store = open();
+    read(*store, 0, 4000);
+  }
+  auto entries = list_cache(cache_.path().string());
+  ASSERT_EQ(entries.size(), 1u);
+  const auto long_ago = std::filesystem::file_time_type::clock::now() - std::chrono::hours(2);
+  std::filesystem::last_write_time(std::filesystem::path(entries[0].directory) / "info", long_ago);
+  const auto before = list_cache(cache_.path().string())[0].last_used;
+  verify_cache(cache_.path().string());
+  list_cache(cache_.path().string());
+  EXPECT_EQ(list_cache(cache_.path().string())[0].last_used, before);
+  EXPECT_EQ(prune_cache(cache_.path().string(), std::chrono::hours(1)).size(), 1u);
 }
 
 TEST_F(CachedStoreTest, AStoreInReadModeAddsNothing) {
