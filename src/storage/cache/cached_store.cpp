@@ -338,17 +338,21 @@ struct CachedStore::State {
   // room the others this store fills will take, stay within --cache-size, and the disk keeps
   // its floor, with least recently used entries no process uses removed to make it so.
   bool admit(const EntryInfo& info, const fs::path& directory) {
+    // What an entry takes on disk once full: its data, the blocks of its info file and journal,
+    // and the data file's last block.
+    const auto full_size = [](std::uint64_t size) { return size + (std::uint64_t{16} << 10); };
     const std::uint64_t held =
         fs::exists(directory / "info") ? detail::entry_disk_bytes(directory) : 0;
     std::uint64_t others = 0;  // what the others will still take
     for (const auto& [other, size] : admitted) {
-      if (other != directory) others += size - std::min(size, detail::entry_disk_bytes(other));
+      if (other == directory) continue;
+      others += full_size(size) - std::min(full_size(size), detail::entry_disk_bytes(other));
     }
     if (held >= info.size) {  // nothing to add: a stream of what the entry holds
       admitted.emplace_back(directory, info.size);
       return true;
     }
-    const detail::RoomRequest request{.needed = info.size - held,
+    const detail::RoomRequest request{.needed = full_size(info.size) - held,
                                       .max_size = cache.max_size,
                                       .counted_beside = others,
                                       .min_free = min_free,
