@@ -71,16 +71,17 @@ auto run_on(Executor executor, Work work) -> boost::asio::awaitable<decltype(wor
   if constexpr (!std::is_void_v<T>) co_return std::move(*result);
 }
 
-/// Runs `work` (a blocking call: a rendezvous, a collective) on a new thread, and resumes the
-/// caller on its executor with its result or exception. Not cancellable: `work` must bound its
-/// own wait, and the caller's executor must keep running until it returns. The caller joins the
-/// thread once resumed, so that no copy of its executor outlives the wait: the thread's last act,
-/// after handing over the result, is to destroy its own, which must not happen after the caller
-/// has let the executor's context go.
+/// Runs `work` (a blocking call: a rendezvous, a collective, a write to disk) on a new thread,
+/// and resumes the caller on its executor with its result or exception. Not cancellable: `work`
+/// must bound its own wait, and the caller's executor must keep running until it returns. The
+/// caller joins the thread once resumed, so that no copy of its executor outlives the wait: the
+/// thread's last act, after handing over the result, is to destroy its own, which must not
+/// happen after the caller has let the executor's context go.
 template <class Work>
 auto run_on_thread(Work work) -> boost::asio::awaitable<decltype(work())> {
   namespace asio = boost::asio;
   using T = decltype(work());
+  using Value = detail::BlockingValue<T>;
   // Detached only where the caller is never resumed (its context destroyed first), which would
   // otherwise end the process.
   struct Thread {
@@ -100,9 +101,10 @@ auto run_on_thread(Work work) -> boost::asio::awaitable<decltype(work())> {
     });
   };
   auto operation =
-      asio::async_initiate<decltype(asio::use_awaitable), void(std::exception_ptr, std::optional<T>)>(
+      asio::async_initiate<decltype(asio::use_awaitable),
+                           void(std::exception_ptr, std::optional<Value>)>(
           std::move(initiation), asio::use_awaitable, std::move(work));
-  std::optional<T> result;
+  std::optional<Value> result;
   std::exception_ptr failure;
   try {
     result = co_await std::move(operation);
@@ -111,7 +113,7 @@ auto run_on_thread(Work work) -> boost::asio::awaitable<decltype(work())> {
   }
   thread->thread.join();
   if (failure) std::rethrow_exception(failure);
-  co_return std::move(*result);
+  if constexpr (!std::is_void_v<T>) co_return std::move(*result);
 }
 
 }  // namespace tensorstream::async
