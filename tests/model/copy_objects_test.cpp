@@ -134,7 +134,10 @@ class CopyObjects : public ::testing::Test {
 };
 
 TEST_F(CopyObjects, EveryObjectArrivesByteExactWhateverItsSizeAgainstTheChunkSize) {
-  add_objects({0, 1, chunk - 1, chunk, chunk + 1, 7 * chunk + 5});
+  // The first three objects each need a read, so that the three workers' first reads are in
+  // flight together: an empty object first would send its worker to its write, which a file
+  // store does on a thread of its own, for as long as that thread takes.
+  add_objects({1, chunk - 1, chunk, 0, chunk + 1, 7 * chunk + 5});
   run({.max_concurrency = 3, .chunk_size = chunk});
   for (std::size_t i = 0; i < copies_.size(); ++i) {
     EXPECT_EQ(read_file(copies_[i].destination_key), objects_->at(copies_[i].key)) << i;
@@ -174,8 +177,10 @@ TEST_F(CopyObjects, AFailedReadStopsTheCopyAndLeavesNoPartialObject) {
   add_objects({100, 8 * chunk, 3 * chunk});
   source_.failing_key = "/m/obj-1";
   source_.failing_from = 3 * chunk;
+  // One worker, so that obj-0 is committed before the failure: with two, the failure may come
+  // while the file store's thread still writes obj-0, whose worker then stops before its commit.
   try {
-    run({.max_concurrency = 2, .chunk_size = chunk});
+    run({.max_concurrency = 1, .chunk_size = chunk});
     FAIL() << "the copy succeeded";
   } catch (const StorageError& error) {
     EXPECT_STREQ(error.what(), "mem://bucket/m/obj-1: connection reset by peer");

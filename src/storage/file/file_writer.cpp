@@ -3,6 +3,7 @@
 #include <system_error>
 #include <utility>
 
+#include "async/run_on_thread.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
 
@@ -35,33 +36,39 @@ detail::OutputFile& FileWriter::open_file() {
   return *file_;
 }
 
+boost::asio::awaitable<void> FileWriter::run_blocking(
+    std::function<void(detail::OutputFile&)> work) {
+  detail::OutputFile& file = open_file();
+  auto running = async::run_on_thread([this, &file, work = std::move(work)] {
+    try {
+      work(file);
+    } catch (const StorageError&) {
+      file_.reset();
+      throw;
+    }
+  });
+  co_await std::move(running);
+}
+
 boost::asio::awaitable<void> FileWriter::write(std::span<const std::byte> bytes) {
-  try {
-    open_file().write_at(size_, bytes);
-  } catch (const StorageError&) {
-    file_.reset();
-    throw;
-  }
+  auto writing = run_blocking(
+      [offset = size_, bytes](detail::OutputFile& file) { file.write_at(offset, bytes); });
+  co_await std::move(writing);
   size_ += bytes.size();
-  co_return;
 }
 
 boost::asio::awaitable<void> FileWriter::commit() {
-  try {
-    open_file().commit();
-  } catch (const StorageError&) {
-    file_.reset();
-    throw;
-  }
+  auto committing = run_blocking([](detail::OutputFile& file) { file.commit(); });
+  co_await std::move(committing);
   file_.reset();
   committed_ = true;
-  co_return;
 }
 
 boost::asio::awaitable<void> FileWriter::abort() {
-  // The temporary goes with the OutputFile.
-  file_.reset();
-  co_return;
+  if (!file_) co_return;
+  // The temporary goes with the OutputFile, whose close may flush (NFS's does) as a write would.
+  auto removing = async::run_on_thread([this] { file_.reset(); });
+  co_await std::move(removing);
 }
 
 }  // namespace tensorstream

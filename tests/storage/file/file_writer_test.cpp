@@ -1,6 +1,6 @@
 // Writing files through FileStore::create_writer: a hidden temporary, fsynced and renamed on
-// commit, removed on abort, failure or destruction; and the temporaries of killed writers,
-// removed by abort_stale_uploads.
+// commit, removed on abort, failure or destruction, its blocking calls off the caller's thread;
+// and the temporaries of killed writers, removed by abort_stale_uploads.
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -8,10 +8,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
+#include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -48,10 +52,48 @@ std::vector<std::string> names_in(const fs::path& directory) {
   return names;
 }
 
+// The bytes this thread has handed to write(2) and its kin, as the kernel counts them per thread;
+// nullopt where it keeps no count (a kernel without task I/O accounting).
+std::optional<std::uint64_t> bytes_written_by_this_thread() {
+  std::ifstream counts("/proc/thread-self/io");
+  std::string field;
+  std::uint64_t value = 0;
+  while (counts >> field >> value) {
+    if (field == "wchar:") return value;
+  }
+  return std::nullopt;
+}
+
+boost::asio::awaitable<void> note_when_done(boost::asio::awaitable<void> step,
+                                            std::vector<std::string>* noted) {
+  co_await std::move(step);
+  noted->push_back("step done");
+}
+
+boost::asio::awaitable<void> note_running(std::vector<std::string>* noted) {
+  noted->push_back("other ran");
+  co_return;
+}
+
 class FileWriterTest : public ::testing::Test {
  protected:
   void write(ObjectWriter& writer, const std::string& bytes) {
     testing::run_task(io_, writer.write(std::as_bytes(std::span(bytes))));
+  }
+
+  // Starts `step` and then another coroutine on the test's single thread, and returns the order
+  // in which they finished. A step that does its work on this thread finishes first; one that
+  // suspends until another thread has done it lets the other coroutine run meanwhile.
+  std::vector<std::string> order_beside(boost::asio::awaitable<void> step) {
+    std::vector<std::string> noted;
+    const auto rethrow = [](std::exception_ptr error) {
+      if (error) std::rethrow_exception(error);
+    };
+    boost::asio::co_spawn(io_, note_when_done(std::move(step), &noted), rethrow);
+    boost::asio::co_spawn(io_, note_running(&noted), rethrow);
+    io_.restart();
+    io_.run();
+    return noted;
   }
 
   boost::asio::io_context io_;
@@ -81,6 +123,28 @@ TEST_F(FileWriterTest, CommitCreatesParentsAndRenamesTheWholeFileIntoPlace) {
   EXPECT_THROW(write(*writer, "more"), StateError);
   testing::run_task(io_, writer->abort());  // Nothing to abort after a commit.
   EXPECT_EQ(contents(path), content);
+}
+
+// A write or an fsync that blocks (a slow disk, an NFS server under load) must not stall the other
+// requests of the store's I/O thread into their timeouts.
+TEST_F(FileWriterTest, WritesAndTheCommitRunOffTheCallersThreadWhichServesOthersMeanwhile) {
+  const fs::path path = dir_.path() / "model.bin";
+  const std::string content = testing::random_bytes(1 << 20, 2);
+  auto writer = store_.create_writer(path.string());
+  const auto written_before = bytes_written_by_this_thread();
+  const auto order = order_beside(writer->write(std::as_bytes(std::span(content))));
+  const auto written_after = bytes_written_by_this_thread();
+  const std::vector<std::string> other_first = {"other ran", "step done"};
+  EXPECT_EQ(order, other_first);
+  // Not a byte of it from this thread (both nullopt where the kernel counts nothing).
+  EXPECT_EQ(written_after, written_before);
+  EXPECT_EQ(order_beside(writer->commit()), other_first);
+  EXPECT_EQ(contents(path), content);
+
+  auto aborted = store_.create_writer((dir_.path() / "aborted.bin").string());
+  write(*aborted, "partial");
+  EXPECT_EQ(order_beside(aborted->abort()), other_first);
+  EXPECT_EQ(names_in(dir_.path()), std::vector<std::string>{"model.bin"});
 }
 
 TEST_F(FileWriterTest, AnExistingFileIsReplacedOnlyAtCommit) {
