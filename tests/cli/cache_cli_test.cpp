@@ -44,16 +44,8 @@ using testing::NginxServer;
 using testing::run_cli;
 using testing::SmallDisk;
 using testing::sorted_tensor_lines;
+using testing::summary_value;
 using testing::TempDir;
-
-// A number of the summary line: "key":VALUE; -1 when it has none.
-long long cache_summary_value(const std::string& output, const std::string& key) {
-  const std::size_t summary = output.find("{\"summary\":");
-  if (summary == std::string::npos) return -1;
-  const std::size_t at = output.find("\"" + key + "\":", summary);
-  if (at == std::string::npos) return -1;
-  return std::stoll(output.substr(at + key.size() + 3));
-}
 
 // The data files of every entry under the cache `root`.
 std::vector<fs::path> entry_data_files(const fs::path& root) {
@@ -157,7 +149,7 @@ TEST_F(CacheCli, AColdLoadFillsTheCacheAndTheNextMakesNoDataRequest) {
   ASSERT_EQ(cold.exit_code, 0) << cold.err;
   EXPECT_EQ(sorted_tensor_lines(cold.out), expected);
   // A tensor read that overlaps the header's first read may find that range cached already.
-  EXPECT_LE(cache_summary_value(cold.out, "cache_bytes"), 64 * 1024);
+  EXPECT_LE(summary_value(cold.out, "cache_bytes"), 64 * 1024);
   const std::uint64_t cold_served = served();
   EXPECT_GE(cold_served, file_size_ - 1024);  // all but padding nobody reads
 
@@ -165,8 +157,8 @@ TEST_F(CacheCli, AColdLoadFillsTheCacheAndTheNextMakesNoDataRequest) {
   ASSERT_EQ(warm.exit_code, 0) << warm.err;
   EXPECT_EQ(sorted_tensor_lines(warm.out), expected);
   EXPECT_EQ(served(), cold_served) << "the warm load fetched data";
-  EXPECT_EQ(cache_summary_value(warm.out, "source_bytes"), 0);
-  EXPECT_GE(cache_summary_value(warm.out, "cache_bytes"), cache_summary_value(warm.out, "bytes"));
+  EXPECT_EQ(summary_value(warm.out, "source_bytes"), 0);
+  EXPECT_GE(summary_value(warm.out, "cache_bytes"), summary_value(warm.out, "bytes"));
 }
 
 TEST_F(CacheCli, AnEntryOutOfThePageCacheIsReadWithDirectIoAndChecked) {
@@ -192,7 +184,7 @@ TEST_F(CacheCli, AnEntryOutOfThePageCacheIsReadWithDirectIoAndChecked) {
   ASSERT_EQ(cold.exit_code, 0) << cold.err;
   EXPECT_EQ(sorted_tensor_lines(cold.out), expected);
   EXPECT_EQ(served(), filled) << cold.err;
-  if (cache_summary_value(cold.out, "direct_bytes") <= 0) {
+  if (summary_value(cold.out, "direct_bytes") <= 0) {
     GTEST_SKIP() << "the file system of " << cache() << " refuses direct I/O";
   }
   // A damaged range read with direct I/O is caught as one read through the page cache is.
@@ -221,7 +213,7 @@ TEST_F(CacheCli, AnObjectRewrittenAtTheSourceIsFetchedAgain) {
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(sorted_tensor_lines(again.out), expected);
   EXPECT_GE(served() - first, file_size_ - 1024);
-  EXPECT_LE(cache_summary_value(again.out, "cache_bytes"), 64 * 1024);
+  EXPECT_LE(summary_value(again.out, "cache_bytes"), 64 * 1024);
   EXPECT_EQ(entry_data_files(cache()).size(), 2u) << "one entry per version";
 }
 
@@ -235,7 +227,7 @@ TEST_F(CacheCli, AnIncludedPartThenTheWholeFetchesEachByteOnce) {
   const auto whole = stream();
   ASSERT_EQ(whole.exit_code, 0) << whole.err;
   EXPECT_EQ(sorted_tensor_lines(whole.out), oracle());
-  EXPECT_GT(cache_summary_value(whole.out, "cache_bytes"), 0);
+  EXPECT_GT(summary_value(whole.out, "cache_bytes"), 0);
   // Each tensor byte once over both loads; the header's first read may be served once more.
   EXPECT_LE(served(), file_size_ + 64 * 1024);
 }
@@ -275,8 +267,8 @@ TEST_F(CacheCli, OfflineWorksFromAFullEntryWithTheSourceDown) {
   const auto offline = stream({"--cache-mode", "offline"});
   ASSERT_EQ(offline.exit_code, 0) << offline.err;
   EXPECT_EQ(sorted_tensor_lines(offline.out), expected);
-  EXPECT_EQ(cache_summary_value(offline.out, "source_bytes"), 0);
-  EXPECT_EQ(cache_summary_value(offline.out, "requests"), 0);
+  EXPECT_EQ(summary_value(offline.out, "source_bytes"), 0);
+  EXPECT_EQ(summary_value(offline.out, "requests"), 0);
 }
 
 TEST_F(CacheCli, OfflineFailsClearlyOnAPartialEntry) {
@@ -870,7 +862,7 @@ TEST_F(CacheS3Cli, AColdLoadFillsTheNextReadsNothingAndARewrittenObjectIsFetched
   ASSERT_EQ(warm.exit_code, 0) << warm.err;
   EXPECT_EQ(sorted_tensor_lines(warm.out), expected);
   EXPECT_EQ(proxy_->reads(), cold_reads) << "the warm load read objects";
-  EXPECT_EQ(cache_summary_value(warm.out, "source_bytes"), 0);
+  EXPECT_EQ(summary_value(warm.out, "source_bytes"), 0);
 
   // Same size and key, other bytes: a new ETag, so a new entry, fetched whole.
   testing::invert_tensor_data(model_file());
@@ -881,7 +873,7 @@ TEST_F(CacheS3Cli, AColdLoadFillsTheNextReadsNothingAndARewrittenObjectIsFetched
   ASSERT_EQ(rewritten.exit_code, 0) << rewritten.err;
   EXPECT_EQ(sorted_tensor_lines(rewritten.out), rewritten_expected);
   EXPECT_GE(proxy_->reads() - cold_reads, cold_reads - 1);
-  EXPECT_LE(cache_summary_value(rewritten.out, "cache_bytes"), 64 * 1024);
+  EXPECT_LE(summary_value(rewritten.out, "cache_bytes"), 64 * 1024);
   EXPECT_EQ(entry_data_files(cache_.path()).size(), 2u) << "one entry per version";
 }
 

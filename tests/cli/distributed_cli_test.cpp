@@ -30,6 +30,7 @@ using testing::lines_of;
 using testing::NginxServer;
 using testing::run_cli;
 using testing::sorted_tensor_lines;
+using testing::summary_value;
 using testing::TempDir;
 
 // One `stream` process per rank, started together; stdout and stderr of each in a log.
@@ -88,13 +89,6 @@ std::vector<std::string> rank_tensor_lines(const std::string& output) {
   return lines;
 }
 
-// A number of the summary line: "key":VALUE.
-std::uint64_t summary_value(const std::string& output, const std::string& key) {
-  const std::size_t at = output.find("\"" + key + "\":", output.find("{\"summary\":"));
-  if (at == std::string::npos) return 0;
-  return std::stoull(output.substr(at + key.size() + 3));
-}
-
 class DistributedCli : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -146,7 +140,7 @@ class DistributedCli : public ::testing::Test {
       ASSERT_EQ(codes[static_cast<std::size_t>(rank)], 0) << ranks.output(rank);
       const std::string output = ranks.output(rank);
       EXPECT_EQ(rank_tensor_lines(output), sorted_tensor_lines(alone.out)) << "rank " << rank;
-      EXPECT_EQ(summary_value(output, "group_size"), static_cast<std::uint64_t>(world));
+      EXPECT_EQ(summary_value(output, "group_size"), world);
       fetched += summary_value(output, "bytes") - summary_value(output, "broadcast_bytes");
     }
     EXPECT_EQ(fetched, tensor_bytes);
@@ -339,7 +333,7 @@ TEST_F(DistributedCli, TensorParallelRanksShareTheirFilesWithTheirReplicas) {
                                 "--json", "--checksum", "sha256"});
     ASSERT_EQ(alone.exit_code, 0) << alone.err;
     EXPECT_EQ(rank_tensor_lines(ranks.output(rank)), sorted_tensor_lines(alone.out)) << rank;
-    EXPECT_EQ(summary_value(ranks.output(rank), "group_size"), 2u);
+    EXPECT_EQ(summary_value(ranks.output(rank), "group_size"), 2);
   }
 }
 

@@ -101,4 +101,12 @@ std::vector<std::string> sorted_tensor_lines(const std::string& out) {
   return lines;
 }
 
+long long summary_value(const std::string& output, const std::string& key) {
+  const std::size_t summary = output.find("{\"summary\":");
+  if (summary == std::string::npos) return -1;
+  const std::size_t at = output.find("\"" + key + "\":", summary);
+  if (at == std::string::npos) return -1;
+  return std::stoll(output.substr(at + key.size() + 3));
+}
+
 }  // namespace tensorstream::testing

@@ -26,4 +26,8 @@ std::vector<std::string> lines_of(const std::string& text);
 /// without its last line: the summary, which names the URL and the timings.
 std::vector<std::string> sorted_tensor_lines(const std::string& out);
 
+/// A number of the summary line of a `--json` output ("key":VALUE); -1 when it has none, so that
+/// a missing number never passes for 0.
+long long summary_value(const std::string& output, const std::string& key);
+
 }  // namespace tensorstream::testing
