@@ -10,7 +10,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "byte_size.hpp"
 #include "storage/hf/hf_test_environment.hpp"
@@ -30,6 +32,7 @@ namespace tensorstream::hf_cli_tests {
 using testing::HubFixtureServer;
 using testing::lines_of;
 using testing::run_cli;
+using testing::summary_value;
 using testing::TempDir;
 
 constexpr const char* token = "hf_fixture_token_0123456789";
@@ -144,6 +147,35 @@ TEST_F(HfCli, ErrorsAreOneLineNamingTheRepositoryAndRevision) {
   EXPECT_EQ(dataset.exit_code, 2);
   EXPECT_EQ(dataset.err, "tensorstream: error: hf://datasets/acme/squad/: only model "
                          "repositories are read, not datasets\n");
+}
+
+// A --cache entry of an hf:// file is its blob's, not its commit's: a commit that changes only
+// the README leaves every weight to the cache, as the Hub's own cache shares blobs across commits.
+TEST_F(HfCli, ACommitThatChangesOnlyTheReadmeLeavesTheWeightsToTheCache) {
+  TempDir cache;
+  const std::vector<std::string> arguments = {"stream", "hf://acme/tiny", "--json", "--checksum",
+                                              "sha256", "--cache", cache.path().string()};
+  const auto local = run_cli({"stream", model_.path().string() + "/", "--json", "--checksum",
+                              "sha256"});
+  ASSERT_EQ(local.exit_code, 0) << local.err;
+  const auto cold = run_cli(arguments);
+  ASSERT_EQ(cold.exit_code, 0) << cold.err;
+  EXPECT_EQ(testing::sorted_tensor_lines(cold.out), testing::sorted_tensor_lines(local.out));
+  const auto downloads = hub_requests("/acme/tiny/resolve/").size();
+  const auto cdn_downloads = hub_.cdn_requests().size();
+
+  testing::write_file(model_.path() / "README.md", "# tiny\n\nA model card, edited.\n");
+  ASSERT_NE(hub_.commit_directory("acme/tiny", model_.path()), commit_);
+  const auto warm = run_cli(arguments);
+  ASSERT_EQ(warm.exit_code, 0) << warm.err;
+  EXPECT_EQ(testing::sorted_tensor_lines(warm.out), testing::sorted_tensor_lines(local.out));
+  // Every byte the first stream read, headers and index included, now from the cache.
+  EXPECT_EQ(summary_value(warm.out, "source_bytes"), 0) << warm.out;
+  EXPECT_EQ(summary_value(warm.out, "cache_bytes"),
+            summary_value(cold.out, "source_bytes") + summary_value(cold.out, "cache_bytes"))
+      << cold.out << warm.out;
+  EXPECT_EQ(hub_requests("/acme/tiny/resolve/").size(), downloads);
+  EXPECT_EQ(hub_.cdn_requests().size(), cdn_downloads);
 }
 
 TEST_F(HfPartitionCli, PartitionFromTheHubWritesWhatPartitioningALocalCopyWrites) {

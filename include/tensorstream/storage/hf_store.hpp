@@ -83,7 +83,9 @@ class TENSORSTREAM_API HfStore final : public ObjectStore {
   /// The file's size, as the commit's listing says.
   boost::asio::awaitable<std::uint64_t> size(std::string key) override;
 
-  /// The size, and the file's blob and commit as its version: "blob 3a7b... of commit 1f2e...".
+  /// The size, and the file's blob as its version: "blob 3a7b...". Not the commit: the same
+  /// bytes at a later commit are the same version (so `--cache` keeps them across a commit that
+  /// changes other files), as in the Hub's cache. snapshot() says the commit.
   boost::asio::awaitable<ObjectStat> stat(std::string key) override;
 
   /// Always true.

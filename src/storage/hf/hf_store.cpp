@@ -223,8 +223,9 @@ boost::asio::awaitable<ObjectStat> HfStore::stat(std::string key) {
     throw NotFoundError(object, "no such file in commit " + pinned->snapshot.commit + " of " +
                                     where.repo + " (revision " + where.revision + ")");
   }
-  co_return ObjectStat{file->size,
-                       "blob " + file->blob + " of commit " + pinned->snapshot.commit};
+  // Not the commit, with which a cache keyed by version would miss the same bytes at every new
+  // commit of the branch.
+  co_return ObjectStat{file->size, "blob " + file->blob};
 }
 
 boost::asio::awaitable<std::vector<ObjectInfo>> HfStore::list(std::string prefix,

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "storage/hf/hf_test_environment.hpp"
@@ -141,11 +142,31 @@ TEST_F(HfStoreTest, ReusesTheCdnUrlForEveryRangeOfAFile) {
 TEST_F(HfStoreTest, SizeAndStatComeFromTheTreeWithoutRequestsForTheFile) {
   auto hf = store();
   EXPECT_EQ(run(hf->size("/llama/model.safetensors")), large_size);
-  const ObjectStat stat = run(hf->stat("/llama/tokenizer/tokenizer.json"));
-  EXPECT_EQ(stat.size, 300u);
-  EXPECT_EQ(stat.version.substr(stat.version.size() - 50), "of commit " + commit_);
+  EXPECT_EQ(run(hf->stat("/llama/tokenizer/tokenizer.json")).size, 300u);
+  const auto& model = files_.at("model.safetensors");
+  const ObjectStat stat = run(hf->stat("/llama/model.safetensors"));
+  EXPECT_EQ(stat.size, large_size);
+  EXPECT_EQ(stat.version,
+            "blob " + testing::sha256_hex(std::as_bytes(std::span(model.data(), model.size()))));
   EXPECT_TRUE(hub_requests("/acme/").empty());
   EXPECT_TRUE(hub_.cdn_requests().empty());
+}
+
+// The version names the bytes, not the commit: a cache keyed by it keeps a file that a later
+// commit leaves alone.
+TEST_F(HfStoreTest, AFileANewCommitLeavesAloneKeepsItsVersion) {
+  auto first = store();
+  const ObjectStat model = run(first->stat("/llama/model.safetensors"));
+  const ObjectStat config = run(first->stat("/llama/config.json"));
+  auto files = files_;
+  files["README.md"] = "# llama\n";
+  files["config.json"] = R"({"model_type":"llama","tie_word_embeddings":true})";
+  const std::string moved = hub_.commit("acme/llama", files);
+
+  auto second = store();
+  EXPECT_EQ(run(second->snapshot("/llama/")).commit, moved);
+  EXPECT_EQ(run(second->stat("/llama/model.safetensors")).version, model.version);
+  EXPECT_NE(run(second->stat("/llama/config.json")).version, config.version);
 }
 
 TEST_F(HfStoreTest, MissingRepositoryRevisionAndFileAreNotFoundNamingThem) {
