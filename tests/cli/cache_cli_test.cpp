@@ -635,7 +635,7 @@ TEST_F(CacheCli, ModelsThatFitASmallDiskAreServedFromItInTurn) {
                               (disk->path() / "cache").string()});
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(served(), before) << "the second model was fetched again";
-  EXPECT_EQ(cache_summary_value(again.out, "source_bytes"), 0);
+  EXPECT_EQ(summary_value(again.out, "source_bytes"), 0);
   EXPECT_EQ(entry_data_files(disk->path() / "cache").size(), 1u) << "the first was evicted";
 }
 
@@ -675,7 +675,7 @@ TEST_F(CacheCli, AReadOnlyCacheIsReadAndNeverFailsAStream) {
   const auto cached = run_cli({"stream", url_, "--json", "--checksum", "sha256", "--cache", cache});
   ASSERT_EQ(cached.exit_code, 0) << cached.err;
   EXPECT_EQ(sorted_tensor_lines(cached.out), expected);
-  EXPECT_EQ(cache_summary_value(cached.out, "source_bytes"), 0);
+  EXPECT_EQ(summary_value(cached.out, "source_bytes"), 0);
   EXPECT_NE(cached.err.find("Read-only file system; the cache is used read-only from here on"),
             std::string::npos)
       << cached.err;
@@ -722,7 +722,7 @@ TEST_F(CacheCli, AnObjectRewrittenInTheSecondItWasCachedIsFetchedAgain) {
   ASSERT_EQ(again.exit_code, 0) << again.err;
   EXPECT_EQ(sorted_tensor_lines(again.out), expected);
   EXPECT_GE(served() - first, file_size_ - 1024) << "the entry's old bytes were served";
-  EXPECT_EQ(cache_summary_value(again.out, "cache_bytes"), 0);
+  EXPECT_EQ(summary_value(again.out, "cache_bytes"), 0);
 }
 
 // Each object fits the bound, the three together do not: the bound holds for the cache.
@@ -756,7 +756,7 @@ TEST_F(CacheCli, OfflineStreamsAnHttpModelFolderThroughItsIndex) {
   const auto offline = stream({"--cache-mode", "offline"});
   ASSERT_EQ(offline.exit_code, 0) << offline.err;
   EXPECT_EQ(sorted_tensor_lines(offline.out), sorted_tensor_lines(online.out));
-  EXPECT_EQ(cache_summary_value(offline.out, "source_bytes"), 0);
+  EXPECT_EQ(summary_value(offline.out, "source_bytes"), 0);
 }
 
 // Monitoring the cache (du, ls, verify) is no use of its entries: eviction and prune go by
