@@ -12,6 +12,7 @@
 #include "storage/hf/hub_settings.hpp"
 #include "storage/hf/repo_path.hpp"
 #include "tensorstream/error.hpp"
+#include "tensorstream/storage/cached_store.hpp"
 #include "tensorstream/storage/hf_store.hpp"
 #include "tensorstream/storage/open_store.hpp"
 #include "tensorstream/streaming/resolve_url.hpp"
@@ -72,14 +73,17 @@ asio::awaitable<HfCachePrefetchResult> prefetch_to_hf_cache(std::string url,
   const auto where = hf::parse_repo_path(source.host, source.path, source.str());
   const auto executor = co_await asio::this_coro::executor;
   const auto opened = open_store(source, executor, options.store);
-  auto& hub = dynamic_cast<HfStore&>(*opened);
+  // A configured cache wraps the Hub's store: the commit and its blobs are the Hub's to tell,
+  // while the bytes are read through the cache, as every other stream's are.
+  auto* const cached = dynamic_cast<CachedStore*>(opened.get());
+  auto& hub = dynamic_cast<HfStore&>(cached ? cached->source() : *opened);
   const HfSnapshot snapshot = co_await hub.snapshot(source.path);
   const fs::path root = hf::repo_folder(settings.cache_dir, snapshot.repo);
   const fs::path snapshot_dir = root / "snapshots" / snapshot.commit;
   const fs::path target = snapshot_dir / where.path;
 
   HfCachePrefetchResult result;
-  result.files = co_await prefetch(hub, source.path, target, std::move(options));
+  result.files = co_await prefetch(*opened, source.path, target, std::move(options));
   result.commit = snapshot.commit;
   result.snapshot = snapshot_dir;
   for (const auto& relative : result.files.files) {

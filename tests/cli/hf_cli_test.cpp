@@ -53,6 +53,22 @@ class HfCli : public hf::testing::HfEnvironmentTest {
     return line;
   }
 
+  // What `prefetch hf://acme/tiny --to-hf-cache --include-safetensors` prints.
+  std::string prefetched_line() const {
+    std::uint64_t total = 0;
+    for (const auto& name : testing::files_under(model_.path())) {
+      total += std::filesystem::file_size(model_.path() / name);
+    }
+    return "prefetched 6 files (" + format_byte_size(total) +
+           ") from hf://acme/tiny to the Hugging Face cache at " + snapshot().string() + "\n";
+  }
+
+  // The repository's folder in the Hugging Face cache, and its snapshot of commit_.
+  std::filesystem::path repo() const {
+    return home() / ".cache/huggingface/hub/models--acme--tiny";
+  }
+  std::filesystem::path snapshot() const { return repo() / "snapshots" / commit_; }
+
   TempDir model_;
   std::string commit_;
 };
@@ -206,22 +222,15 @@ TEST_F(HfCli, PrefetchToTheHfCacheWritesHuggingFaceHubsLayoutThatOfflineStreamsR
   const auto result = run_cli({"prefetch", "hf://acme/tiny", "--to-hf-cache",
                                "--include-safetensors"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  const auto repo = home() / ".cache/huggingface/hub/models--acme--tiny";
-  std::uint64_t total = 0;
+  EXPECT_EQ(result.out, prefetched_line());
+  EXPECT_EQ(testing::read_file(repo() / "refs/main"), commit_);
   for (const auto& name : testing::files_under(model_.path())) {
-    total += std::filesystem::file_size(model_.path() / name);
-  }
-  EXPECT_EQ(result.out, "prefetched 6 files (" + format_byte_size(total) +
-                            ") from hf://acme/tiny to the Hugging Face cache at " +
-                            (repo / "snapshots" / commit_).string() + "\n");
-  EXPECT_EQ(testing::read_file(repo / "refs/main"), commit_);
-  for (const auto& name : testing::files_under(model_.path())) {
-    const auto link = repo / "snapshots" / commit_ / name;
+    const auto link = snapshot() / name;
     ASSERT_TRUE(std::filesystem::is_symlink(link)) << name;
     EXPECT_TRUE(std::filesystem::read_symlink(link).string().starts_with("../../blobs/")) << name;
     EXPECT_EQ(testing::read_file(link), testing::read_file(model_.path() / name)) << name;
   }
-  const auto large = repo / "snapshots" / commit_ / "model-00001-of-00002.safetensors";
+  const auto large = snapshot() / "model-00001-of-00002.safetensors";
   const auto bytes = testing::read_file(large);
   EXPECT_EQ(std::filesystem::read_symlink(large).filename().string(),
             testing::sha256_hex(std::as_bytes(std::span(bytes.data(), bytes.size()))));
@@ -238,12 +247,11 @@ TEST_F(HfCli, PrefetchToTheHfCacheWritesHuggingFaceHubsLayoutThatOfflineStreamsR
 TEST_F(HfCli, CpToTheHfCacheTakesOneFileOrAPrefixAndNoDestination) {
   const auto one = run_cli({"cp", "hf://acme/tiny/config.json", "--to-hf-cache"});
   ASSERT_EQ(one.exit_code, 0) << one.err;
-  const auto snapshot = home() / ".cache/huggingface/hub/models--acme--tiny/snapshots" / commit_;
-  EXPECT_EQ(testing::files_under(snapshot), std::vector<std::string>{"config.json"});
+  EXPECT_EQ(testing::files_under(snapshot()), std::vector<std::string>{"config.json"});
   const auto all = run_cli({"cp", "-r", "hf://acme/tiny@" + commit_, "--to-hf-cache",
                             "--exclude", "*.safetensors"});
   ASSERT_EQ(all.exit_code, 0) << all.err;
-  EXPECT_EQ(testing::files_under(snapshot).size(), 4u);
+  EXPECT_EQ(testing::files_under(snapshot()).size(), 4u);
   const auto both = run_cli({"cp", "-r", "hf://acme/tiny", "out", "--to-hf-cache"});
   EXPECT_EQ(both.exit_code, 2);
   EXPECT_EQ(both.err, "tensorstream: error: --to-hf-cache copies into the Hugging Face cache; "
@@ -251,6 +259,35 @@ TEST_F(HfCli, CpToTheHfCacheTakesOneFileOrAPrefixAndNoDestination) {
   const auto neither = run_cli({"cp", "-r", "hf://acme/tiny"});
   EXPECT_EQ(neither.exit_code, 2);
   EXPECT_EQ(neither.err, "tensorstream: error: cp needs a DST, or --to-hf-cache\n");
+}
+
+// A cache wraps the Hub's store; the export reads through it, so a second one, with the Hugging
+// Face cache gone meanwhile, asks the Hub for the commit's files but for none of their bytes.
+TEST_F(HfCli, ToTheHfCacheReadsThroughATensorstreamCache) {
+  const auto cache = home() / "tensorstream-cache";
+  const auto expect_the_model_in_the_snapshot = [&] {
+    const auto files = testing::files_under(model_.path());
+    ASSERT_EQ(testing::files_under(snapshot()), files);
+    for (const auto& name : files) {
+      EXPECT_EQ(testing::read_file(snapshot() / name), testing::read_file(model_.path() / name))
+          << name;
+    }
+  };
+  const auto copied = run_cli({"cp", "-r", "hf://acme/tiny", "--to-hf-cache", "--cache",
+                               cache.string()});
+  ASSERT_EQ(copied.exit_code, 0) << copied.err;
+  expect_the_model_in_the_snapshot();
+
+  std::filesystem::remove_all(repo());
+  const auto resolves = hub_requests("/acme/tiny/resolve/").size();
+  const auto cdn = hub_.cdn_requests().size();
+  const auto prefetched = run_cli({"prefetch", "hf://acme/tiny", "--to-hf-cache",
+                                   "--include-safetensors", "--cache", cache.string()});
+  ASSERT_EQ(prefetched.exit_code, 0) << prefetched.err;
+  EXPECT_EQ(prefetched.out, prefetched_line());
+  expect_the_model_in_the_snapshot();
+  EXPECT_EQ(hub_requests("/acme/tiny/resolve/").size(), resolves);
+  EXPECT_EQ(hub_.cdn_requests().size(), cdn);
 }
 
 // The seed's deployment: partition from the Hub, then serve the partitions from where they went

@@ -26,9 +26,11 @@ struct HfCachePrefetchResult {
 /// `models--ORG--NAME/blobs/BLOB` (a blob already there is kept), linked from
 /// `snapshots/COMMIT/PATH` by a relative symbolic link, and `refs/REVISION` naming the commit
 /// when the revision is a branch or tag. Files are written under temporary names and renamed
-/// into place, so the cache never shows a partial file. Runs on the awaiting coroutine's
-/// executor. Throws InvalidArgument for another scheme or an unknown cache directory, and what
-/// prefetch() throws.
+/// into place, so the cache never shows a partial file. The bytes are read through the cache
+/// `options.store` configures (CachedStore), if any, as a stream's are; the commit and its files
+/// are HfStore's to tell all the same, CacheMode::offline included. Runs on the awaiting
+/// coroutine's executor. Throws InvalidArgument for another scheme or an unknown cache
+/// directory, and what prefetch() throws.
 TENSORSTREAM_API
 boost::asio::awaitable<HfCachePrefetchResult> prefetch_to_hf_cache(std::string url,
                                                                    PrefetchOptions options);
