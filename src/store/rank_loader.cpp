@@ -124,13 +124,12 @@ void start(ServedRank& rank, const RankChanged& changed) {
   changed(rank);
 }
 
-void finish(ServedRank& rank, std::size_t landed, const std::string& source,
-            const RankChanged& changed) {
+void finish(ServedRank& rank, std::size_t landed, const Url& url, const RankChanged& changed) {
   // Stopped meanwhile: the rank stays failed, as its waiters were told.
   if (rank.state == RankState::failed) std::rethrow_exception(rank.error);
   if (landed != rank.layout->placements.size()) {
-    throw StateError(source + ": the stream ended after " + std::to_string(landed) + " of rank " +
-                     std::to_string(rank.rank) + "'s " +
+    throw StateError(url.str() + ": the stream ended after " + std::to_string(landed) +
+                     " of rank " + std::to_string(rank.rank) + "'s " +
                      std::to_string(rank.layout->placements.size()) + " tensors");
   }
   rank.weights->seal_read_only();
@@ -187,7 +186,7 @@ asio::awaitable<void> load_partitioned(const std::string& source, const Url& url
       changed(rank);
     }
     prefault.stop();
-    finish(rank, landed, source, changed);
+    finish(rank, landed, url, changed);
   }
 }
 
@@ -252,7 +251,7 @@ asio::awaitable<void> load_cut(const std::string& source, const Url& url, Object
     ++landed;
   }
   for (auto& prefault : prefaults) prefault.stop();
-  for (auto& rank : ranks) finish(rank, landed, source, changed);
+  for (auto& rank : ranks) finish(rank, landed, url, changed);
 }
 
 asio::awaitable<void> load(const std::string& source, const LoadOptions& options,

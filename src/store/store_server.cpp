@@ -21,6 +21,7 @@
 #include "streaming/wait_watch.hpp"
 #include "tensorstream/async/condition_variable.hpp"
 #include "tensorstream/error.hpp"
+#include "tensorstream/storage/url.hpp"
 
 namespace tensorstream::store {
 namespace detail {
@@ -29,8 +30,15 @@ namespace asio = boost::asio;
 
 /// One load of the served ranks: generation 1 by load(), one more by each reload.
 struct Generation {
-  std::uint64_t number = 1;
+  Generation(std::uint64_t generation, std::string url)
+      : number(generation), source(std::move(url)), shown_source(redact_query(source)) {}
+
+  std::uint64_t number;
+  /// What it loads, a signed URL's query included: the signature is what lets it read.
   std::string source;
+  /// `source` as replies, events and messages show it: a presigned URL's signature would reach
+  /// every uid the socket admits, and the logs.
+  std::string shown_source;
   std::vector<ServedRank> ranks;
 
   ServedRank* find(std::uint32_t rank) {
@@ -54,10 +62,9 @@ struct ReloadRun {
 struct StoreServerState {
   StoreServerState(asio::any_io_executor executor, std::string source_url,
                    StoreServerOptions server_options)
-      : strand(asio::make_strand(std::move(executor))), options(std::move(server_options)) {
-    current = std::make_shared<Generation>();
-    current->source = std::move(source_url);
-  }
+      : strand(asio::make_strand(std::move(executor))),
+        options(std::move(server_options)),
+        current(std::make_shared<Generation>(1, std::move(source_url))) {}
 
   // "ranks 0, 1 of TP 2", for messages.
   std::string served_ranks() const {
@@ -193,7 +200,7 @@ std::uint64_t loaded_bytes(const Generation& generation) {
 std::string status_json(const ServerState& state) {
   const Generation& current = *state.current;
   std::string json = "{\"source\":";
-  append_json_string(json, current.source);
+  append_json_string(json, current.shown_source);
   const auto uptime = std::chrono::duration_cast<std::chrono::seconds>(
       std::chrono::steady_clock::now() - state.started);
   json += ",\"tp\":" + std::to_string(state.options.tensor_parallel_size) +
@@ -314,12 +321,12 @@ asio::awaitable<void> load_on_strand(std::shared_ptr<ServerState> state,
   } catch (const boost::system::system_error& error) {
     state->loading = false;
     if (error.code() != asio::error::operation_aborted && !state->stopped) throw;
-    throw Cancelled("loading " + generation->source + " was stopped");
+    throw Cancelled("loading " + generation->shown_source + " was stopped");
   } catch (...) {
     state->loading = false;
     // stop() ends a load however the load noticed: a cancelled read, or a rank it failed, which
     // the load may meet before the cancellation reaches it.
-    if (state->stopped) throw Cancelled("loading " + generation->source + " was stopped");
+    if (state->stopped) throw Cancelled("loading " + generation->shown_source + " was stopped");
     throw;
   }
   state->loading = false;
@@ -340,7 +347,7 @@ asio::awaitable<void> run_reload(std::shared_ptr<ServerState> state,
     // stop() ends a reload however the load noticed: a cancelled read, a rank it failed.
     run->outcome.error =
         state->stopped ? std::make_exception_ptr(Cancelled("the server stopped while reloading " +
-                                                           generation->source))
+                                                           generation->shown_source))
                        : std::current_exception();
   }
   run->outcome.seconds = std::chrono::steady_clock::now() - run->started;
@@ -369,12 +376,11 @@ std::shared_ptr<ReloadRun> start_reload(const std::shared_ptr<ServerState>& stat
                      std::to_string(state->reload->outcome.generation) + ") is under way");
   }
   auto run = std::make_shared<ReloadRun>();
-  run->generation = std::make_shared<Generation>();
-  run->generation->number = state->current->number + 1;
-  run->generation->source = source.empty() ? state->current->source : std::move(source);
+  run->generation = std::make_shared<Generation>(
+      state->current->number + 1, source.empty() ? state->current->source : std::move(source));
   run->generation->ranks = served_ranks(state->options);
   run->outcome.generation = run->generation->number;
-  run->outcome.source = run->generation->source;
+  run->outcome.source = run->generation->shown_source;
   state->reload = run;
   asio::co_spawn(state->strand, run_reload(state, run), asio::detached);
   return run;

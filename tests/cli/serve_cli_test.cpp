@@ -18,6 +18,7 @@
 #include "support/nginx_server.hpp"
 #include "support/process.hpp"
 #include "support/sha256.hpp"
+#include "support/skip.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/store/attached_rank.hpp"
@@ -30,6 +31,11 @@ using tensorstream::testing::ChildProcess;
 using tensorstream::testing::read_text_file;
 using tensorstream::testing::run_cli;
 using tensorstream::testing::TempDir;
+
+// `text` as a regular expression that matches it alone.
+std::string literal(const std::string& text) {
+  return std::regex_replace(text, std::regex(R"([.^$|()[\]{}*+?\\])"), R"(\$&)");
+}
 
 class ServeCli : public ::testing::Test {
  protected:
@@ -278,6 +284,69 @@ TEST_F(ServeCli, ReloadAndSighupServeNewVersionsWhileAWorkerKeepsItsBytes) {
   const int stopped = server->stop();
   EXPECT_TRUE(WIFEXITED(stopped) && WEXITSTATUS(stopped) == 0) << stopped;
   EXPECT_EQ(norm_of(worker), old_norm);
+}
+
+// A presigned URL's query is its signature: whoever may attach (status, reload) and whoever reads
+// the server's log sees the source with `?…` instead. nginx ignores the query.
+TEST_F(ServeCli, ASignedSourceIsShownWithoutItsQueryByStatusReloadAndTheServersWarnings) {
+  if (!tensorstream::testing::NginxServer::available()) {
+    TENSORSTREAM_SKIP_UNLESS_CI("nginx is not installed");
+  }
+  tensorstream::testing::NginxServer nginx({.root = dir_.path()});
+  const std::string query = "?X-Amz-Signature=secret123&sig=secret456";
+  const std::string source = nginx.base_url() + "/model/model.safetensors";
+  auto server = serve({source + query, "--tp", "2", "--socket", socket().string(),
+                       "--ready-file", ready_file().string()});
+  wait_for(ready_file(), *server);
+
+  const auto status = run_cli({"status", socket().string()});
+  EXPECT_EQ(status.exit_code, 0) << status.err;
+  EXPECT_TRUE(std::regex_match(
+      status.out,
+      std::regex(literal(socket().string() + ": serving " + source + "?… at tp 2, pid " +
+                         std::to_string(server->pid())) +
+                 ", up [0-9]+ s\n"
+                 "rank 0: ready, 1\\.9 MiB of 1\\.9 MiB, 0 attaches, 0 waiting\n"
+                 "rank 1: ready, 1\\.9 MiB of 1\\.9 MiB, 0 attaches, 0 waiting\n")))
+      << status.out;
+  const auto json = run_cli({"status", socket().string(), "--json"});
+  EXPECT_EQ(json.out.substr(0, json.out.find(",\"pid\":")),
+            "{\"source\":\"" + source + "?…\",\"tp\":2,\"generation\":1")
+      << json.out;
+
+  const auto reloaded = run_cli({"reload", socket().string()});
+  EXPECT_EQ(reloaded.exit_code, 0) << reloaded.err;
+  EXPECT_TRUE(std::regex_match(
+      reloaded.out, std::regex(literal(socket().string() + ": serving generation 2 of " + source +
+                                       "?…: 2 ranks, 3.8 MiB, loaded in ") +
+                               "[0-9]+\\.[0-9] s\n")))
+      << reloaded.out;
+  const auto reloaded_json = run_cli({"reload", socket().string(), source + query, "--json"});
+  EXPECT_EQ(reloaded_json.exit_code, 0) << reloaded_json.err;
+  EXPECT_EQ(reloaded_json.out.substr(0, reloaded_json.out.find(",\"seconds\":")),
+            "{\"generation\":3,\"source\":\"" + source + "?…\"")
+      << reloaded_json.out;
+
+  // A failed reload: the requester's error, the server's warning and the status's last line.
+  const std::string missing = nginx.base_url() + "/nothere/model.safetensors";
+  const auto failed = run_cli({"reload", socket().string(), missing + query});
+  EXPECT_EQ(failed.exit_code, 1);
+  EXPECT_EQ(failed.err, "tensorstream: error: " + socket().string() + ": " + missing +
+                            "?…: HTTP 404 Not Found\n");
+  const auto after = run_cli({"status", socket().string()});
+  EXPECT_TRUE(after.out.ends_with("\nreload: generation 4 of " + missing + "?… failed: " +
+                                  missing + "?…: HTTP 404 Not Found\n"))
+      << after.out;
+
+  const int stopped = server->stop();
+  EXPECT_TRUE(WIFEXITED(stopped) && WEXITSTATUS(stopped) == 0) << stopped;
+  EXPECT_EQ(read_text_file(err()), "tensorstream: warning: reload of " + missing +
+                                       "?… failed, still serving generation 3: " + missing +
+                                       "?…: HTTP 404 Not Found\n");
+  for (const auto& shown : {status.out, json.out, reloaded.out, reloaded_json.out, after.out,
+                            read_text_file(out())}) {
+    EXPECT_EQ(shown.find("secret"), std::string::npos) << shown;
+  }
 }
 
 TEST_F(ServeCli, AReloadOfARelativePathReadsItWhereTheRequestIsMade) {

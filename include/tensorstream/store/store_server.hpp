@@ -59,7 +59,7 @@ struct RankReady {
 /// what StoreServerEvents::reloaded reports of every reload, served or failed.
 struct ReloadOutcome {
   std::uint64_t generation = 0;  ///< The generation it loaded (one more than the one before).
-  std::string source;            ///< What it loaded.
+  std::string source;            ///< What it loaded, its query shown as `?…` (redact_query()).
   std::vector<RankReady> ranks;  ///< Its ranks, each once ready.
   std::chrono::duration<double> seconds{};  ///< From its start until it was served or failed.
   std::exception_ptr error;      ///< Why it failed; null when it is served.
@@ -94,6 +94,9 @@ struct StoreServerEvents {
 /// or another, as a new generation into new regions while attaches still get the one served;
 /// once every rank of it is ready, attaches get the new one. Workers keep what they mapped, old
 /// bytes exact, for as long as they hold it: the server only drops its own references.
+///
+/// Replies, events and messages show the source with its query as `?…` (redact_query()): a
+/// signed URL's signature would otherwise reach every uid the socket admits, and the logs.
 ///
 /// Everything runs on a strand of the executor given. The memory handed to workers stays valid in
 /// them after the server is stopped or destroyed.
