@@ -134,8 +134,10 @@ void run_stream(const StreamArguments& arguments) {
 
   const ModelLoaderConfig config = ModelLoaderConfig::from_environment();
   const std::string url = arguments.url ? *arguments.url : config.required_remote_model_path();
-  // Resolved here as well as in the stream, for the summary to say what was used.
-  options = config.streamer_options(std::move(options));
+  // Resolved here as well as in the stream, for the summary to say what was used. The chunk
+  // size stays unset unless the environment sets it: the stream then takes the store's preferred
+  // size (64 MiB for az://), which a chunk size set here would override.
+  if (!options.max_concurrency) options.max_concurrency = config.max_concurrency;
   RawStreamer streamer(url, options);
   std::optional<ProgressDisplay> progress;
   if (const auto style = progress_style(arguments.progress, arguments.json)) {
@@ -209,7 +211,8 @@ void register_stream_command(CLI::App& app) {
                       "hf://org/name[@revision]; default: "
                       "the configured remote model path");
   command->add_option("--chunk-size", arguments->chunk_size,
-                      "Bytes per range read; default: the configured chunk size, 16MiB unless set");
+                      "Bytes per range read; default: TENSORSTREAM_CHUNK_SIZE, else 16MiB (64MiB "
+                      "for az://)");
   command->add_option("--concurrency", arguments->concurrency,
                       "Range reads in flight; default: the configured concurrency, 32 unless set")
       ->check(whole_number_up_to(tensorstream::detail::max_concurrency_limit));

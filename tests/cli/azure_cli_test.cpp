@@ -73,6 +73,21 @@ TEST_F(AzureCli, StreamGivesTheChecksumsOfTheLocalFilesWithTheKeyAndEndpointFlag
       << remote.err;
 }
 
+TEST_F(AzureCli, StreamReadsBlobsIn64MiBRangesUnlessTold) {
+  set("AZURE_STORAGE_CONNECTION_STRING", azurite().connection_string());
+  unset("TENSORSTREAM_CHUNK_SIZE");
+  const auto chosen_by_store = cli({"stream", az("tiny/"), "--json"});
+  ASSERT_EQ(chosen_by_store.exit_code, 0) << chosen_by_store.err;
+  EXPECT_EQ(testing::summary_value(chosen_by_store.out, "chunk_size"), 64ll << 20);
+  const auto chosen_by_flag = cli({"stream", az("tiny/"), "--json", "--chunk-size", "1MiB"});
+  ASSERT_EQ(chosen_by_flag.exit_code, 0) << chosen_by_flag.err;
+  EXPECT_EQ(testing::summary_value(chosen_by_flag.out, "chunk_size"), 1ll << 20);
+  set("TENSORSTREAM_CHUNK_SIZE", "2MiB");
+  const auto chosen_by_environment = cli({"stream", az("tiny/"), "--json"});
+  ASSERT_EQ(chosen_by_environment.exit_code, 0) << chosen_by_environment.err;
+  EXPECT_EQ(testing::summary_value(chosen_by_environment.out, "chunk_size"), 2ll << 20);
+}
+
 TEST_F(AzureCli, NoSignRequestReadsAPublicContainer) {
   const std::string open = container() + "-public";
   azurite().create_container(open, Access::blob);
@@ -99,6 +114,14 @@ TEST_F(AzureCli, AMissingBlobAndMissingCredentialsAreOneLineErrors) {
   EXPECT_TRUE(anonymous.err.starts_with("tensorstream: error: Azure credentials from "))
       << anonymous.err;
   EXPECT_EQ(std::count(anonymous.err.begin(), anonymous.err.end(), '\n'), 1) << anonymous.err;
+}
+
+TEST_F(AzureCli, NoStorageAccountIsARuntimeFailureAsMissingS3CredentialsAre) {
+  const auto result = cli({"ls", az("tiny/")});
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.err, "tensorstream: error: " + az("tiny/") +
+                            ": no storage account: set AZURE_STORAGE_ACCOUNT or "
+                            "AZURE_STORAGE_CONNECTION_STRING, or give --account\n");
 }
 
 TEST_F(AzureCli, GenModelToAContainerStreamsBackLikeItsLocalFiles) {

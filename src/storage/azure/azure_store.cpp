@@ -105,9 +105,9 @@ Endpoint resolve_endpoint(const Url& container, const AzureOptions& options) {
   }
   if (text.empty()) {
     if (endpoint.account.empty()) {
-      throw InvalidArgument(container.str() +
-                            ": no storage account: set AZURE_STORAGE_ACCOUNT or "
-                            "AZURE_STORAGE_CONNECTION_STRING, or give --account");
+      throw StorageError(container.str(),
+                         "no storage account: set AZURE_STORAGE_ACCOUNT or "
+                         "AZURE_STORAGE_CONNECTION_STRING, or give --account");
     }
     text = "https://" + endpoint.account + ".blob.core.windows.net";
     source = "the account's endpoint";
@@ -119,8 +119,9 @@ Endpoint resolve_endpoint(const Url& container, const AzureOptions& options) {
     if (std::string named = account_of(endpoint); !named.empty()) endpoint.account = named;
   }
   if (endpoint.account.empty()) {
-    throw InvalidArgument(container.str() + ": no storage account: " + endpoint.origin.str() +
-                          " names none; set AZURE_STORAGE_ACCOUNT or give --account");
+    throw StorageError(container.str(),
+                       "no storage account: " + endpoint.origin.str() +
+                           " names none; set AZURE_STORAGE_ACCOUNT or give --account");
   }
   return endpoint;
 }
