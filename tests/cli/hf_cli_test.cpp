@@ -165,6 +165,24 @@ TEST_F(HfCli, ErrorsAreOneLineNamingTheRepositoryAndRevision) {
                          "repositories are read, not datasets\n");
 }
 
+// A mirror in HF_ENDPOINT that answers bare 404s, without the Hub's X-Error-Code.
+class HfMirrorCli : public hf::testing::HfEnvironmentTest {
+ protected:
+  HfMirrorCli() : HfEnvironmentTest({.bare_errors = true}) {
+    generate_synthetic_model(model_.path(), {.preset = "tiny", .shards = 1});
+    hub_.commit_directory("acme/tiny", model_.path());
+  }
+
+  TempDir model_;
+};
+
+TEST_F(HfMirrorCli, AMissingRevisionIsNamedAsTheHubNamesIt) {
+  const auto revision = run_cli({"stream", "hf://acme/tiny@v2"});
+  EXPECT_EQ(revision.exit_code, 1);
+  EXPECT_EQ(revision.err,
+            "tensorstream: error: hf://acme/tiny@v2: no such revision of acme/tiny (HTTP 404)\n");
+}
+
 // A --cache entry of an hf:// file is its blob's, not its commit's: a commit that changes only
 // the README leaves every weight to the cache, as the Hub's own cache shares blobs across commits.
 TEST_F(HfCli, ACommitThatChangesOnlyTheReadmeLeavesTheWeightsToTheCache) {

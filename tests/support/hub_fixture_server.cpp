@@ -192,6 +192,9 @@ asio::awaitable<void> HubFixtureServer::serve(tcp::socket socket, bool cdn) {
                           std::string(incoming[http::field::range]),
                           std::chrono::steady_clock::now()};
     Reply reply = cdn ? this->cdn(request) : hub(request);
+    if (!cdn && options_.bare_errors && reply.status >= 400) {
+      reply = Reply{reply.status, "", "text/plain"};
+    }
     const bool head = request.method == "HEAD";
     if (reply.bytes) {
       http::response<http::span_body<const char>> response;

@@ -56,6 +56,9 @@ class HubFixtureServer {
     /// Answer the first K Hub requests with 429 and `Retry-After: retry_after_seconds`.
     int throttle_first = 0;
     int retry_after_seconds = 1;
+    /// Answer the Hub's errors with their status and a plain body, without X-Error-Code,
+    /// X-Error-Message or JSON, as a mirror in HF_ENDPOINT may.
+    bool bare_errors = false;
   };
 
   /// One request as received.

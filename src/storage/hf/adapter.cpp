@@ -7,9 +7,14 @@
 namespace tensorstream::hf {
 namespace {
 
-// "ORG/NAME" of a request target: "/api/models/ORG/NAME/..." or "/ORG/NAME/resolve/...", below
+// What a request target names: "/api/models/ORG/NAME/VERB/..." or "/ORG/NAME/VERB/...", below
 // the endpoint's path prefix.
-std::string repo_of(std::string_view target, std::string_view endpoint) {
+struct HubTarget {
+  std::string repo;  ///< "ORG/NAME"
+  std::string verb;  ///< "revision", "tree" or "resolve"
+};
+
+HubTarget parse_target(std::string_view target, std::string_view endpoint) {
   const auto scheme_end = endpoint.find("://");
   const auto path = endpoint.find('/', scheme_end == std::string_view::npos ? 0 : scheme_end + 3);
   if (path != std::string_view::npos && target.starts_with(endpoint.substr(path))) {
@@ -21,7 +26,16 @@ std::string repo_of(std::string_view target, std::string_view endpoint) {
   const auto first = target.find('/', 1);
   if (first == std::string_view::npos) return {};
   const auto second = target.find('/', first + 1);
-  return std::string(target.substr(1, second == std::string_view::npos ? second : second - 1));
+  HubTarget parsed{std::string(target.substr(1, second == std::string_view::npos ? second
+                                                                                  : second - 1)),
+                   {}};
+  if (second != std::string_view::npos) {
+    const auto third = target.find('/', second + 1);
+    parsed.verb = target.substr(second + 1, third == std::string_view::npos
+                                                ? third
+                                                : third - second - 1);
+  }
+  return parsed;
 }
 
 // The Hub's own words: X-Error-Message, else the body's {"error": "..."}.
@@ -55,7 +69,9 @@ void Adapter::interpret(Failure& failure) const {
   const auto code_field = failure.headers.find("X-Error-Code");
   const std::string code =
       code_field == failure.headers.end() ? std::string() : std::string(code_field->value());
-  const std::string repo = repo_of(failure.target, endpoint_);
+  const auto [repo, verb] = parse_target(failure.target, endpoint_);
+  // A mirror (HF_ENDPOINT) may answer a bare 404 where the Hub says RevisionNotFound.
+  const bool bare_not_found = failure.status == 404 && code.empty();
   // What was sent, for messages: "the token from HF_TOKEN", or why none was.
   const std::string sent = token_ ? "the token from " + token_source_
                                   : "no token was sent (" + token_source_ + ")";
@@ -65,7 +81,7 @@ void Adapter::interpret(Failure& failure) const {
   } else if (code == "RepoNotFound") {
     failure.cause = "no such repository " + repo + ", or a private one: " + sent + status;
     failure.not_found = true;
-  } else if (code == "RevisionNotFound") {
+  } else if (code == "RevisionNotFound" || (bare_not_found && verb == "revision")) {
     failure.cause = "no such revision of " + repo + status;
     failure.not_found = true;
   } else if (code == "EntryNotFound") {
