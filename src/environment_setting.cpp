@@ -46,6 +46,9 @@ std::size_t positive_size(const EnvironmentSetting& setting) {
 }
 
 std::uint64_t positive_byte_size(const EnvironmentSetting& setting) {
+  if (const auto advice = ambiguous_byte_size(setting.value)) {
+    throw InvalidArgument(setting.variable + "='" + setting.value + "' is ambiguous: " + *advice);
+  }
   std::uint64_t size = 0;
   try {
     size = parse_byte_size(setting.value, setting.variable);

@@ -168,8 +168,9 @@ StoreOptions apply_store_flags(const StoreFlags& flags, StoreOptions options) {
 void add_source_read_flags(CLI::App& command, SourceReadFlags& flags,
                            const std::string& memory_help) {
   command.add_option("--chunk-size", flags.chunk_size,
-                     "Bytes per range read of SRC; default: TENSORSTREAM_CHUNK_SIZE, else 16MiB "
-                     "(64MiB for az://)");
+                     "Bytes per range read of SRC, in KiB/MiB/GiB or KB/MB/GB (a bare 8M is "
+                     "refused as ambiguous); default: TENSORSTREAM_CHUNK_SIZE, else 16MiB (64MiB "
+                     "for az://)");
   command.add_option("--concurrency", flags.concurrency, "Range reads of SRC in flight")
       ->capture_default_str()
       ->check(whole_number_up_to(tensorstream::detail::max_concurrency_limit));

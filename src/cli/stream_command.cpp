@@ -211,8 +211,8 @@ void register_stream_command(CLI::App& app) {
                       "hf://org/name[@revision]; default: "
                       "the configured remote model path");
   command->add_option("--chunk-size", arguments->chunk_size,
-                      "Bytes per range read; default: TENSORSTREAM_CHUNK_SIZE, else 16MiB (64MiB "
-                      "for az://)");
+                      "Bytes per range read, in KiB/MiB/GiB or KB/MB/GB (a bare 8M is refused as "
+                      "ambiguous); default: TENSORSTREAM_CHUNK_SIZE, else 16MiB (64MiB for az://)");
   command->add_option("--concurrency", arguments->concurrency,
                       "Range reads in flight; default: the configured concurrency, 32 unless set")
       ->check(whole_number_up_to(tensorstream::detail::max_concurrency_limit));

@@ -243,6 +243,22 @@ TEST(CliErrors, BadSizeNamesTheOption) {
   EXPECT_NE(result.err.find("--chunk-size: invalid size '12XB'"), std::string::npos) << result.err;
 }
 
+// 8M is 8 MiB to dd and 8 MB to others: a size flag takes KiB/MiB/GiB or KB/MB/GB, never a guess.
+TEST(CliErrors, ASizeWithABarePrefixIsAUsageErrorSpellingBothReadings) {
+  const auto chunk = run_cli({"stream", "/tmp/x.safetensors", "--chunk-size", "8M"});
+  EXPECT_EQ(chunk.exit_code, 2);
+  EXPECT_EQ(chunk.err, "tensorstream: error: --chunk-size: 8M is ambiguous: write 8MiB (8388608 "
+                       "bytes) or 8MB (8000000 bytes)\n");
+  const auto memory = run_cli({"stream", "/tmp/x.safetensors", "--memory-limit", "1.5g"});
+  EXPECT_EQ(memory.exit_code, 2);
+  EXPECT_EQ(memory.err, "tensorstream: error: --memory-limit: 1.5g is ambiguous: write 1.5GiB "
+                        "(1610612736 bytes) or 1.5GB (1500000000 bytes)\n");
+  EXPECT_EQ(run_cli({"stream", "/tmp/nothing-here.safetensors", "--chunk-size", "8MB",
+                     "--memory-limit", "1Gi"})
+                .exit_code,
+            1);
+}
+
 // Each chunk is a request: a chunk size of one byte would read a 4 MiB model with four million.
 TEST(CliErrors, AChunkSizeBelowTheMinimumIsAUsageErrorSayingWhy) {
   for (const std::vector<std::string>& command :

@@ -116,6 +116,14 @@ TEST_F(ModelLoaderCli, StreamWithAMalformedVariableNamesIt) {
             "(e.g. 4096, 512KiB, 16MiB)\n");
 }
 
+TEST_F(ModelLoaderCli, AChunkSizeVariableWithABarePrefixIsAmbiguousAsTheFlagIs) {
+  environment_.set("TENSORSTREAM_CHUNK_SIZE", "8M");
+  const auto result = run_cli({"stream", model()});
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_EQ(result.err, "tensorstream: error: TENSORSTREAM_CHUNK_SIZE='8M' is ambiguous: write "
+                        "8MiB (8388608 bytes) or 8MB (8000000 bytes)\n");
+}
+
 // One syntax everywhere: the environment takes the flags' sizes.
 TEST_F(ModelLoaderCli, StreamTakesAChunkSizeInTheFlagsSyntaxFromTheEnvironment) {
   environment_.set("TENSORSTREAM_CHUNK_SIZE", "128KB");
