@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <filesystem>
 #include <string_view>
 
 namespace tensorstream::cli {
@@ -37,6 +38,18 @@ std::string nearest(std::string_view word, const std::vector<std::string>& candi
   return best;
 }
 
+// The one candidate that `word` begins up to a dash, as "endpoint" begins "endpoint-url": a
+// name cut short is too far from the whole for nearest().
+std::string completion(std::string_view word, const std::vector<std::string>& candidates) {
+  std::string found;
+  for (const auto& candidate : candidates) {
+    if (!candidate.starts_with(std::string(word) + "-")) continue;
+    if (!found.empty()) return {};
+    found = candidate;
+  }
+  return found;
+}
+
 }  // namespace
 
 std::string suggestion(const CLI::App& app, const std::vector<std::string>& arguments) {
@@ -62,8 +75,21 @@ std::string suggestion(const CLI::App& app, const std::vector<std::string>& argu
     if (!argument.starts_with("--")) continue;
     const std::string name = argument.substr(2, argument.find('=') - 2);
     if (std::find(flags.begin(), flags.end(), name) != flags.end()) continue;
-    const auto flag = nearest(name, flags);
+    std::string flag = nearest(name, flags);
+    if (flag.empty()) flag = completion(name, flags);
     return flag.empty() ? "" : "did you mean --" + flag + "?";
+  }
+  // `cache ls DIR`: a command that takes no words but --cache was given its cache directory.
+  const auto words = app.get_options([](const CLI::Option* option) {
+    return option->get_positional();
+  });
+  if (words.empty() && std::find(flags.begin(), flags.end(), "cache") != flags.end()) {
+    for (const auto& argument : arguments) {
+      std::error_code error;
+      if (!argument.starts_with("-") && std::filesystem::is_directory(argument, error)) {
+        return "did you mean --cache " + argument + "?";
+      }
+    }
   }
   return {};
 }

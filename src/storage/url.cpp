@@ -26,6 +26,17 @@ std::string known_schemes() {
   return text;
 }
 
+// Why a URL with nothing after "SCHEME://" names nothing, and what to write: the stores' own
+// words for what comes first (a bucket, a container, a repository) rather than "host".
+std::string missing_authority(std::string_view scheme) {
+  if (scheme == "s3" || scheme == "gs") {
+    return "name a bucket: " + std::string(scheme) + "://BUCKET/PATH";
+  }
+  if (scheme == "az") return "name a container: az://CONTAINER/PATH";
+  if (scheme == "hf") return "name a repository: hf://ORG/NAME[@REVISION]/PATH";
+  return "missing host";
+}
+
 }  // namespace
 
 Url Url::parse(std::string_view text) {
@@ -63,7 +74,7 @@ Url Url::parse(std::string_view text) {
   const auto authority_end = rest.find_first_of("/?");
   std::string_view authority = rest.substr(0, authority_end);
   rest = authority_end == std::string_view::npos ? std::string_view{} : rest.substr(authority_end);
-  if (authority.empty()) throw fail("missing host");
+  if (authority.empty()) throw fail(missing_authority(url.scheme));
 
   const bool bucket = scheme->form == UrlForm::bucket;
   url.port = scheme->default_port;

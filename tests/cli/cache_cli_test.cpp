@@ -577,6 +577,11 @@ TEST_F(CacheCli, TheCacheCommandNeedsADirectory) {
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_EQ(result.err,
             "tensorstream: error: name the cache: --cache DIR, or TENSORSTREAM_CACHE_DIR\n");
+  const std::string directory = cache_.path().string();
+  const auto given_as_a_word = run_cli({"cache", "ls", directory});
+  EXPECT_EQ(given_as_a_word.exit_code, 2);
+  EXPECT_EQ(given_as_a_word.err, "tensorstream: error: The following argument was not expected: " +
+                                     directory + " (did you mean --cache " + directory + "?)\n");
 }
 
 // A small disk under the cache, as a node's cache volume that a model outgrows.

@@ -237,6 +237,19 @@ TEST(CliErrors, WrongSchemeExitsWithUsageStatus) {
   EXPECT_NE(result.err.find("unsupported scheme 'ftp'"), std::string::npos) << result.err;
 }
 
+// Nothing after "az://" is a container not named yet, which "missing host" would not tell.
+TEST(CliErrors, AUrlWithNothingAfterTheSchemeSaysWhatComesFirst) {
+  const auto container = run_cli({"ls", "az://"});
+  EXPECT_EQ(container.exit_code, 2);
+  EXPECT_EQ(container.err, "tensorstream: error: invalid URL 'az://': name a container: "
+                           "az://CONTAINER/PATH\n");
+  EXPECT_EQ(run_cli({"ls", "gs://"}).err,
+            "tensorstream: error: invalid URL 'gs://': name a bucket: gs://BUCKET/PATH\n");
+  EXPECT_EQ(run_cli({"stream", "hf://"}).err,
+            "tensorstream: error: invalid URL 'hf://': name a repository: "
+            "hf://ORG/NAME[@REVISION]/PATH\n");
+}
+
 TEST(CliErrors, BadSizeNamesTheOption) {
   const auto result = run_cli({"stream", "/tmp/x.safetensors", "--chunk-size", "12XB"});
   EXPECT_EQ(result.exit_code, 2);
@@ -466,6 +479,9 @@ TEST(CliUsage, ParseErrorsAreOneLineUsageErrorsWithExitStatus2) {
   EXPECT_EQ(run_cli({"stream", "x", "--chunksize", "4MiB"}).err,
             "tensorstream: error: The following arguments were not expected: 4MiB --chunksize "
             "(did you mean --chunk-size?)\n");
+  EXPECT_EQ(run_cli({"ls", "s3://models/", "--endpoint", "http://127.0.0.1:9"}).err,
+            "tensorstream: error: The following arguments were not expected: "
+            "http://127.0.0.1:9 --endpoint (did you mean --endpoint-url?)\n");
   EXPECT_EQ(run_cli({"stream", "x", "--concurrency", "0"}).err,
             "tensorstream: error: --concurrency: 0 is not between 1 and 4096 (see tensorstream "
             "stream --help)\n");
