@@ -37,30 +37,55 @@ Url listing_url(const std::string& text) {
   return url.scheme == "file" ? resolve_url(text) : url;
 }
 
-// What `url` names: the object itself, or what lies under it when it is a prefix or names no
-// object (`s3://bucket/models` lists `models/`, as `aws s3 ls` does). One level deep, the
-// prefixes below come too.
-boost::asio::awaitable<Listing> list_objects(ObjectStore& store, const Url& url, bool recursive) {
-  if (!url.is_prefix()) {
-    std::optional<std::uint64_t> size;
-    try {
-      size = co_await store.size(url.path);
-    } catch (const NotFoundError&) {
-      if (!store.can_list()) throw;
-    }
-    if (size) {
-      Listing object;
-      object.objects.push_back(ObjectInfo{url.path, *size});
-      co_return object;
-    }
+// Where a listing looks, as `aws s3 ls` takes a URL: the level that holds it (a prefix, ending
+// in '/') and, for a URL that ends in no '/', the start of the names taken from that level.
+struct ListedLevel {
+  std::string prefix;
+  std::string name_start;
+};
+
+// A bucket or container alone, or a Hub repository alone (hf://ORG/NAME[@REV]): a level of its
+// own, since nothing above it lists.
+bool names_a_root(const Url& url) {
+  return url.path.empty() || url.path == "/" ||
+         (url.scheme == "hf" && url.path.find('/', 1) == std::string::npos);
+}
+
+ListedLevel listed_level(const Url& url) {
+  if (url.is_prefix()) return {url.path, {}};
+  if (names_a_root(url)) return {url.path + "/", {}};
+  const std::size_t slash = url.path.rfind('/');
+  return {url.path.substr(0, slash + 1), url.path.substr(slash + 1)};
+}
+
+// Keeps the entries of `listing` whose names below the level begin with its name_start.
+void keep_names_starting(Listing& listing, const ListedLevel& level) {
+  const std::string start = level.prefix + level.name_start;
+  std::erase_if(listing.objects,
+                [&](const ObjectInfo& object) { return !object.key.starts_with(start); });
+  std::erase_if(listing.prefixes,
+                [&](const std::string& below) { return !below.starts_with(start); });
+}
+
+// What `url` names. Where the store lists (local files aside, whose directories are prefixes
+// already): the entries of `level`, one level deep with the prefixes below as `aws s3 ls` shows
+// them, or every key under it with -r, whose names begin with the URL's last part
+// (`s3://models/ti` lists `tiny/` and `tiny2/`). Elsewhere, the object itself.
+boost::asio::awaitable<Listing> list_objects(ObjectStore& store, const Url& url,
+                                             const ListedLevel& level, bool recursive) {
+  if (!store.can_list() || (url.scheme == "file" && !url.is_prefix())) {
+    Listing object;
+    object.objects.push_back(ObjectInfo{url.path, co_await store.size(url.path)});
+    co_return object;
   }
-  // A named variable: GCC 12 destroys the temporary of a conditional expression twice when it
-  // is a coroutine's argument.
-  const std::string prefix = url.is_prefix() ? url.path : url.path + "/";
-  if (!recursive) co_return co_await store.list_level(prefix);
-  // Named, not a braced temporary around the co_await, which GCC 12 miscompiles.
   Listing listing;
-  listing.objects = co_await store.list(prefix, ListDepth::recursive);
+  if (recursive) {
+    // Named, not a braced temporary around the co_await, which GCC 12 miscompiles.
+    listing.objects = co_await store.list(level.prefix, ListDepth::recursive);
+  } else {
+    listing = co_await store.list_level(level.prefix);
+  }
+  keep_names_starting(listing, level);
   co_return listing;
 }
 
@@ -124,19 +149,20 @@ void run_ls(const LsArguments& arguments) {
   const Url url = listing_url(arguments.url);
   boost::asio::io_context io;
   const auto store = open_store(url, io.get_executor(), apply_store_flags(arguments.store));
-  auto listed = boost::asio::co_spawn(io, list_objects(*store, url, arguments.recursive),
+  const ListedLevel level = listed_level(url);
+  auto listed = boost::asio::co_spawn(io, list_objects(*store, url, level, arguments.recursive),
                                       boost::asio::use_future);
   io.run();
   Listing listing = listed.get();
-  const std::string prefix = url.is_prefix() ? url.path : url.path + "/";
+  const std::string listed_url = store->url(level.prefix + level.name_start);
   // As `aws s3 ls` exits 1 there: a mistyped prefix is not an empty model.
   if (listing.objects.empty() && listing.prefixes.empty()) {
-    throw NotFoundError(store->url(prefix), "nothing under this prefix");
+    throw NotFoundError(listed_url, "nothing under this prefix");
   }
   if (!arguments.patterns.empty()) {
-    select_objects(listing, prefix, arguments.patterns);
+    select_objects(listing, level.prefix, arguments.patterns);
     if (listing.objects.empty()) {
-      throw NotFoundError(store->url(prefix),
+      throw NotFoundError(listed_url,
                           "no object under this prefix matches " + arguments.patterns.spelled());
     }
   }

@@ -119,6 +119,35 @@ TEST_F(S3Cli, LsOfABucketHoldingOnlyPrefixesShowsThem) {
             "{\"url\":\"s3://models/tiny/\",\"prefix\":true}\n");
 }
 
+// As `aws s3 ls`: without a trailing '/', the entries of the level above whose names begin with
+// the URL's last part; with it, what lies inside.
+TEST_F(S3Cli, LsWithoutATrailingSlashListsTheNamesThatBeginWithItsLastPart) {
+  set("AWS_ENDPOINT_URL", s3rver_->endpoint());
+  s3rver_->put_directory("models", "tiny2/", model_.path() / "tokenizer");
+  s3rver_->put_directory("models", "other/", model_.path() / "tokenizer");
+  for (const std::string url : {"s3://models/ti", "s3://models/tiny"}) {
+    const auto start = run_cli({"ls", url});
+    ASSERT_EQ(start.exit_code, 0) << start.err;
+    EXPECT_EQ(start.out,
+              "         PRE  s3://models/tiny/\n"
+              "         PRE  s3://models/tiny2/\n"
+              "0 objects, 0 B; 2 prefixes\n")
+        << url;
+  }
+  const auto inside = run_cli({"ls", "s3://models/tiny2/"});
+  ASSERT_EQ(inside.exit_code, 0) << inside.err;
+  EXPECT_EQ(inside.out, "           5  s3://models/tiny2/vocab.txt\n1 object, 5 B\n");
+  const auto recursive = run_cli({"ls", "s3://models/tiny2", "-r"});
+  ASSERT_EQ(recursive.exit_code, 0) << recursive.err;
+  EXPECT_EQ(recursive.out, "           5  s3://models/tiny2/vocab.txt\n1 object, 5 B\n");
+  const auto names = run_cli({"ls", "s3://models/tiny/model-0"});
+  ASSERT_EQ(names.exit_code, 0) << names.err;
+  EXPECT_EQ(lines_of(names.out),
+            (std::vector<std::string>{size_line("model-00001-of-00002.safetensors"),
+                                      size_line("model-00002-of-00002.safetensors"),
+                                      lines_of(names.out).back()}));
+}
+
 TEST_F(S3Cli, LsRecursiveAsJsonIncludesNestedObjects) {
   set("AWS_ENDPOINT_URL", s3rver_->endpoint());
   const auto result = run_cli({"ls", "s3://models/tiny", "--recursive", "--json"});
@@ -181,7 +210,9 @@ TEST_F(S3Cli, AnEmptyPrefixIsAnErrorForLsAndPrefetch) {
   EXPECT_EQ(listed.err, "tensorstream: error: s3://models/nokey/: nothing under this prefix\n");
   const auto without_slash =
       run_cli({"ls", "s3://models/nokey", "--endpoint-url", s3rver_->endpoint()});
-  EXPECT_EQ(without_slash.err, listed.err);
+  EXPECT_EQ(without_slash.exit_code, 1);
+  EXPECT_EQ(without_slash.err,
+            "tensorstream: error: s3://models/nokey: nothing under this prefix\n");
 
   TempDir local;
   const auto target = local.path() / "dir";
