@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
@@ -18,6 +19,7 @@
 #include "cli/progress_bar.hpp"
 #include "cli/progress_flag.hpp"
 #include "cli/store_flags.hpp"
+#include "model/unlisted_model_files.hpp"
 #include "model/write_destination.hpp"
 #include "storage/relative_key.hpp"
 #include "tensorstream/error.hpp"
@@ -35,7 +37,9 @@ struct CpArguments {
   std::string source;
   std::string destination;
   bool recursive = false;
+  // Where CLI11 stores --include and --exclude; `filters` has them in their order, which decides.
   tensorstream::detail::NamePatterns patterns;
+  tensorstream::detail::OrderedNamePatterns filters;
   std::size_t concurrency = CopyOptions{}.max_concurrency;
   std::string chunk_size = "16MiB";
   bool json = false;
@@ -80,26 +84,35 @@ asio::awaitable<std::vector<ObjectCopy>> single_object(ObjectStore& source, cons
   co_return std::vector<ObjectCopy>{{from.path, stat->size, key}};
 }
 
-// What to copy under the prefix SRC names: every object, or those the patterns take, each to the
-// same relative path under DST.
-asio::awaitable<std::vector<ObjectCopy>> objects_under(ObjectStore& source, const Url& from,
-                                                       const Url& to,
-                                                       const tensorstream::detail::NamePatterns& patterns) {
-  if (!source.can_list()) {
-    throw InvalidArgument(source.url(from.path) +
-                          ": this store cannot list a prefix (http(s) servers cannot); copy its "
-                          "objects one by one");
-  }
+// What to copy under the prefix SRC names: every object, or those the filters take, each to the
+// same relative path under DST. A store that cannot list (http(s)) gives the files a stream of
+// the prefix would find, and the model's other files, asked for by name.
+asio::awaitable<std::vector<ObjectCopy>> objects_under(
+    ObjectStore& source, const Url& from, const Url& to,
+    const tensorstream::detail::OrderedNamePatterns& filters, std::size_t concurrency) {
   const std::string prefix = from.is_prefix() ? from.path : from.path + "/";
   std::string target = to.path;
   if (!target.ends_with('/')) target += '/';
-  const auto objects = co_await source.list(prefix, ListDepth::recursive);
-  if (objects.empty()) throw NotFoundError(source.url(prefix), "nothing under this prefix");
+  std::vector<ObjectInfo> objects;
+  if (source.can_list()) {
+    objects = co_await source.list(prefix, ListDepth::recursive);
+    if (objects.empty()) throw NotFoundError(source.url(prefix), "nothing under this prefix");
+  } else {
+    objects = co_await tensorstream::detail::unlisted_model_files(source, prefix, concurrency, true);
+    if (objects.empty()) {
+      throw NotFoundError(source.url(prefix),
+                          "found no model.safetensors.index.json, model.safetensors, config.json "
+                          "or other file of a model, and this store cannot list a prefix: copy "
+                          "its objects one by one");
+    }
+  }
   std::vector<ObjectCopy> copies;
+  std::vector<std::string> candidates;
   for (const auto& object : objects) {
     if (object.key.ends_with('/')) continue;  // a directory placeholder, not a file
     const std::string relative = object.key.substr(prefix.size());
-    if (!patterns.selects(relative)) continue;
+    candidates.push_back(relative);
+    if (!filters.selects(relative)) continue;
     if (!tensorstream::detail::is_relative_key_inside(relative)) {
       throw StorageError(source.url(object.key),
                          "cannot be copied: its key is not a plain relative path below " +
@@ -108,8 +121,8 @@ asio::awaitable<std::vector<ObjectCopy>> objects_under(ObjectStore& source, cons
     copies.push_back({object.key, object.size, target + relative});
   }
   if (copies.empty()) {
-    throw NotFoundError(source.url(prefix), "no object under this prefix matches " +
-                                                patterns.spelled());
+    throw NotFoundError(source.url(prefix),
+                        filters.nothing_taken(candidates, "object under this prefix"));
   }
   co_return copies;
 }
@@ -142,6 +155,13 @@ std::string summary_line(const CpArguments& arguments, std::size_t objects, std:
   line += std::to_string(reads.requests);
   append_key(line, "retries");
   line += std::to_string(reads.retries);
+  // As a stream's summary gives them, where --cache read through a cache.
+  if (reads.io_mode.ends_with("cache")) {
+    append_key(line, "cache_bytes");
+    line += std::to_string(reads.cached_bytes);
+    append_key(line, "source_bytes");
+    line += std::to_string(reads.bytes - std::min(reads.bytes, reads.cached_bytes));
+  }
   return line + "}}";
 }
 
@@ -153,12 +173,19 @@ void run_cp_to_hf_cache(const CpArguments& arguments) {
   options.max_concurrency = arguments.concurrency;
   options.chunk_size = parse_chunk_size(arguments.chunk_size);
   options.store = apply_store_flags(arguments.store);
-  options.include = arguments.patterns.include;
-  options.exclude = arguments.patterns.exclude;
+  if (arguments.filters.order_matters()) {
+    throw InvalidArgument("--to-hf-cache applies every --exclude after the --include patterns; "
+                          "give the --include patterns first");
+  }
+  const tensorstream::detail::NamePatterns patterns = arguments.filters.unordered();
+  options.include = patterns.include;
+  options.exclude = patterns.exclude;
   if (!arguments.recursive) {
-    if (from.is_prefix()) {
-      throw InvalidArgument(arguments.source + " is a prefix; pass --recursive (-r) to copy what "
-                            "is under it");
+    // hf://ORG/NAME[@REVISION] names the repository, whose files are under it.
+    if (from.is_prefix() || from.path.rfind('/') == 0) {
+      throw InvalidArgument(redact_query(arguments.source) +
+                            " is a prefix, not an object; pass --recursive (-r) to copy what is "
+                            "under it");
     }
     // One file: its folder, taking that file alone.
     const auto slash = from.path.rfind('/');
@@ -176,8 +203,8 @@ void run_cp_to_hf_cache(const CpArguments& arguments) {
 }
 
 void run_cp(const CpArguments& arguments) {
-  arguments.patterns.check("object path");
-  if (!arguments.recursive && !arguments.patterns.empty()) {
+  arguments.filters.unordered().check("object path");
+  if (!arguments.recursive && !arguments.filters.empty()) {
     throw InvalidArgument("--include and --exclude choose objects under a prefix; they need "
                           "--recursive (-r)");
   }
@@ -210,7 +237,8 @@ void run_cp(const CpArguments& arguments) {
   std::atomic<std::uint64_t> bytes_done{0};
   std::atomic<std::uint64_t> bytes_total{0};
   std::atomic<std::size_t> objects_done{0};
-  std::size_t objects_total = 0;
+  // Written once the copies are known, while the progress thread may be reading it.
+  std::atomic<std::size_t> objects_total{0};
   options.on_progress = [&](std::uint64_t bytes) { bytes_done = bytes; };
   options.on_object_copied = [&](const ObjectCopy& copy) {
     ++objects_done;
@@ -223,9 +251,8 @@ void run_cp(const CpArguments& arguments) {
   if (const auto style = progress_style(arguments.progress, arguments.json)) {
     progress.emplace(*style, [&] {
       std::string files;
-      if (objects_total > 1) {
-        files = std::to_string(objects_done.load()) + "/" + std::to_string(objects_total) +
-                " files";
+      if (const std::size_t total = objects_total; total > 1) {
+        files = std::to_string(objects_done.load()) + "/" + std::to_string(total) + " files";
       }
       // Whichever side has kept a request waiting longer: downloads wait on the source, uploads
       // on the destination.
@@ -242,7 +269,8 @@ void run_cp(const CpArguments& arguments) {
   tensorstream::detail::run_blocking(io, [&]() -> asio::awaitable<void> {
     std::vector<ObjectCopy> copies;
     if (arguments.recursive) {
-      copies = co_await objects_under(*source, from, to, arguments.patterns);
+      copies = co_await objects_under(*source, from, to, arguments.filters,
+                                      arguments.concurrency);
     } else {
       copies = co_await single_object(*source, from, to);
     }
@@ -251,14 +279,16 @@ void run_cp(const CpArguments& arguments) {
     bytes_total = bytes;
     co_await copy_objects(*source, std::move(copies), *destination, options);
   }());
-  if (progress) progress->finish();
+  // The summary below says what the bar's final line would.
+  if (progress) progress->finish_before_summary();
   const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
   if (arguments.json) {
-    std::puts(summary_line(arguments, objects_total, bytes, elapsed.count(), source->stats())
-                  .c_str());
+    std::puts(
+        summary_line(arguments, objects_total.load(), bytes, elapsed.count(), source->stats())
+            .c_str());
   } else {
     std::printf("copied %s (%s) from %s to %s in %.3f s: %s\n",
-                counted(objects_total, "file").c_str(), format_byte_size(bytes).c_str(),
+                counted(objects_total.load(), "file").c_str(), format_byte_size(bytes).c_str(),
                 redact_query(arguments.source).c_str(),
                 redact_query(arguments.destination).c_str(), elapsed.count(),
                 format_byte_rate(bytes, elapsed.count()).c_str());
@@ -286,7 +316,7 @@ void register_cp_command(CLI::App& app) {
                    "name");
   command->add_flag("-r,--recursive", arguments->recursive,
                     "Copy every object under the prefix SRC, keeping their paths below it");
-  add_object_filter_flags(*command, arguments->patterns);
+  add_object_filter_flags(*command, arguments->patterns, FilterOrder::later_wins);
   command
       ->add_option("--concurrency", arguments->concurrency,
                    "Range reads in flight at once, over all files")
@@ -305,7 +335,10 @@ void register_cp_command(CLI::App& app) {
                     "HF_HOME/hub, else ~/.cache/huggingface/hub) in its layout, for transformers "
                     "and vLLM; no DST");
   add_store_flags(*command, arguments->store);
-  command->callback([arguments] { run_cp(*arguments); });
+  command->callback([arguments, command] {
+    arguments->filters = filters_in_order(*command);
+    run_cp(*arguments);
+  });
 }
 
 }  // namespace tensorstream::cli

@@ -90,16 +90,18 @@ boost::asio::awaitable<Listing> list_objects(ObjectStore& store, const Url& url,
 }
 
 // Keeps the objects whose path below `prefix` (a named object: its name) the patterns take, and
-// no prefixes: the patterns choose objects, and -r reaches those below the prefixes.
-void select_objects(Listing& listing, const std::string& prefix,
-                    const tensorstream::detail::NamePatterns& patterns) {
+// no prefixes: the patterns choose objects, and -r reaches those below the prefixes. Returns the
+// paths they chose from.
+std::vector<std::string> select_objects(Listing& listing, const std::string& prefix,
+                                        const tensorstream::detail::NamePatterns& patterns) {
+  std::vector<std::string> paths;
   std::erase_if(listing.objects, [&](const ObjectInfo& object) {
-    const std::string relative = object.key.starts_with(prefix)
-                                     ? object.key.substr(prefix.size())
-                                     : object.key.substr(object.key.rfind('/') + 1);
-    return !patterns.selects(relative);
+    paths.push_back(object.key.starts_with(prefix) ? object.key.substr(prefix.size())
+                                                   : object.key.substr(object.key.rfind('/') + 1));
+    return !patterns.selects(paths.back());
   });
   listing.prefixes.clear();
+  return paths;
 }
 
 void print_json(const std::string& url, std::optional<std::uint64_t> size) {
@@ -160,10 +162,10 @@ void run_ls(const LsArguments& arguments) {
     throw NotFoundError(listed_url, "nothing under this prefix");
   }
   if (!arguments.patterns.empty()) {
-    select_objects(listing, level.prefix, arguments.patterns);
+    const auto paths = select_objects(listing, level.prefix, arguments.patterns);
     if (listing.objects.empty()) {
       throw NotFoundError(listed_url,
-                          "no object under this prefix matches " + arguments.patterns.spelled());
+                          arguments.patterns.nothing_taken(paths, "object under this prefix"));
     }
   }
 

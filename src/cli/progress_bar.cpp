@@ -215,7 +215,7 @@ int terminal_columns() {
 }
 
 ProgressDisplay::ProgressDisplay(ProgressStyle style, std::function<ProgressSample()> sample)
-    : sample_(std::move(sample)), renderer_(style, ProgressRenderer::Clock::now()) {
+    : sample_(std::move(sample)), style_(style), renderer_(style, ProgressRenderer::Clock::now()) {
   thread_ = async::LibraryThread("ts-progress", [this] {
     std::unique_lock lock(mutex_);
     while (!stop_requested_.wait_for(lock, redraw_interval, [this] { return stopping_; })) {
@@ -226,9 +226,11 @@ ProgressDisplay::ProgressDisplay(ProgressStyle style, std::function<ProgressSamp
 
 void ProgressDisplay::finish() { stop(true); }
 
+void ProgressDisplay::finish_before_summary() { stop(style_ == ProgressStyle::plain); }
+
 ProgressDisplay::~ProgressDisplay() { stop(false); }
 
-void ProgressDisplay::stop(bool succeeded) {
+void ProgressDisplay::stop(bool final_line) {
   if (stopped_) return;
   stopped_ = true;
   {
@@ -238,7 +240,7 @@ void ProgressDisplay::stop(bool succeeded) {
   stop_requested_.notify_all();
   thread_.join();
   write(renderer_.finish(sample_(), ProgressRenderer::Clock::now(), terminal_columns(),
-                         succeeded));
+                         final_line));
 }
 
 void ProgressDisplay::write(const std::string& text) const {

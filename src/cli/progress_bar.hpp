@@ -107,6 +107,11 @@ class ProgressDisplay {
   /// Stops sampling and writes the final line.
   void finish();
 
+  /// Stops sampling where a summary line saying the same follows: a bar is erased rather than
+  /// left as a final line above it; the plain style writes its final line, as finish() does, for
+  /// logs that may not hold the summary.
+  void finish_before_summary();
+
   /// Without finish() (a failure unwinding), stops sampling and erases the bar.
   ~ProgressDisplay();
 
@@ -114,10 +119,12 @@ class ProgressDisplay {
   ProgressDisplay& operator=(const ProgressDisplay&) = delete;
 
  private:
-  void stop(bool succeeded);
+  // Ends the display with its final line, or erasing the bar (a failure unwinding).
+  void stop(bool final_line);
   void write(const std::string& text) const;
 
   std::function<ProgressSample()> sample_;
+  ProgressStyle style_;
   ProgressRenderer renderer_;
   std::mutex mutex_;
   std::condition_variable stop_requested_;

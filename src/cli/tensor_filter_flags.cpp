@@ -29,7 +29,7 @@ void require_selected(const TensorFilterFlags& flags, std::uint64_t tensors,
                       const std::string& url) {
   if (!flags.any() || tensors > 0) return;
   const tensorstream::detail::NamePatterns patterns{flags.include, flags.exclude};
-  throw StorageError(redact_query(url), "no tensor matches " + patterns.spelled());
+  throw StorageError(redact_query(url), patterns.nothing_taken("tensor"));
 }
 
 }  // namespace tensorstream::cli

@@ -9,10 +9,10 @@
 #include <system_error>
 
 #include "async/run_on_strand.hpp"
+#include "model/unlisted_model_files.hpp"
 #include "name_patterns.hpp"
 #include "storage/relative_key.hpp"
 #include "tensorstream/streaming/resolve_url.hpp"
-#include "streaming/run_concurrently.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/copy_objects.hpp"
 #include "tensorstream/storage/file_store.hpp"
@@ -47,10 +47,10 @@ void make_directories(const fs::path& directory) {
   if (ec) throw StorageError(directory.string(), "cannot create the directory: " + ec.message());
 }
 
-// The objects to copy, in key order.
+// The objects to copy, in key order; `candidates` gets the paths the patterns chose from.
 std::vector<Copy> select(ObjectStore& store, const std::string& prefix,
                          std::vector<ObjectInfo> objects, const std::string& destination,
-                         const PrefetchOptions& options) {
+                         const PrefetchOptions& options, std::vector<std::string>& candidates) {
   const detail::NamePatterns patterns{options.include, options.exclude};
   std::vector<Copy> copies;
   for (auto& object : objects) {
@@ -63,7 +63,8 @@ std::vector<Copy> select(ObjectStore& store, const std::string& prefix,
     if (std::any_of(options.exclude_suffixes.begin(), options.exclude_suffixes.end(), excluded)) {
       continue;
     }
-    if (!patterns.selects(std::string(relative))) continue;
+    candidates.emplace_back(relative);
+    if (!patterns.selects(candidates.back())) continue;
     if (!detail::is_relative_key_inside(relative)) {
       throw StorageError(store.url(object.key),
                          "cannot be copied into " + destination +
@@ -72,33 +73,6 @@ std::vector<Copy> select(ObjectStore& store, const std::string& prefix,
     copies.push_back({std::move(object.key), std::string(relative), object.size});
   }
   return copies;
-}
-
-// Where the source cannot list (an HTTP server), the artifacts a model directory holds by
-// convention, asked for by name; those that are not there are skipped.
-asio::awaitable<std::vector<ObjectInfo>> known_artifacts(ObjectStore& source,
-                                                         const std::string& prefix,
-                                                         std::size_t max_concurrency) {
-  std::vector<std::optional<std::uint64_t>> sizes(known_artifact_names.size());
-  std::size_t next = 0;
-  co_await detail::run_concurrently(
-      std::min(max_concurrency, sizes.size()), [&](std::size_t) -> asio::awaitable<void> {
-        while (next < sizes.size()) {
-          const std::size_t index = next++;
-          try {
-            sizes[index] = co_await source.size(prefix + std::string(known_artifact_names[index]));
-          } catch (const NotFoundError&) {
-          }
-        }
-      });
-  std::vector<ObjectInfo> objects;
-  for (std::size_t i = 0; i < sizes.size(); ++i) {
-    if (sizes[i]) objects.push_back({prefix + std::string(known_artifact_names[i]), *sizes[i]});
-  }
-  // In key order, as a listing gives them.
-  std::sort(objects.begin(), objects.end(),
-            [](const ObjectInfo& a, const ObjectInfo& b) { return a.key < b.key; });
-  co_return objects;
 }
 
 asio::awaitable<PrefetchResult> copy_all(ObjectStore& source, std::string prefix,
@@ -110,7 +84,8 @@ asio::awaitable<PrefetchResult> copy_all(ObjectStore& source, std::string prefix
   if (listed) {
     objects = co_await source.list(prefix, ListDepth::recursive);
   } else {
-    objects = co_await known_artifacts(source, prefix, options.max_concurrency);
+    objects = co_await detail::unlisted_model_files(source, prefix, options.max_concurrency,
+                                                    !options.exclude_safetensors);
   }
   // A mistyped prefix, not a model without artifacts: nothing is created.
   if (objects.empty()) {
@@ -122,11 +97,12 @@ asio::awaitable<PrefetchResult> copy_all(ObjectStore& source, std::string prefix
   }
   std::string name = destination.url(destination_prefix);
   name.pop_back();  // The directory or prefix without its '/', as users name it.
-  const auto copies = select(source, prefix, std::move(objects), name, options);
-  if (copies.empty() && !(options.include.empty() && options.exclude.empty())) {
+  std::vector<std::string> candidates;
+  const auto copies = select(source, prefix, std::move(objects), name, options, candidates);
+  const detail::NamePatterns patterns{options.include, options.exclude};
+  if (copies.empty() && !patterns.empty()) {
     throw NotFoundError(source.url(prefix),
-                        "no object under this prefix matches " +
-                            detail::NamePatterns{options.include, options.exclude}.spelled());
+                        patterns.nothing_taken(candidates, "object under this prefix"));
   }
   std::vector<ObjectCopy> transfers;
   for (const auto& copy : copies) {

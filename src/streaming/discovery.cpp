@@ -106,19 +106,6 @@ asio::awaitable<SourceFile> read_header(ObjectStore& store, HeaderSource source)
   co_return co_await read_safetensors_header(store, std::move(source.key), size);
 }
 
-asio::awaitable<std::string> read_index(ObjectStore& store, const std::string& key,
-                                        std::optional<std::uint64_t> listed_size = std::nullopt) {
-  const std::uint64_t size = listed_size ? *listed_size : co_await store.size(key);
-  if (size > max_index_size) {
-    throw FormatError(store.url(key) + ": " + format_byte_size(size) +
-                      " is too large for a safetensors index (at most " +
-                      format_byte_size(max_index_size) + ")");
-  }
-  std::string text(size, '\0');
-  co_await store.read_range(key, 0, std::as_writable_bytes(std::span(text)));
-  co_return text;
-}
-
 // The index at `key`, or nullopt when there is none; other failures propagate.
 asio::awaitable<std::optional<std::string>> read_index_if_present(ObjectStore& store,
                                                                   const std::string& key) {
@@ -365,6 +352,19 @@ asio::awaitable<std::vector<SourceFile>> discover_all(ObjectStore& store, const 
 }
 
 }  // namespace
+
+asio::awaitable<std::string> read_index(ObjectStore& store, const std::string& key,
+                                        std::optional<std::uint64_t> listed_size) {
+  const std::uint64_t size = listed_size ? *listed_size : co_await store.size(key);
+  if (size > max_index_size) {
+    throw FormatError(store.url(key) + ": " + format_byte_size(size) +
+                      " is too large for a safetensors index (at most " +
+                      format_byte_size(max_index_size) + ")");
+  }
+  std::string text(size, '\0');
+  co_await store.read_range(key, 0, std::as_writable_bytes(std::span(text)));
+  co_return text;
+}
 
 asio::awaitable<std::vector<SourceFile>> discover(ObjectStore& store, const Url& url,
                                                   const StreamerOptions& options) {

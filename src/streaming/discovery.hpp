@@ -67,6 +67,11 @@ struct Discovery {
 /// discovery rather than when the context runs out of work). `options` are used as given.
 Discovery discover_blocking(const Url& url, const StreamerOptions& options);
 
+/// The index at `key`, whole (`listed_size`: its size, where a listing gave it); a FormatError
+/// naming it when it is too large to be one (64 MiB).
+boost::asio::awaitable<std::string> read_index(ObjectStore& store, const std::string& key,
+                                               std::optional<std::uint64_t> listed_size = std::nullopt);
+
 /// An object whose header to read, with its size when a listing already gave it.
 struct HeaderSource {
   std::string key;

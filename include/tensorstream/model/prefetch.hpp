@@ -66,7 +66,9 @@ struct PrefetchResult {
 /// an existing file is replaced whole. On failure the files already copied stay; none is partial.
 ///
 /// From a store that can list (file://, s3://, gs://, az://) every object under the prefix is
-/// copied; from one that cannot (http(s)://), the known_artifact_names that are there. Runs on the awaiting coroutine's executor; the local writes are
+/// copied; from one that cannot (http(s)://), the known_artifact_names that are there and,
+/// unless `exclude_safetensors`, the weights the index names (else model.safetensors), as a
+/// stream finds them. Runs on the awaiting coroutine's executor; the local writes are
 /// ordinary blocking writes of at most `chunk_size` bytes on its threads. Throws InvalidArgument
 /// for bad options (an empty pattern), NotFoundError for a prefix with nothing under it (`…/:
 /// nothing under this prefix`; nothing is created) or nothing that `include` and `exclude` take

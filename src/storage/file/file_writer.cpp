@@ -11,6 +11,8 @@ namespace tensorstream {
 namespace {
 
 std::filesystem::path with_parents(std::filesystem::path path) {
+  // A bare name ("out1") is in the working directory, which needs no creating.
+  if (path.parent_path().empty()) return path;
   std::error_code error;
   std::filesystem::create_directories(path.parent_path(), error);
   if (error) {
