@@ -63,6 +63,8 @@ std::string summary_json(const store::Manifest& manifest, std::uint64_t bytes) {
   std::string line = "{\"summary\":{";
   append_key(line, "rank");
   line += std::to_string(manifest.rank);
+  append_key(line, "generation");
+  line += std::to_string(manifest.generation);
   append_key(line, "tensors");
   line += std::to_string(manifest.tensors.size());
   append_key(line, "bytes");
@@ -85,7 +87,8 @@ std::string summary_json(const store::Manifest& manifest, std::uint64_t bytes) {
 
 std::string summary_text(const std::string& socket, const store::Manifest& manifest,
                          std::uint64_t bytes) {
-  std::string line = "attached rank " + std::to_string(manifest.rank) + " of " + socket + ": " +
+  std::string line = "attached rank " + std::to_string(manifest.rank) + " of " + socket +
+                     ", generation " + std::to_string(manifest.generation) + ": " +
                      counted(manifest.tensors.size(), "tensor") + ", " + format_byte_size(bytes) +
                      "; regions";
   for (std::size_t i = 0; i < manifest.regions.size(); ++i) {

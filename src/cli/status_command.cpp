@@ -12,6 +12,7 @@
 
 #include "byte_size.hpp"
 #include "cli/commands.hpp"
+#include "cli/counted.hpp"
 #include "cli/number_checks.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/store/client.hpp"
@@ -36,15 +37,30 @@ std::uint64_t count(simdjson::dom::element value) {
   return value.get_uint64().get(result) == simdjson::SUCCESS ? result : 0;
 }
 
-// "rank 1: ready, 1.9 MiB of 1.9 MiB, 2 attaches, 0 waiting", or "rank 0: failed: why".
+// "rank 1: ready, 1.9 MiB of 1.9 MiB, 2 workers attached, 0 waiting", or "rank 0: failed: why".
 std::string rank_line(simdjson::dom::object rank) {
   const std::string state(text(rank["state"]));
   std::string line = "rank " + std::to_string(count(rank["rank"])) + ": " + state;
   if (state == "failed") return line + ": " + std::string(text(rank["error"]));
-  const std::uint64_t attaches = count(rank["attaches"]);
   return line + ", " + format_byte_size(count(rank["bytes_loaded"])) + " of " +
-         format_byte_size(count(rank["bytes"])) + ", " + std::to_string(attaches) + " attach" +
-         (attaches == 1 ? "" : "es") + ", " + std::to_string(count(rank["waiting"])) + " waiting";
+         format_byte_size(count(rank["bytes"])) + ", " +
+         counted(count(rank["attached"]), "worker") + " attached, " +
+         std::to_string(count(rank["waiting"])) + " waiting";
+}
+
+// "generation 1 of SRC still held: rank 0 by 1 worker, rank 1 by 2 workers".
+std::string held_line(simdjson::dom::object generation) {
+  std::string line = "generation " + std::to_string(count(generation["generation"])) + " of " +
+                     std::string(text(generation["source"])) + " still held:";
+  simdjson::dom::array ranks;
+  if (generation["ranks"].get(ranks) != simdjson::SUCCESS) return line;
+  const char* separator = " ";
+  for (simdjson::dom::element rank : ranks) {
+    line += separator + ("rank " + std::to_string(count(rank["rank"])) + " by ") +
+            counted(count(rank["attached"]), "worker");
+    separator = ", ";
+  }
+  return line;
 }
 
 // "reload: generation 2 of SRC loading, 1.0 MiB of 3.8 MiB", or "...: failed: why".
@@ -85,6 +101,13 @@ void run_status(const StatusArguments& arguments) {
     if (rank.get(fields) != simdjson::SUCCESS) continue;
     out += rank_line(fields) + "\n";
   }
+  simdjson::dom::array held;
+  if (status["held"].get(held) == simdjson::SUCCESS) {
+    for (simdjson::dom::element old_generation : held) {
+      simdjson::dom::object fields;
+      if (old_generation.get(fields) == simdjson::SUCCESS) out += held_line(fields) + "\n";
+    }
+  }
   simdjson::dom::object reload;
   if (status["reload"].get(reload) == simdjson::SUCCESS) out += reload_line(reload) + "\n";
   std::fputs(out.c_str(), stdout);
@@ -96,7 +119,7 @@ void run_status(const StatusArguments& arguments) {
 void register_status_command(CLI::App& app) {
   auto arguments = std::make_shared<StatusArguments>();
   auto* command = app.add_subcommand(
-      "status", "Show what a store server serves: each rank's state, bytes and attaches");
+      "status", "Show what a store server serves: each rank's state, bytes and attached workers");
   command->add_option("socket", arguments->socket, "The store server's Unix socket")->required();
   command->add_flag("--json", arguments->json, "The server's status reply, one JSON line");
   command->add_option("--timeout", arguments->timeout_seconds, "Seconds to wait for the reply")

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "streaming/wait_watch.hpp"
+#include "store/region_holders.hpp"
 #include "tensorstream/store/rank_layout.hpp"
 #include "tensorstream/store/shared_region.hpp"
 #include "tensorstream/streaming/streamer_options.hpp"
@@ -44,6 +45,9 @@ struct ServedRank {
   /// Attach replies handed out, and attach requests waiting for the rank to be ready.
   std::size_t attaches = 0;
   std::size_t waiting = 0;
+  /// The processes the replies went to; shared with the server's record of the generation once
+  /// a reload replaces it, while they still hold it.
+  std::shared_ptr<RegionHolders> holders;
 };
 
 /// What load_ranks() needs besides the source.

@@ -49,6 +49,14 @@ struct Generation {
   }
 };
 
+/// A generation no longer served, for as long as workers hold its regions.
+struct RetiredGeneration {
+  std::uint64_t number = 0;
+  std::string shown_source;
+  /// Each rank that workers attached, with their processes.
+  std::vector<std::pair<int, std::shared_ptr<RegionHolders>>> ranks;
+};
+
 /// A reload, under way or ended.
 struct ReloadRun {
   /// The generation it loads; dropped when it fails, so that its memory goes.
@@ -84,6 +92,8 @@ struct StoreServerState {
   std::shared_ptr<Generation> current;
   /// The latest reload: under way until done.
   std::shared_ptr<ReloadRun> reload;
+  /// Generations replaced by reloads, oldest first, until no worker holds them (status()).
+  std::vector<RetiredGeneration> retired;
   async::ConditionVariable changed;
   asio::cancellation_signal load_cancellation;
   asio::cancellation_signal reload_cancellation;
@@ -178,6 +188,10 @@ asio::awaitable<Reply> attach(std::shared_ptr<ServerState> state, Request reques
   }
   if (rank->state == RankState::failed) std::rethrow_exception(rank->error);
   ++rank->attaches;
+  if (!rank->holders) {
+    rank->holders = std::make_shared<detail::RegionHolders>(rank->weights->fd());
+  }
+  rank->holders->add(request.peer.pid);
   Reply reply;
   reply.json = rank->manifest_json;
   reply.fds.push_back(rank->weights->fd());
@@ -197,7 +211,29 @@ std::uint64_t loaded_bytes(const Generation& generation) {
   return loaded;
 }
 
-std::string status_json(const ServerState& state) {
+// `"held":[{"generation":1,"source":"…","ranks":[{"rank":0,"attached":2}]}]`: the generations
+// replaced by reloads that workers still hold; forgets those none holds any more.
+std::string held_json(std::vector<detail::RetiredGeneration>& retired) {
+  std::string json;
+  std::erase_if(retired, [&json](detail::RetiredGeneration& generation) {
+    std::string ranks;
+    for (auto& [rank, holders] : generation.ranks) {
+      const std::size_t attached = holders->count_live();
+      if (attached == 0) continue;
+      ranks += std::string(ranks.empty() ? "" : ",") + "{\"rank\":" + std::to_string(rank) +
+               ",\"attached\":" + std::to_string(attached) + "}";
+    }
+    if (ranks.empty()) return true;
+    json += std::string(json.empty() ? "" : ",") +
+            "{\"generation\":" + std::to_string(generation.number) + ",\"source\":";
+    append_json_string(json, generation.shown_source);
+    json += ",\"ranks\":[" + ranks + "]}";
+    return false;
+  });
+  return json.empty() ? json : ",\"held\":[" + json + "]";
+}
+
+std::string status_json(ServerState& state) {
   const Generation& current = *state.current;
   std::string json = "{\"source\":";
   append_json_string(json, current.shown_source);
@@ -214,6 +250,7 @@ std::string status_json(const ServerState& state) {
             std::string(state_name(rank.state)) + "\",\"bytes\":" + std::to_string(rank.bytes) +
             ",\"bytes_loaded\":" + std::to_string(rank.bytes_loaded) +
             ",\"attaches\":" + std::to_string(rank.attaches) +
+            ",\"attached\":" + std::to_string(rank.holders ? rank.holders->count_live() : 0) +
             ",\"waiting\":" + std::to_string(rank.waiting);
     if (rank.state == RankState::failed) {
       json += ",\"error\":";
@@ -221,7 +258,7 @@ std::string status_json(const ServerState& state) {
     }
     json += '}';
   }
-  json += ']';
+  json += ']' + held_json(state.retired);
   const ReloadRun* reload = state.reload.get();
   if (reload != nullptr && (!reload->done || reload->outcome.error)) {
     json += ",\"reload\":{\"generation\":" + std::to_string(reload->outcome.generation) +
@@ -332,6 +369,15 @@ asio::awaitable<void> load_on_strand(std::shared_ptr<ServerState> state,
   state->loading = false;
 }
 
+// Keeps the served generation's record of its workers, which a reload is about to replace.
+void retire(ServerState& state) {
+  detail::RetiredGeneration retired{state.current->number, state.current->shown_source, {}};
+  for (const ServedRank& rank : state.current->ranks) {
+    if (rank.holders) retired.ranks.emplace_back(rank.rank, rank.holders);
+  }
+  if (!retired.ranks.empty()) state.retired.push_back(std::move(retired));
+}
+
 // Loads the reload's generation and, once every rank is ready, serves it. Runs detached from
 // whoever asked: its outcome is in `run` and goes to the events.
 asio::awaitable<void> run_reload(std::shared_ptr<ServerState> state,
@@ -342,6 +388,7 @@ asio::awaitable<void> run_reload(std::shared_ptr<ServerState> state,
         state, generation, state->reload_cancellation,
         rank_changed(state, generation, run->started, &run->outcome.ranks));
     if (state->stopped) throw Cancelled("the server stopped");
+    retire(*state);
     state->current = generation;
   } catch (...) {
     // stop() ends a reload however the load noticed: a cancelled read, a rank it failed.

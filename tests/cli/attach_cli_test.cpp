@@ -46,7 +46,7 @@ TEST_F(AttachCliTest, JsonLinesWithChecksumsOfTheMappedBytes) {
       "{\"name\":\"model.layers.0.self_attn.kv_cache.value\",\"dtype\":\"F16\","
       "\"shape\":[2,16,1,4],\"region\":\"kv_cache\",\"offset\":256,\"bytes\":256,\"sha256\":\"" +
           sha256_of(kv.substr(256, 256)) + "\"}",
-      "{\"summary\":{\"rank\":0,\"tensors\":5,\"bytes\":611,\"regions\":["
+      "{\"summary\":{\"rank\":0,\"generation\":1,\"tensors\":5,\"bytes\":611,\"regions\":["
       "{\"name\":\"weights\",\"bytes\":1024,\"writable\":false},"
       "{\"name\":\"kv_cache\",\"bytes\":512,\"writable\":true}]}}",
   };
@@ -64,7 +64,7 @@ TEST_F(AttachCliTest, TextLines) {
       "model.layers.0.self_attn.kv_cache.key\tF16\t[2,16,1,4]\tkv_cache+0\t256",
       "model.layers.0.self_attn.kv_cache.value\tF16\t[2,16,1,4]\tkv_cache+256\t256",
       "attached rank 0 of " + socket_path_.string() +
-          ": 5 tensors, 611 B; regions weights (1.0 KiB, read-only), kv_cache (512 B, writable)",
+          ", generation 1: 5 tensors, 611 B; regions weights (1.0 KiB, read-only), kv_cache (512 B, writable)",
   };
   EXPECT_EQ(lines_of(result.out), expected);
 }

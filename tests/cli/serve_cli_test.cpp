@@ -306,8 +306,8 @@ TEST_F(ServeCli, ASignedSourceIsShownWithoutItsQueryByStatusReloadAndTheServersW
       std::regex(literal(socket().string() + ": serving " + source + "?… at tp 2, pid " +
                          std::to_string(server->pid())) +
                  ", up [0-9]+ s\n"
-                 "rank 0: ready, 1\\.9 MiB of 1\\.9 MiB, 0 attaches, 0 waiting\n"
-                 "rank 1: ready, 1\\.9 MiB of 1\\.9 MiB, 0 attaches, 0 waiting\n")))
+                 "rank 0: ready, 1\\.9 MiB of 1\\.9 MiB, 0 workers attached, 0 waiting\n"
+                 "rank 1: ready, 1\\.9 MiB of 1\\.9 MiB, 0 workers attached, 0 waiting\n")))
       << status.out;
   const auto json = run_cli({"status", socket().string(), "--json"});
   EXPECT_EQ(json.out.substr(0, json.out.find(",\"pid\":")),

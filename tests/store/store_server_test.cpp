@@ -154,13 +154,15 @@ TEST_F(StoreServerLoad, StatusReportsEachRanksBytesAndAttaches) {
                              std::to_string(::getpid()) + ",\"uptime_seconds\":U,";
   EXPECT_EQ(with_any_uptime(served.status()),
             server + "\"ranks\":[{\"rank\":1,\"state\":\"queued\",\"bytes\":0,"
-                     "\"bytes_loaded\":0,\"attaches\":0,\"waiting\":0}]}");
+                     "\"bytes_loaded\":0,\"attaches\":0,\"attached\":0,\"waiting\":0}]}");
   served.load();
-  attach(socket(), 1);
+  // Two replies to one process, which holds one of them: one worker attached.
+  const AttachedRank held = attach(socket(), 1);
   attach(socket(), 1);
   EXPECT_EQ(with_any_uptime(served.status()),
             server + "\"ranks\":[{\"rank\":1,\"state\":\"ready\",\"bytes\":1976832,"
-                     "\"bytes_loaded\":1976832,\"attaches\":2,\"waiting\":0}]}");
+                     "\"bytes_loaded\":1976832,\"attaches\":2,\"attached\":1,"
+                     "\"waiting\":0}]}");
   const auto reply = request(socket(), status_request(), patience);
   EXPECT_EQ(with_any_uptime(reply.json), with_any_uptime(served.status()));
 }

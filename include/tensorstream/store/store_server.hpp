@@ -138,10 +138,13 @@ class TENSORSTREAM_API StoreServer {
 
   /// The reply to a status request, e.g. `{"source":"s3://b/m/","tp":2,"generation":1,"pid":P,
   /// "uptime_seconds":S,"ranks":[{"rank":0,"state":"ready","bytes":N,"bytes_loaded":N,
-  /// "attaches":3,"waiting":0},…]}`: the generation served and its source, the server's
-  /// process and whole seconds since it started; state is queued, loading, ready or failed (with
-  /// an "error" member), attaches counts the attach replies sent and waiting the attach requests
-  /// waiting for the rank. While a reload is under way, or after one failed, `"reload":
+  /// "attaches":3,"attached":2,"waiting":0},…]}`: the generation served and its source, the
+  /// server's process and whole seconds since it started; state is queued, loading, ready or
+  /// failed (with an "error" member), attaches counts the attach replies sent, attached the
+  /// worker processes that still map the rank, and waiting the attach requests waiting for the
+  /// rank. Generations replaced by reloads that workers still map follow as `"held":
+  /// [{"generation":1,"source":"…","ranks":[{"rank":0,"attached":1}]}]`. While a reload is
+  /// under way, or after one failed, `"reload":
   /// {"generation":2,"source":"…","state":"loading","bytes":N,"bytes_loaded":N}` (or
   /// `"state":"failed","error":"…"`) says so.
   boost::asio::awaitable<std::string> status() const;
