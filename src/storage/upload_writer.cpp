@@ -36,6 +36,29 @@ asio::awaitable<void> UploadWriter::fail(std::exception_ptr error) {
   std::rethrow_exception(error);
 }
 
+asio::awaitable<void> UploadWriter::complete(asio::awaitable<void> completion,
+                                             CompletedCheck check) {
+  std::exception_ptr failure;
+  std::string message;
+  try {
+    co_await std::move(completion);
+    co_return;
+  } catch (const StorageError& error) {
+    failure = std::current_exception();
+    message = error.what();
+  }
+  std::optional<std::string> found;
+  try {
+    found = co_await check();
+  } catch (const Error& error) {
+    log(LogLevel::debug, std::string(error.what()) + " (checking the object after its completion "
+                                                     "failed)");
+  }
+  if (!found) std::rethrow_exception(failure);
+  log(LogLevel::warning, message + "; but the object is complete (" + *found +
+                             "): the store completed it and its answer was lost");
+}
+
 asio::awaitable<void> UploadWriter::write(std::span<const std::byte> bytes) {
   check_open();
   std::exception_ptr error;

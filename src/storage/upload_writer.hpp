@@ -5,6 +5,8 @@
 #include <boost/asio/awaitable.hpp>
 #include <cstddef>
 #include <exception>
+#include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -12,6 +14,10 @@
 #include "tensorstream/storage/object_writer.hpp"
 
 namespace tensorstream {
+
+/// How many times the client's response timeout the request that completes an upload may wait
+/// for its answer: stores assemble the object first (s3rver took over 10 s for 1 GB).
+inline constexpr unsigned completion_timeout_factor = 6;
 
 /// An ObjectWriter whose write() and commit() abort it when they fail, before throwing, and
 /// whose abort() discards the upload once, also when the caller was cancelled (the usual
@@ -36,6 +42,18 @@ class UploadWriter : public ObjectWriter {
   /// Frees the buffers and removes what was uploaded. Throws StorageError naming what stays
   /// stored when the store refuses.
   virtual boost::asio::awaitable<void> discard() = 0;
+
+  /// Says what the store holds under the object's name ("1234 bytes, ETag ...") when that is
+  /// the object uploaded; nullopt when it is not, or cannot be told.
+  using CompletedCheck = std::function<boost::asio::awaitable<std::optional<std::string>>()>;
+
+  /// Awaits `completion`, the request that makes the object visible. The store may carry it out
+  /// and its answer be lost, and the retries then fail (S3 answers 500 or NoSuchUpload to a
+  /// completed upload): when `completion` fails with a StorageError, `check` decides, and an
+  /// object found complete is a success (with a warning naming the failure); otherwise the
+  /// failure is thrown.
+  boost::asio::awaitable<void> complete(boost::asio::awaitable<void> completion,
+                                        CompletedCheck check);
 
   const std::string url_;  ///< The object's URL, as used in messages.
 

@@ -121,6 +121,10 @@ asio::awaitable<void> FaultProxy::serve(tcp::socket socket) {
     }
     if (auto [ec, n] = co_await http::async_read(socket, buffer, parser, use_tuple); ec) co_return;
     http::request<http::string_body> request = parser.release();
+    while (losing_.load() > 0) {
+      asio::steady_timer poll(socket.get_executor(), std::chrono::milliseconds(5));
+      co_await poll.async_wait(use_tuple);
+    }
     if (faults_.answer) {
       const std::string answer = faults_.answer(std::string(request.method_string()),
                                                 std::string(request.target()));
@@ -129,6 +133,15 @@ asio::awaitable<void> FaultProxy::serve(tcp::socket socket) {
         if (ec) co_return;
         continue;
       }
+    }
+    if (faults_.lose_answer && faults_.lose_answer(std::string(request.method_string()),
+                                                   std::string(request.target()))) {
+      ++injected_;
+      ++losing_;
+      co_await forward(std::move(request), upstream_port_);
+      --losing_;
+      co_await write_response(socket, {}, {}, ResponseEnding::stall);
+      co_return;
     }
     const bool failed_upload = upload && upload_number < faults_.upload_fail_first;
     const bool head = request.method() == http::verb::head;

@@ -61,6 +61,11 @@ class FaultProxy {
     /// return value is sent as the whole response (status line, header, body) instead of
     /// forwarding the request.
     std::function<std::string(const std::string& method, const std::string& target)> answer{};
+    /// Called with each request `answer` left to the upstream: true forwards it but drops the
+    /// upstream's answer and sends nothing until the client hangs up, as when an answer is
+    /// lost. Requests that arrive meanwhile wait until the upstream has answered, so that they
+    /// find what the lost one did.
+    std::function<bool(const std::string& method, const std::string& target)> lose_answer{};
   };
 
   /// Starts forwarding to 127.0.0.1:`upstream_port`.
@@ -102,6 +107,7 @@ class FaultProxy {
   std::atomic<int> uploads_{0};
   std::atomic<int> uploads_in_flight_{0};
   std::atomic<int> max_uploads_in_flight_{0};
+  std::atomic<int> losing_{0};  // Requests forwarded whose answer will be lost, not yet answered.
   std::array<std::atomic<int>, static_cast<std::size_t>(MixFault::count)> mixed_{};
   std::mutex random_mutex_;
   std::mt19937_64 random_;

@@ -21,6 +21,7 @@
 #include "support/files.hpp"
 #include "support/form_fields.hpp"
 #include "support/jwt_parts.hpp"
+#include "support/response_ending.hpp"
 #include "support/use_tuple.hpp"
 
 namespace tensorstream::testing {
@@ -48,6 +49,7 @@ struct GcsFixtureServer::Reply {
   std::string location{};  ///< Location: a resumable upload's session URI.
   std::string range{};     ///< Range: the bytes a resumable upload persisted.
   bool hang_up = false;    ///< Close the connection instead of answering.
+  bool silent = false;     ///< Answer nothing until the client closes the connection.
 };
 
 namespace {
@@ -221,6 +223,10 @@ asio::awaitable<void> GcsFixtureServer::serve(tcp::socket socket) {
                           std::string(incoming[http::field::content_range]), incoming.body()};
     Reply reply = answer(request);
     if (reply.hang_up) co_return;
+    if (reply.silent) {
+      co_await write_response(socket, {}, {}, ResponseEnding::stall);
+      co_return;
+    }
     http::response<http::string_body> response;
     response.version(11);
     response.result(reply.status);
@@ -336,6 +342,7 @@ GcsFixtureServer::Reply GcsFixtureServer::chunk(const std::string& id, const Req
     return Reply{200, object_resource(session.bucket, session.name, object.bytes.size(),
                                       object.generation)};
   };
+  if (session.answer_lost) return upload_error(options_.upload_fail_status);
   if (session.completed) return completed();
   if (!request.body.empty() && failed_chunks_++ < options_.fail_chunks_first) {
     return upload_error(options_.upload_fail_status);
@@ -383,6 +390,13 @@ GcsFixtureServer::Reply GcsFixtureServer::chunk(const std::string& id, const Req
     store(session.bucket, session.name, std::move(persisted));
     session.persisted.clear();
     session.completed = true;
+    if (lost_completions_ < options_.lose_completions_first) {
+      ++lost_completions_;
+      session.answer_lost = true;
+      Reply lost;
+      lost.silent = true;
+      return lost;
+    }
     return completed();
   }
   Reply reply{308, ""};

@@ -87,6 +87,11 @@ class GcsFixtureServer {
     /// multiple of 256 KiB), then close the connection without an answer, as when a connection
     /// breaks mid-chunk.
     int cut_chunks_first = 0;
+    /// Complete the first K uploads whose last chunk (or status query) brings every byte, but
+    /// never answer that request (the connection stays open until the client closes it), and
+    /// answer every later request of their sessions with `upload_fail_status`: a completion
+    /// whose answer was lost and whose retries fail.
+    int lose_completions_first = 0;
     /// Called with every upload request before it is answered, on the server's thread, with
     /// the server locked: it may only look at the request and post work elsewhere.
     std::function<void(const std::string& method, const std::string& content_range)> on_upload{};
@@ -175,6 +180,7 @@ class GcsFixtureServer {
     std::string name;
     std::string persisted;
     bool completed = false;
+    bool answer_lost = false;  // Completed by a request left unanswered (lose_completions_first).
   };
 
   const Options options_;
@@ -189,6 +195,7 @@ class GcsFixtureServer {
   int upload_requests_ = 0;
   int cut_chunks_ = 0;
   int failed_chunks_ = 0;
+  int lost_completions_ = 0;
   std::map<std::string, Session> sessions_;
   int last_session_ = 0;
   std::vector<Request> requests_;

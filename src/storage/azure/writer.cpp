@@ -2,6 +2,7 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <pugixml.hpp>
 #include <algorithm>
 #include <array>
 #include <cstdio>
@@ -26,6 +27,8 @@ constexpr std::size_t max_blocks = 50'000;
 constexpr std::size_t max_block_size = std::size_t{4000} << 20;
 // Azure answers uploads with an empty body.
 constexpr std::size_t max_answer = 64 << 10;
+// A committed block list names up to max_blocks blocks in about 150 bytes each.
+constexpr std::size_t max_block_list = 16 << 20;
 constexpr std::string_view put_blob_headers = "x-ms-blob-type: BlockBlob\r\n";
 // Uploads are answered 201 Created.
 constexpr std::array<unsigned, 1> created{201};
@@ -102,6 +105,7 @@ Writer::~Writer() {
 }
 
 asio::awaitable<void> Writer::write_or_fail(std::span<const std::byte> bytes) {
+  written_ += bytes.size();
   while (!bytes.empty()) {
     const std::size_t limit = blocks_ ? options_.part_size : options_.single_put_limit;
     if (buffer_.size() >= limit) {
@@ -159,7 +163,32 @@ asio::awaitable<void> Writer::commit_or_fail() {
   const std::string target = target_ + "?comp=blocklist";
   RequestBody body{"PUT", bytes_of(document)};
   body.also_accepted = created;
+  body.response_timeout_factor = completion_timeout_factor;
+  co_await complete(send_block_list(target, body), [&] { return committed_blob(ids); });
+}
+
+asio::awaitable<void> Writer::send_block_list(std::string target, RequestBody body) {
   co_await client_->send(target, url_, max_answer, body);
+}
+
+asio::awaitable<std::optional<std::string>> Writer::committed_blob(
+    const std::vector<std::string>& ids) {
+  // The ids carry this writer's random prefix: a blob committed from exactly these blocks is
+  // the one this writer uploaded, whatever was there before.
+  const std::string target = target_ + "?comp=blocklist&blocklisttype=committed";
+  const std::string answer = co_await client_->get_text(target, url_, max_block_list);
+  pugi::xml_document document;
+  if (!document.load_buffer(answer.data(), answer.size())) co_return std::nullopt;
+  std::vector<std::string> committed;
+  std::uint64_t size = 0;
+  for (const pugi::xml_node block :
+       document.child("BlockList").child("CommittedBlocks").children("Block")) {
+    committed.emplace_back(block.child_value("Name"));
+    size += block.child("Size").text().as_ullong();
+  }
+  if (committed != ids || size != written_) co_return std::nullopt;
+  co_return std::to_string(size) + " bytes, committed from this upload's " +
+      std::to_string(ids.size()) + " blocks";
 }
 
 asio::awaitable<void> Writer::discard() {

@@ -171,7 +171,9 @@ std::unique_ptr<ObjectWriter> GcsStore::create_writer(std::string key, WriteOpti
     throw InvalidArgument(object + ": an object to write needs a name, not a prefix");
   }
   gcs::UploadTarget target{impl_->path_prefix + gcs::upload_objects_target(impl_->bucket),
-                           key.substr(1), impl_->origin};
+                           key.substr(1),
+                           impl_->path_prefix + gcs::metadata_target(impl_->bucket, key.substr(1)),
+                           impl_->origin};
   return std::make_unique<gcs::Writer>(impl_->client, impl_->executor, std::move(target), object,
                                        options);
 }

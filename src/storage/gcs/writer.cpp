@@ -7,6 +7,7 @@
 #include <charconv>
 #include <utility>
 
+#include "storage/gcs/json_api.hpp"
 #include "storage/http/http_client.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
@@ -141,6 +142,7 @@ asio::awaitable<void> Writer::write_or_fail(std::span<const std::byte> bytes) {
 asio::awaitable<void> Writer::start_resumable() {
   // Retried like every request: should an answer be lost and the retry succeed, the first
   // session stays unknown to us; it holds no object and expires after a week.
+  earlier_generation_ = co_await generation();
   const std::string target = upload_target(target_, "resumable");
   RequestBody body{"POST"};
   body.headers = "X-Upload-Content-Type: application/octet-stream\r\n";
@@ -181,6 +183,7 @@ RequestBody Writer::chunk_request(std::uint64_t end, bool last) {
   RequestBody body{"PUT", bytes};
   body.headers = content_range_;
   body.also_accepted = chunk_answers;
+  if (last) body.response_timeout_factor = completion_timeout_factor;
   body.before_repeat = [this, end, last] { return resume_request(end, last); };
   return body;
 }
@@ -190,6 +193,8 @@ asio::awaitable<RequestBody> Writer::resume_request(std::uint64_t end, bool last
   RequestBody body{"PUT"};
   body.headers = query;
   body.also_accepted = chunk_answers;
+  // With the size, the query completes the upload when GCS has every byte.
+  if (last) body.response_timeout_factor = completion_timeout_factor;
   const TextResponse answer = co_await client_->send(session_, url_, max_answer, body);
   if (answer.status == 308) {
     take_persisted(answer.range, end);
@@ -249,9 +254,36 @@ asio::awaitable<void> Writer::commit_or_fail() {
     body.headers = "Content-Type: application/octet-stream\r\n";
     co_await client_->send(target, url_, max_answer, body);
   } else {
-    co_await send_until(buffer_offset_ + buffer_.size(), true);
+    const std::uint64_t size = buffer_offset_ + buffer_.size();
+    co_await complete(send_until(size, true), [this, size] { return created_object(size); });
   }
   buffer_ = {};
+}
+
+asio::awaitable<std::optional<std::string>> Writer::generation() {
+  try {
+    const std::string answer = co_await client_->get_text(target_.metadata, url_, max_answer);
+    co_return parse_object_metadata(answer, url_).generation;
+  } catch (const NotFoundError&) {
+    co_return std::string();
+  } catch (const Error& error) {
+    // A credential that may create objects but not read them, say: the upload goes on, and a
+    // failed completion cannot be checked.
+    log(LogLevel::debug, std::string(error.what()) +
+                             "; a completion whose answer is lost cannot be checked");
+    co_return std::nullopt;
+  }
+}
+
+asio::awaitable<std::optional<std::string>> Writer::created_object(std::uint64_t size) {
+  if (!earlier_generation_) co_return std::nullopt;
+  const std::string answer = co_await client_->get_text(target_.metadata, url_, max_answer);
+  const ObjectMetadata object = parse_object_metadata(answer, url_);
+  if (object.size != size || object.generation.empty() ||
+      object.generation == *earlier_generation_) {
+    co_return std::nullopt;
+  }
+  co_return std::to_string(size) + " bytes, generation " + object.generation;
 }
 
 asio::awaitable<void> Writer::discard() {

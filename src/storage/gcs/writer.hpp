@@ -32,6 +32,8 @@ struct UploadTarget {
   std::string objects;
   /// The object's name (the key without its leading '/'), not encoded.
   std::string name;
+  /// The endpoint's path prefix followed by metadata_target() of the object.
+  std::string metadata;
   /// "scheme://host[:port]" of the endpoint, which session URIs must name too.
   std::string origin;
 };
@@ -39,14 +41,17 @@ struct UploadTarget {
 /// Writes one object of a Cloud Storage bucket.
 ///
 /// Bytes are buffered up to options.single_put_limit. An object that stays within it is sent by
-/// commit() as one media upload (uploadType=media). Beyond it, a resumable upload starts and
-/// the bytes go up in chunks of options.part_size rounded up to a multiple of 256 KiB, one at a
-/// time, as GCS requires: write() sends a full chunk before it returns, so the writer holds at
-/// most max(single_put_limit, chunk) bytes. A chunk's bytes are kept until GCS says it persisted
-/// them (the Range of its 308 answer); a chunk that failed is resumed after asking GCS how much
-/// it kept, with the HttpClient's retries and backoff. commit() sends the last chunk with the
-/// object's size, which creates the object. A failure anywhere, abort(), or destruction cancels
-/// the session (DELETE, answered 499), so nothing of it stays stored.
+/// commit() as one media upload (uploadType=media). Beyond it, a resumable upload starts and the
+/// bytes go up in chunks of options.part_size rounded up to a multiple of 256 KiB, one at a time,
+/// as GCS requires: write() sends a full chunk before it returns, so the writer holds at most
+/// max(single_put_limit, chunk) bytes. A chunk's bytes are kept until GCS says it persisted them
+/// (the Range of its 308 answer); a chunk that failed is resumed after asking GCS how much it kept,
+/// with the HttpClient's retries and backoff. commit() sends the last chunk with the object's size,
+/// which creates the object; it may wait completion_timeout_factor times the response timeout for
+/// its answer. Should it fail (its answer lost, and the status queries refused), the object's
+/// metadata decides: the size written, under a generation other than the one the object had when
+/// the session opened, is a success. A failure anywhere, abort(), or destruction cancels the
+/// session (DELETE, answered 499), so nothing of it stays stored.
 class Writer final : public UploadWriter {
  public:
   /// Writes `target`'s object through `client`; `url` names it in messages. Throws
@@ -71,6 +76,11 @@ class Writer final : public UploadWriter {
   boost::asio::awaitable<RequestBody> resume_request(std::uint64_t end, bool last);
   // Takes the Range header of a 308 answer as the bytes persisted.
   void take_persisted(const std::string& range, std::uint64_t end);
+  // The object's generation now: empty for none, nullopt when it cannot be read.
+  boost::asio::awaitable<std::optional<std::string>> generation();
+  // What the object is now when the session created it: `size` bytes, a generation it did
+  // not have when the session opened.
+  boost::asio::awaitable<std::optional<std::string>> created_object(std::uint64_t size);
 
   std::shared_ptr<HttpClient> client_;
   boost::asio::any_io_executor executor_;
@@ -82,6 +92,8 @@ class Writer final : public UploadWriter {
   std::string session_;              // Target of the resumable session; empty before.
   std::uint64_t persisted_ = 0;      // Bytes GCS has persisted, from its last answer.
   std::string content_range_;        // The header line of the chunk request in flight.
+  // The object's generation when the session opened: empty for none, nullopt when unknown.
+  std::optional<std::string> earlier_generation_;
 };
 
 }  // namespace gcs

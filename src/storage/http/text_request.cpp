@@ -48,6 +48,12 @@ boost::asio::awaitable<std::optional<Failure>> TextRequest::attempt(Connection& 
   text += credentials_.headers;
   text += "\r\n";
 
+  // The client sets the watch before every attempt: the longer wait stays with this request.
+  if (const auto& watch = connection.response_watch(); watch && body_.response_timeout_factor > 1) {
+    auto longer = *watch;
+    longer.timeout *= body_.response_timeout_factor;
+    connection.watch_responses(longer);
+  }
   HeaderParser parser;
   if (auto failure = co_await exchange(connection, parser, read_timeout_, body_.bytes)) {
     co_return failure;

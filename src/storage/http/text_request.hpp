@@ -30,6 +30,9 @@ struct RequestBody {
   /// the rest of a GCS upload chunk once the server said how much of it it kept. Null: the
   /// same request is sent again. What the result points to must outlive the request.
   std::function<boost::asio::awaitable<RequestBody>()> before_repeat{};
+  /// The response header may take this many times the client's response timeout: for requests
+  /// a store may work on for long before it answers, such as completing an upload.
+  unsigned response_timeout_factor = 1;
 };
 
 /// The answer to a TextRequest.

@@ -1,9 +1,14 @@
 #include "storage/s3/multipart_documents.hpp"
 
+#include <openssl/evp.h>
+
 #include <pugixml.hpp>
+
+#include <charconv>
 
 #include "storage/http/failure.hpp"
 #include "storage/s3/adapter.hpp"
+#include "storage/s3/digest.hpp"
 #include "storage/s3/iso8601.hpp"
 #include "tensorstream/error.hpp"
 #include "storage/s3/sigv4.hpp"
@@ -47,6 +52,27 @@ std::string complete_multipart_upload_body(const std::vector<std::string>& etags
   } writer;
   document.save(writer, "", pugi::format_raw);
   return std::move(writer.text);
+}
+
+std::optional<std::string> multipart_etag(const std::vector<std::string>& part_etags) {
+  constexpr std::size_t md5_size = 16;
+  std::string digests;
+  for (const std::string& etag : part_etags) {
+    if (etag.size() != 2 * md5_size + 2 || etag.front() != '"' || etag.back() != '"') {
+      return std::nullopt;
+    }
+    for (std::size_t i = 1; i < etag.size() - 1; i += 2) {
+      unsigned byte = 0;
+      const auto [end, ec] = std::from_chars(etag.data() + i, etag.data() + i + 2, byte, 16);
+      if (ec != std::errc{} || end != etag.data() + i + 2) return std::nullopt;
+      digests += static_cast<char>(byte);
+    }
+  }
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned length = 0;
+  EVP_Digest(digests.data(), digests.size(), digest, &length, EVP_md5(), nullptr);
+  return "\"" + to_hex(std::string_view(reinterpret_cast<const char*>(digest), length)) + "-" +
+         std::to_string(part_etags.size()) + "\"";
 }
 
 void check_complete_multipart_upload(std::string_view body, const std::string& url) {

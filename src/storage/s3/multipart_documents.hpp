@@ -18,6 +18,11 @@ std::string parse_upload_id(std::string_view body, const std::string& url);
 /// The CompleteMultipartUpload body listing parts 1..etags.size() with their ETags, in order.
 std::string complete_multipart_upload_body(const std::vector<std::string>& etags);
 
+/// The ETag S3 gives the object a multipart upload of parts with `part_etags` creates:
+/// "\"<MD5 of the parts' MD5s, concatenated>-<part count>\"". nullopt when a part's ETag is not a
+/// quoted hex MD5 (encrypted with SSE-KMS or SSE-C, or from a store that makes its own).
+std::optional<std::string> multipart_etag(const std::vector<std::string>& part_etags);
+
 /// Checks the 200 answer to CompleteMultipartUpload: S3 reports failures found after it began
 /// answering as an `<Error>` document in a 200 response. Throws StorageError naming `url` with
 /// S3's code and message for one (transient for InternalError, SlowDown and the like), and

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "async/uncancellable.hpp"
 #include "storage/http/http_client.hpp"
 #include "storage/part_uploads.hpp"
 #include "storage/s3/multipart_documents.hpp"
@@ -138,6 +139,7 @@ Writer::~Writer() {
 }
 
 asio::awaitable<void> Writer::write_or_fail(std::span<const std::byte> bytes) {
+  written_ += bytes.size();
   while (!bytes.empty()) {
     const std::size_t limit = upload_ ? options_.part_size : options_.single_put_limit;
     if (buffer_.size() >= limit) {
@@ -158,10 +160,12 @@ asio::awaitable<void> Writer::write_or_fail(std::span<const std::byte> bytes) {
 asio::awaitable<void> Writer::start_multipart() {
   // Retried like every request: should an answer be lost and the retry succeed, the first
   // upload stays unknown to us, as with the AWS SDKs; a bucket lifecycle rule
-  // (AbortIncompleteMultipartUpload) removes such uploads.
+  // (AbortIncompleteMultipartUpload) removes such uploads. Not cancelled once sent (Ctrl-C), so
+  // that the upload it makes is known, and aborted by discard().
   const std::string target = target_ + "?uploads";
   const RequestBody body{"POST"};
-  const TextResponse answer = co_await client_->send(target, url_, max_answer, body);
+  const TextResponse answer =
+      co_await async::uncancellable(client_->send(target, url_, max_answer, body));
   std::string id = parse_upload_id(answer.body, url_);
   upload_ = std::make_shared<Upload>(std::move(id), target_, url_);
   upload_->parts = std::make_shared<PartUploads>(
@@ -205,9 +209,27 @@ asio::awaitable<void> Writer::commit_or_fail() {
   const std::vector<std::string> etags = co_await upload_->parts->finish();
   const std::string document = complete_multipart_upload_body(etags);
   const std::string sha256 = hash_of(bytes_of(document));
-  const RequestBody body{"POST", bytes_of(document), sha256};
+  RequestBody body{"POST", bytes_of(document), sha256};
+  body.response_timeout_factor = completion_timeout_factor;
+  co_await complete(send_completion(body),
+                    [&] { return completed_object(multipart_etag(etags)); });
+}
+
+asio::awaitable<void> Writer::send_completion(RequestBody body) {
   const TextResponse answer = co_await client_->send(upload_->target, url_, max_answer, body);
   check_complete_multipart_upload(answer.body, url_);
+}
+
+asio::awaitable<std::optional<std::string>> Writer::completed_object(
+    std::optional<std::string> etag) {
+  ObjectVersion version;
+  const std::uint64_t size = co_await client_->content_length(target_, url_, version);
+  if (size != written_) co_return std::nullopt;
+  // Stores that give multipart objects an ETag of S3's form give this upload's one; others (s3rver
+  // gives the MD5 of the whole object) leave the size to tell.
+  const bool multipart_form = version.etag.find('-') != std::string::npos;
+  if (multipart_form && version.etag != etag) co_return std::nullopt;
+  co_return std::to_string(size) + " bytes, ETag " + version.etag;
 }
 
 asio::awaitable<void> Writer::discard() {

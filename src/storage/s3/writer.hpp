@@ -5,10 +5,13 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "storage/http/text_request.hpp"
 #include "storage/upload_writer.hpp"
 
 namespace tensorstream {
@@ -32,7 +35,10 @@ boost::asio::awaitable<bool> abort_multipart_upload(HttpClient& client, std::str
 /// bytes go up as parts of options.part_size, at most options.max_parts_in_flight at a time;
 /// write() waits while that many are in flight. Every request is signed with the SHA-256 of
 /// its body and retried by the HttpClient like reads. commit() sends the last part and
-/// CompleteMultipartUpload; a failure anywhere, abort(), or destruction cancels the parts in
+/// CompleteMultipartUpload, which may wait completion_timeout_factor times the response timeout
+/// for its answer; should it fail (its answer lost, and the retries refused), a HEAD decides:
+/// an object of the size written, with this upload's multipart ETag where the store gives one,
+/// is a success. A failure anywhere, abort(), or destruction cancels the parts in
 /// flight and sends AbortMultipartUpload, so no parts stay stored.
 class Writer final : public UploadWriter {
  public:
@@ -54,12 +60,19 @@ class Writer final : public UploadWriter {
   boost::asio::awaitable<void> start_multipart();
   // Waits for room, then uploads `bytes` as the next part in the background.
   boost::asio::awaitable<void> send_part(std::vector<std::byte> bytes);
+  // Sends CompleteMultipartUpload; throws for an <Error> in its answer too.
+  boost::asio::awaitable<void> send_completion(RequestBody body);
+  // What the object is now when it is the one uploaded: written_ bytes and, where the store
+  // gives multipart objects an ETag of S3's form, `etag`.
+  boost::asio::awaitable<std::optional<std::string>> completed_object(
+      std::optional<std::string> etag);
 
   std::shared_ptr<HttpClient> client_;
   boost::asio::any_io_executor executor_;
   std::string target_;
   WriteOptions options_;
   std::vector<std::byte> buffer_;
+  std::uint64_t written_ = 0;  // Bytes given to write().
   std::shared_ptr<Upload> upload_;  // Null until the object outgrows one PUT.
 };
 

@@ -12,12 +12,14 @@
 #include <boost/asio/use_future.hpp>
 #include <boost/system/system_error.hpp>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "storage/gcs_test_environment.hpp"
 #include "support/gcs_fixture_server.hpp"
+#include "support/logged_messages.hpp"
 #include "support/random_bytes.hpp"
 #include "support/run_task.hpp"
 #include "support/units.hpp"
@@ -38,6 +40,10 @@ using testing::write_all;
 // Objects over 1 MiB go up resumably, in chunks of 512 KiB (300 KB rounded up to 256 KiB).
 constexpr WriteOptions small_chunks{.single_put_limit = 1 * MiB, .part_size = 300'000};
 
+// The cause of the fixture's 503 to an upload, as the store reports it.
+constexpr const char* unavailable =
+    "We encountered an internal error. Please try again. (HTTP 503)";
+
 const std::string denied =
     "loader@tensorstream-tests.iam.gserviceaccount.com does not have storage.objects.create "
     "access to the Google Cloud Storage object. Permission 'storage.objects.create' denied on "
@@ -53,6 +59,7 @@ class GcsWriterTest : public gcs::testing::GcsEnvironmentTest {
   // A store of `bucket` with `options`, and quick retries.
   std::unique_ptr<GcsStore> store(GcsOptions options, const std::string& bucket = "models") {
     HttpOptions http;
+    http.response_timeout = response_timeout_;
     http.retry_base_delay = std::chrono::milliseconds(1);
     http.throttle_base_delay = std::chrono::milliseconds(1);
     http.retry_max_delay = std::chrono::milliseconds(2);
@@ -111,6 +118,7 @@ class GcsWriterTest : public gcs::testing::GcsEnvironmentTest {
 
   boost::asio::io_context io_;
   GcsFixtureServer google_;
+  std::optional<std::chrono::milliseconds> response_timeout_;  // Of the stores; unset: default.
 };
 
 TEST_F(GcsWriterTest, SmallObjectsAreOneMediaUploadWithExactBytes) {
@@ -173,6 +181,31 @@ TEST_F(GcsWriterTest, PartSizesBelowGcsGranularityAndPrefixesAreRefusedWithTheUr
   }
   EXPECT_THROW(gcs->create_writer("/dir/", {}), InvalidArgument);
   EXPECT_THROW(gcs->create_writer("/", {}), InvalidArgument);
+}
+
+class GcsWriterLostCompletionTest : public GcsWriterTest {
+ protected:
+  // A 500 ms response timeout, so 3 s for the last chunk.
+  GcsWriterLostCompletionTest() : GcsWriterTest({.lose_completions_first = 1}) {
+    response_timeout_ = std::chrono::milliseconds(500);
+  }
+};
+
+TEST_F(GcsWriterLostCompletionTest, ALastChunkWhoseAnswerIsLostIsDoneWhenTheObjectIsNew) {
+  const std::string content = random_bytes(2 * MiB + 10, 20);
+  // An earlier object of the same size, which must not pass for the new one.
+  const auto earlier = google_.put("models", "lost.bin", random_bytes(content.size(), 21));
+  testing::LoggedMessages warnings(LogLevel::warning);
+  upload("/lost.bin", content, small_chunks);
+  EXPECT_EQ(read_back("/lost.bin"), content);
+  EXPECT_EQ(google_.unfinished_sessions(), 0u);
+  const auto messages = warnings.messages();
+  ASSERT_FALSE(messages.empty());
+  EXPECT_EQ(messages.back(),
+            "gs://models/lost.bin: " + std::string(unavailable) +
+                " (after 10 attempts); but the object is complete (2097162 bytes, generation " +
+                std::to_string(earlier + 1) +
+                "): the store completed it and its answer was lost");
 }
 
 class GcsWriterFaultTest : public GcsWriterTest {

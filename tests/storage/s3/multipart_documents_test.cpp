@@ -32,6 +32,17 @@ TEST(S3MultipartDocuments, TheCompleteBodyListsPartsInOrderWithTheirEtags) {
             "</Part></CompleteMultipartUpload>");
 }
 
+TEST(S3MultipartDocuments, TheMultipartEtagIsTheMd5OfThePartMd5sAndTheirCount) {
+  // The MD5s of "part one" and "part two"; the result as Python's hashlib computes it.
+  EXPECT_EQ(multipart_etag({"\"3303e12af474ca11d85ed2966a932992\"",
+                            "\"3EA4E15B91A17DC76052C56CFCDF67A2\""}),
+            "\"0732917abc3288784e318ac0aab1757a-2\"");
+  // Not MD5s: encrypted parts' ETags, another store's.
+  EXPECT_EQ(multipart_etag({"\"3303e12af474ca11d85ed2966a932992\"", "\"b2\""}), std::nullopt);
+  EXPECT_EQ(multipart_etag({"3303e12af474ca11d85ed2966a932992"}), std::nullopt);
+  EXPECT_EQ(multipart_etag({"\"3303e12af474ca11d85ed2966a93299z\""}), std::nullopt);
+}
+
 TEST(S3MultipartDocuments, AnErrorInA200AnswerToCompleteIsAFailure) {
   EXPECT_NO_THROW(check_complete_multipart_upload(
       "<CompleteMultipartUploadResult><ETag>\"x-2\"</ETag></CompleteMultipartUploadResult>",

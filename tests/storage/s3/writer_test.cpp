@@ -11,9 +11,12 @@
 #include <boost/asio/use_future.hpp>
 #include <boost/system/system_error.hpp>
 #include <memory>
+#include <openssl/evp.h>
 
+#include "storage/s3/digest.hpp"
 #include "storage/s3_upload_test.hpp"
 #include "support/fault_proxy.hpp"
+#include "support/logged_messages.hpp"
 #include "support/random_bytes.hpp"
 #include "support/run_task.hpp"
 #include "support/write_all.hpp"
@@ -30,6 +33,7 @@
 namespace tensorstream {
 namespace {
 
+using s3::testing::Answer;
 using testing::FaultProxy;
 using testing::MiB;
 using testing::S3rverServer;
@@ -43,9 +47,24 @@ WriteOptions small_parts(std::size_t in_flight = 4) {
       .single_put_limit = 8 * MiB, .part_size = 5 * MiB, .max_parts_in_flight = in_flight};
 }
 
+// The ETag s3rver gives every object, multipart or not: the hex MD5 of its bytes.
+std::string s3rver_md5(const std::string& bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned length = 0;
+  EVP_Digest(bytes.data(), bytes.size(), digest, &length, EVP_md5(), nullptr);
+  return s3::to_hex(std::string_view(reinterpret_cast<const char*>(digest), length));
+}
+
 const std::string slow_down =
     "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>SlowDown</Code>"
     "<Message>Please reduce your request rate.</Message></Error>";
+const std::string internal_error =
+    "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>InternalError</Code>"
+    "<Message>We encountered an internal error. Please try again.</Message></Error>";
+// The cause of a completion that failing_completions() refused ten times.
+const std::string refused_ten_times =
+    "InternalError: We encountered an internal error. Please try again. (HTTP 500) (after 10 "
+    "attempts)";
 const std::string access_denied =
     "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Error><Code>AccessDenied</Code>"
     "<Message>Access Denied</Message></Error>";
@@ -65,6 +84,47 @@ class S3WriterTest : public s3::testing::S3UploadTest {
     auto writer = s3.create_writer(key, options);
     co_await write_all(*writer, content, 1 * MiB);
   }
+
+  // A store of "models" at `endpoint` that waits 500 ms for a response header, and so 3 s
+  // for the answer to a completion.
+  S3Store impatient_store(const std::string& endpoint) {
+    HttpOptions http;
+    http.response_timeout = std::chrono::milliseconds(500);
+    http.retry_base_delay = std::chrono::milliseconds(1);
+    http.throttle_base_delay = std::chrono::milliseconds(1);
+    http.retry_max_delay = std::chrono::milliseconds(2);
+    return S3Store(io_.get_executor(), Url::parse("s3://models/"), http, {.endpoint = endpoint});
+  }
+
+  // A FaultProxy answer that fails every CompleteMultipartUpload after the first with 500
+  // InternalError, answers a HEAD of `key` with `head` when given, and leaves the rest to
+  // abort_emulation(). Counts the completions in completions_.
+  Answer failing_completions(const std::string& key, const std::string& head = {}) {
+    return [this, key, head, abort = abort_emulation()](const std::string& method,
+                                                          const std::string& target) {
+      if (is_completion(method, target) && completions_++ > 0) {
+        return s3::testing::response("500 Internal Server Error", internal_error);
+      }
+      if (method == "HEAD" && target == "/models" + key && !head.empty()) return head;
+      return abort(method, target);
+    };
+  }
+
+  // What uploading `content` as `key` and committing throws; "no error" when nothing does.
+  std::string failure_of(S3Store& s3, const std::string& key, const std::string& content) {
+    try {
+      upload(s3, key, content, small_parts());
+    } catch (const StorageError& error) {
+      return error.what();
+    }
+    return "no error";
+  }
+
+  static bool is_completion(const std::string& method, const std::string& target) {
+    return method == "POST" && target.find("uploadId=") != std::string::npos;
+  }
+
+  std::atomic<int> completions_{0};
 
   // The object `key` as s3rver serves it now, read with a store of its own.
   std::string stored(const std::string& key) {
@@ -277,6 +337,54 @@ TEST_F(S3WriterTest, AnErrorInTheAnswerToCompleteMultipartUploadFailsTheCommit) 
   EXPECT_EQ(aborts_, 1);
   EXPECT_TRUE(s3rver_->unfinished_uploads("models").empty());
   EXPECT_FALSE(exists("/complete.bin"));
+}
+
+TEST_F(S3WriterTest, ACompletionWhoseAnswerIsLostAndWhoseRetriesFailIsDoneWhenTheObjectIs) {
+  FaultProxy proxy(s3rver_->port(), {.answer = failing_completions("/lost.bin"),
+                                     .lose_answer = is_completion});
+  auto s3 = impatient_store(proxy.endpoint());
+  const std::string content = random_bytes(11 * MiB, 12);
+  testing::LoggedMessages warnings(LogLevel::warning);
+  upload(s3, "/lost.bin", content, small_parts());
+  EXPECT_EQ(stored("/lost.bin"), content);
+  EXPECT_EQ(completions_, 10);  // The lost one and nine refused.
+  EXPECT_EQ(aborts_, 0);
+  const auto messages = warnings.messages();
+  ASSERT_FALSE(messages.empty());
+  EXPECT_EQ(messages.back(), "s3://models/lost.bin: " + refused_ten_times +
+                                 "; but the object is complete (11534336 bytes, ETag \"" +
+                                 s3rver_md5(content) +
+                                 "\"): the store completed it and its answer was lost");
+}
+
+TEST_F(S3WriterTest, ACompletionThatFailsForGoodFailsTheCommitWhenNoObjectIsThere) {
+  FaultProxy proxy(s3rver_->port(), {.answer = [&](const std::string& method,
+                                                   const std::string& target) -> std::string {
+    if (is_completion(method, target)) {
+      ++completions_;
+      return s3::testing::response("500 Internal Server Error", internal_error);
+    }
+    return abort_emulation()(method, target);
+  }});
+  auto s3 = impatient_store(proxy.endpoint());
+  EXPECT_EQ(failure_of(s3, "/failed.bin", random_bytes(11 * MiB, 13)),
+            "s3://models/failed.bin: " + refused_ten_times);
+  EXPECT_EQ(completions_, 10);
+  EXPECT_EQ(aborts_, 1);
+  EXPECT_FALSE(exists("/failed.bin"));
+}
+
+TEST_F(S3WriterTest, AnObjectWithAnotherMultipartETagIsNotTheUploadedOne) {
+  const std::string content = random_bytes(11 * MiB, 14);
+  // The size uploaded, under the ETag of another three-part upload.
+  const std::string head =
+      "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(content.size()) +
+      "\r\nETag: \"0123456789abcdef0123456789abcdef-3\"\r\n\r\n";
+  FaultProxy proxy(s3rver_->port(), {.answer = failing_completions("/other.bin", head),
+                                     .lose_answer = is_completion});
+  auto s3 = impatient_store(proxy.endpoint());
+  EXPECT_EQ(failure_of(s3, "/other.bin", content), "s3://models/other.bin: " + refused_ten_times);
+  EXPECT_EQ(completions_, 10);
 }
 
 TEST_F(S3WriterTest, OptionsOutOfRangeAndReadOnlyStoresAreRefusedWithTheUrl) {
