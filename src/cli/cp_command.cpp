@@ -20,7 +20,7 @@
 #include "cli/progress_flag.hpp"
 #include "cli/store_flags.hpp"
 #include "model/unlisted_model_files.hpp"
-#include "model/write_destination.hpp"
+#include "model/blocking_run.hpp"
 #include "storage/relative_key.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/copy_objects.hpp"

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/interruption.hpp"
 #include "cli/number_checks.hpp"
 #include "cli/suggestion.hpp"
 #include "tensorstream/error.hpp"
@@ -86,6 +87,13 @@ int run(int argc, char** argv) {
     std::fputs(app.help().c_str(), stderr);
     return 2;
   }
+  const Interruption interruption;
+  // A command cut short by SIGINT or SIGTERM fails with whatever its cancelled work threw; the
+  // user wants to hear only that it stopped, and the shell's status for the signal.
+  const auto interrupted = [&] {
+    std::fputs("tensorstream: interrupted\n", stderr);
+    return 128 + interruption.signal();
+  };
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -115,9 +123,11 @@ int run(int argc, char** argv) {
                  hint.empty() ? ("see " + help).c_str() : hint.c_str());
     return 2;
   } catch (const InvalidArgument& error) {
+    if (interruption.signal() != 0) return interrupted();
     std::fprintf(stderr, "tensorstream: error: %s\n", error.what());
     return 2;
   } catch (const std::exception& error) {
+    if (interruption.signal() != 0) return interrupted();
     std::fprintf(stderr, "tensorstream: error: %s\n", error.what());
     return 1;
   }

@@ -7,7 +7,7 @@
 #include <system_error>
 #include <unistd.h>
 
-#include "model/write_destination.hpp"
+#include "model/blocking_run.hpp"
 #include "storage/hf/hf_cache.hpp"
 #include "storage/hf/hub_settings.hpp"
 #include "storage/hf/repo_path.hpp"

@@ -16,6 +16,7 @@
 #include "async/run_on_strand.hpp"
 #include "byte_size.hpp"
 #include "model/read_head_config.hpp"
+#include "model/blocking_run.hpp"
 #include "model/write_destination.hpp"
 #include "json_string.hpp"
 #include "streaming/discovery.hpp"

@@ -1,7 +1,6 @@
 #include "tensorstream/model/prefetch.hpp"
 
 #include <algorithm>
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -9,6 +8,7 @@
 #include <system_error>
 
 #include "async/run_on_strand.hpp"
+#include "model/blocking_run.hpp"
 #include "model/unlisted_model_files.hpp"
 #include "name_patterns.hpp"
 #include "storage/relative_key.hpp"
@@ -179,17 +179,9 @@ PrefetchResult prefetch_blocking(std::string remote_path, fs::path local_path,
                                  PrefetchOptions options) {
   asio::io_context io;
   std::optional<PrefetchResult> result;
-  std::exception_ptr error;
-  // The store may keep work of its own pending (a completion watcher), so the run ends when the
-  // copy does rather than when the context runs out of work.
-  asio::co_spawn(io, prefetch(std::move(remote_path), std::move(local_path), std::move(options)),
-                 [&](std::exception_ptr failure, PrefetchResult copied) {
-                   error = failure;
-                   result = std::move(copied);
-                   io.stop();
-                 });
-  io.run();
-  if (error) std::rethrow_exception(error);
+  detail::run_blocking(io, [&]() -> asio::awaitable<void> {
+    result = co_await prefetch(std::move(remote_path), std::move(local_path), std::move(options));
+  }());
   return std::move(*result);
 }
 

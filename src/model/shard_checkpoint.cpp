@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "model/read_head_config.hpp"
+#include "model/blocking_run.hpp"
 #include "model/write_destination.hpp"
 #include "json_string.hpp"
 #include "streaming/discovery.hpp"

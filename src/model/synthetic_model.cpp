@@ -11,6 +11,7 @@
 #include <system_error>
 #include <utility>
 
+#include "model/blocking_run.hpp"
 #include "model/write_destination.hpp"
 #include "json_string.hpp"
 #include "tensorstream/error.hpp"

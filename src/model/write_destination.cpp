@@ -1,7 +1,6 @@
 #include "model/write_destination.hpp"
 
 #include <algorithm>
-#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <filesystem>
 #include <system_error>
@@ -99,16 +98,6 @@ asio::awaitable<void> write_object(ObjectStore& store, std::string key, std::str
   const auto writer = store.create_writer(std::move(key));
   auto writes = writer->write(std::as_bytes(std::span(bytes)));
   co_await commit_or_abort(*writer, std::move(writes));
-}
-
-void run_blocking(asio::io_context& io, asio::awaitable<void> work) {
-  std::exception_ptr error;
-  asio::co_spawn(io, std::move(work), [&](std::exception_ptr failure) {
-    error = failure;
-    io.stop();
-  });
-  io.run();
-  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace tensorstream::detail

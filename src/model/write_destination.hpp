@@ -4,7 +4,6 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
-#include <boost/asio/io_context.hpp>
 #include <functional>
 #include <memory>
 #include <span>
@@ -68,10 +67,5 @@ boost::asio::awaitable<void> commit_or_abort(ObjectWriter& writer,
 /// Writes `bytes` as the object `key` of `store` and commits it; aborts the writer on failure.
 boost::asio::awaitable<void> write_object(ObjectStore& store, std::string key,
                                           std::string_view bytes);
-
-/// Runs `work` on `io` until it finishes, then returns or rethrows its exception. The run ends
-/// when the work does rather than when `io` runs out of work: a store may keep work of its own
-/// pending.
-void run_blocking(boost::asio::io_context& io, boost::asio::awaitable<void> work);
 
 }  // namespace tensorstream::detail

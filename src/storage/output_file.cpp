@@ -7,7 +7,9 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
+#include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -58,7 +60,34 @@ bool all_digits(std::string_view text, bool hexadecimal) {
   });
 }
 
+// The temporaries of the OutputFiles alive and not committed, for remove_output_temporaries().
+// Made once and never destroyed: an OutputFile may outlive static destruction.
+struct LiveTemporaries {
+  std::mutex mutex;
+  std::set<std::filesystem::path> paths;
+  bool removed = false;
+};
+
+LiveTemporaries& live_temporaries() {
+  static auto* const temporaries = new LiveTemporaries;
+  return *temporaries;
+}
+
+void forget_temporary(const std::filesystem::path& temporary) {
+  LiveTemporaries& live = live_temporaries();
+  const std::lock_guard lock(live.mutex);
+  live.paths.erase(temporary);
+}
+
 }  // namespace
+
+void remove_output_temporaries() {
+  LiveTemporaries& live = live_temporaries();
+  const std::lock_guard lock(live.mutex);
+  live.removed = true;
+  for (const auto& temporary : live.paths) ::unlink(temporary.c_str());
+  live.paths.clear();
+}
 
 std::optional<std::string> temporary_target(std::string_view file_name) {
   if (!file_name.starts_with('.') || !file_name.ends_with(kExtension)) return std::nullopt;
@@ -79,6 +108,11 @@ std::optional<std::string> temporary_target(std::string_view file_name) {
 }
 
 OutputFile::OutputFile(std::filesystem::path path) : path_(std::move(path)) {
+  LiveTemporaries& live = live_temporaries();
+  const std::lock_guard lock(live.mutex);
+  if (live.removed) {
+    throw StorageError(path_.string(), "not written: the process is ending at a signal");
+  }
   for (int attempt = 0; attempt < kNameAttempts; ++attempt) {
     temporary_ = temporary_name(path_);
     // O_EXCL: an existing file of that name belongs to someone else and stays untouched.
@@ -86,6 +120,7 @@ OutputFile::OutputFile(std::filesystem::path path) : path_(std::move(path)) {
     if (fd_ >= 0 || errno != EEXIST) break;
   }
   if (fd_ < 0) fail(path_, "cannot create " + temporary_.string(), errno);
+  live.paths.insert(temporary_);
 }
 
 OutputFile::OutputFile(OutputFile&& other) noexcept
@@ -96,7 +131,10 @@ OutputFile::OutputFile(OutputFile&& other) noexcept
 
 OutputFile::~OutputFile() {
   if (fd_ >= 0) ::close(fd_);
-  if (!committed_) ::unlink(temporary_.c_str());
+  if (!committed_) {
+    ::unlink(temporary_.c_str());
+    forget_temporary(temporary_);
+  }
 }
 
 void OutputFile::write_at(std::uint64_t offset, std::span<const std::byte> bytes) {
@@ -119,6 +157,7 @@ void OutputFile::commit() {
     fail(path_, "cannot rename " + temporary_.string() + " into place", errno);
   }
   committed_ = true;
+  forget_temporary(temporary_);
 }
 
 }  // namespace tensorstream::detail

@@ -45,6 +45,11 @@ class OutputFile {
   bool committed_ = false;
 };
 
+/// Removes the temporary of every OutputFile of this process not yet committed or destroyed, and
+/// makes every later OutputFile fail to be created: for a process about to be ended by a signal,
+/// which runs no destructors. Thread-safe; not async-signal-safe.
+void remove_output_temporaries();
+
 /// The final name of the OutputFile temporary named `file_name`
 /// (".<name>.tensorstream-<pid>-<16 hex digits>.tmp" gives "<name>", of which a temporary keeps
 /// the first 200 bytes), or nullopt when `file_name` is not one.
