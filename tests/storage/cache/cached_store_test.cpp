@@ -150,6 +150,12 @@ TEST_F(CachedStoreTest, WritersThatCouldNotComeBackFromIdlePriorityStayAtNormalP
     ASSERT_EQ(::syscall(SYS_capset, &header, data), 0);
     auto store = open();
     EXPECT_EQ(read(*store, 0, 4000), text_);
+    // Both writers named, and past the start where they would lower their priority.
+    for (int tries = 0; tries < 500 && policies_of_threads_named("ts-cache-wr").size() < 2;
+         ++tries) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
     policies = policies_of_threads_named("ts-cache-wr");
   });
   unprivileged.join();
