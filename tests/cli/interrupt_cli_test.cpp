@@ -187,6 +187,16 @@ class InterruptedS3Copy : public s3::testing::S3UploadTest {
     write_folder(source_.path() / "m");
   }
 
+  // Waits until s3rver has answered every request the proxy forwarded: a completion a killed
+  // copy sent goes on reading the parts that settle() removes once the copy's abort was seen.
+  static void wait_until_answered(const testing::FaultProxy& proxy) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (proxy.requests_in_flight() != 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    EXPECT_EQ(proxy.requests_in_flight(), 0) << "requests still in flight after 30 s";
+  }
+
   TempDir source_;
   TempDir destination_;
   TempDir logs_;
@@ -211,6 +221,7 @@ TEST_F(InterruptedS3Copy, AnUploadLeavesNoOpenMultipartUpload) {
   interrupt_at_random({tool(), "cp", "-r", (source_.path() / "m").string(), "s3://models/up/",
                        "--chunk-size", "5MiB", "--concurrency", "2"},
                       logs_.path(), [] {}, [&] {
+                        wait_until_answered(proxy);
                         settle(proxy);
                         EXPECT_EQ(s3rver_->unfinished_uploads("models"),
                                   std::vector<std::string>{});

@@ -93,13 +93,14 @@ asio::awaitable<void> FaultProxy::serve(tcp::socket socket) {
       co_return;
     }
     const bool upload = parser.get().method() == http::verb::put;
-    // Leaves the count of uploads in flight when the answer went out or the connection ended.
+    // Leave the counts of requests in flight when the answer went out or the connection ended.
     struct InFlight {
       std::atomic<int>* count = nullptr;
       ~InFlight() {
         if (count) --*count;
       }
-    } in_flight;
+    } in_flight, request_in_flight{&requests_in_flight_};
+    ++requests_in_flight_;
     const int upload_number = upload ? uploads_++ : -1;
     if (upload) {
       const int number = upload_number;

@@ -88,6 +88,9 @@ class FaultProxy {
 
   /// Uploads the proxy holds now: received or forwarded, and not yet answered or dropped.
   int uploads_in_flight() const { return uploads_in_flight_.load(); }
+  /// Requests of any kind the proxy holds now, from their header's arrival until their answer
+  /// went out or was dropped: none once the upstream has finished every request sent so far.
+  int requests_in_flight() const { return requests_in_flight_.load(); }
 
   /// Faults injected so far.
   int injected() const { return injected_.load(); }
@@ -106,6 +109,7 @@ class FaultProxy {
   std::atomic<int> injected_{0};
   std::atomic<int> uploads_{0};
   std::atomic<int> uploads_in_flight_{0};
+  std::atomic<int> requests_in_flight_{0};
   std::atomic<int> max_uploads_in_flight_{0};
   std::atomic<int> losing_{0};  // Requests forwarded whose answer will be lost, not yet answered.
   std::array<std::atomic<int>, static_cast<std::size_t>(MixFault::count)> mixed_{};
