@@ -15,7 +15,7 @@
 namespace tensorstream::cli {
 namespace {
 
-constexpr int interrupting_signals[] = {SIGINT, SIGTERM};
+constexpr int interrupting_signals[] = {SIGINT, SIGTERM, SIGHUP};
 
 // The handler may do only what is async-signal-safe: it records the signal and wakes the watcher
 // through a pipe, and the watcher does the rest.

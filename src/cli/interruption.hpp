@@ -1,11 +1,11 @@
 #pragma once
-// Ctrl-C and SIGTERM for the tool's commands: what they wrote half is removed before they end.
+// Ctrl-C, SIGTERM and a closed terminal for the tool's commands: what they wrote half is removed before they end.
 
 #include <thread>
 
 namespace tensorstream::cli {
 
-/// Handles SIGINT and SIGTERM while it lives. The first one cancels the library's work in
+/// Handles SIGINT, SIGTERM and SIGHUP (a closed terminal) while it lives. The first one cancels the library's work in
 /// progress (detail::interrupt_blocking_runs): writers abort, so temporaries are removed and
 /// multipart uploads aborted, and the command then fails, which run() reports as "interrupted"
 /// with exit status 128 + the signal's number. With no such work in progress (a command that

@@ -149,7 +149,7 @@ TEST_F(InterruptedCopy, BetweenDirectoriesLeavesNoTemporaryAndOnlyWholeFiles) {
 TEST_F(InterruptedCopy, AnInterruptedRunSaysSoAndEndsWithTheSignalsStatus) {
   // A copy held up by a server that answers its stat and never its read: the signal meets the
   // copy mid-run, with the destination's temporary in place.
-  for (const int signal : {SIGINT, SIGTERM}) {
+  for (const int signal : {SIGINT, SIGTERM, SIGHUP}) {
     testing::FaultServer server("/a.bin", testing::random_bytes(4 << 20, 3),
                                 {.silent_from_request = 1});
     const fs::path log = logs_.path() / "held.log";
