@@ -25,6 +25,7 @@
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/cache_directory.hpp"
+#include "tensorstream/storage/store_options.hpp"
 
 namespace tensorstream {
 namespace {
