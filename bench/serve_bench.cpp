@@ -58,7 +58,7 @@
 #include <thread>
 #include <vector>
 
-#include "byte_size.hpp"
+#include "base/byte_size.hpp"
 #include "bench_support.hpp"
 #include "support/child_process.hpp"
 #include "support/nginx_server.hpp"

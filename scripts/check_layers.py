@@ -3,11 +3,12 @@
 
     scripts/check_layers.py [ROOT]     (default: the repository this script is in)
 
-Each file under include/tensorstream/ and src/ belongs to the area named by its first directory
-(files at the top are the base). An area may include its own headers and those of the areas
-below it, never those above:
+Each file under include/tensorstream/ and src/ belongs to the area named by its first directory;
+the public headers at the top of include/tensorstream/ (error, log, export) are the base, and no
+file sits at the top of src/: each is in a room. An area may include its own headers and those of
+the areas below it, never those above:
 
-    base (error, log, async, byte_size, ...)
+    base (error, log, byte_size, json_string, blocking_run, ...), async
       batching                      of the base only what tensorstream_batching holds (async,
                                     error, log, export, exception_message): a service that only
                                     batches links neither storage, nor OpenSSL, liburing or
@@ -16,9 +17,10 @@ below it, never those above:
         safetensors, traw           the formats (TRAW shares the safetensors dtypes)
         distributed                 the group a distributed stream broadcasts over
           streaming
-            model
-              store, bench
-                cli, python                 the tool and the Python extension, on top
+            model                   what knows model layouts: configs, partition rules, loading
+              transfer              what moves bytes: cp, prefetch, partition, shard, HF cache
+                store, bench
+                  cli, python               the tool and the Python extension, on top
 
 A public header may include only public headers, since src/ is not installed. Both "..." and
 <tensorstream/...> includes count. Prints every offending include as FILE:LINE: what it includes,
@@ -35,6 +37,7 @@ RANK = {
     "safetensors": 2, "traw": 2.5, "distributed": 2,
     "streaming": 3,
     "model": 4,
+    "transfer": 4.5,
     "store": 5, "bench": 5,
     "cli": 6, "python": 6,
 }
@@ -42,11 +45,12 @@ INCLUDE = re.compile(r'\s*#\s*include\s+(?:"([^"]+)"|<(tensorstream/[^>]+)>)')
 # The base files that tensorstream_batching compiles or that are header-only; the other base
 # files are compiled into tensorstream_core, which batching and async do not link.
 BATCHING_BASE = {"tensorstream/error.hpp", "tensorstream/log.hpp", "tensorstream/export.hpp",
-                 "exception_message.hpp"}
+                 "base/exception_message.hpp"}
 
 
 def area_of(parts):
-    """The area of a path relative to include/tensorstream/ or src/."""
+    """The area of a path relative to include/tensorstream/ or src/ (the top of src/ is no area:
+    check() refuses files there)."""
     return parts[0] if len(parts) > 1 else "base"
 
 
@@ -67,6 +71,10 @@ def check(root):
     sources += [(path, path.relative_to(root / "src").parts, False)
                 for path in (root / "src").rglob("*") if path.suffix in (".hpp", ".cpp")]
     for path, parts, public in sorted(sources):
+        if not public and len(parts) == 1:
+            problems.append(f"{path}: a file at the top of src/ (move it into its room, e.g. "
+                            "src/base/)")
+            continue
         area = area_of(parts)
         if area not in RANK:
             problems.append(f"{path}: unknown area '{area}' (add it to {__file__})")

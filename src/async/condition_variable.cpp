@@ -103,8 +103,6 @@ struct ConditionVariable::State {
 
   static asio::awaitable<void> park(std::shared_ptr<State> state,
                                     std::unique_lock<std::mutex>* lock) {
-    // Named, not a temporary in the co_await: GCC 12 copies such aggregates bitwise and then
-    // destroys both copies (see pitfalls.md).
     Park initiation{std::move(state), lock};
     auto token = asio::as_tuple(asio::use_awaitable);
     auto [error] = co_await asio::async_initiate<decltype(token), void(std::exception_ptr)>(

@@ -57,8 +57,6 @@ template <class Executor, class Work>
 auto run_on(Executor executor, Work work) -> boost::asio::awaitable<decltype(work())> {
   namespace asio = boost::asio;
   using T = decltype(work());
-  // Every argument bound to a local first: GCC 12 may destroy the temporaries of a co_await
-  // full-expression twice.
   auto initiation = [executor](auto handler, Work blocking) {
     asio::post(executor, [handler = std::move(handler), blocking = std::move(blocking)]() mutable {
       detail::complete_blocking(std::move(handler), blocking);
@@ -91,9 +89,8 @@ auto run_on_thread(Work work) -> boost::asio::awaitable<decltype(work())> {
     }
   };
   const auto thread = std::make_shared<Thread>();
-  // Every argument bound to a local first: GCC 12 may destroy the temporaries of a co_await
-  // full-expression twice. The handler runs on the caller's executor, after this initiation
-  // (which runs there too) has stored the thread.
+  // The handler runs on the caller's executor, after this initiation (which runs there too) has
+  // stored the thread.
   auto initiation = [thread](auto handler, Work blocking) {
     thread->thread = LibraryThread("ts-blocking", [handler = std::move(handler),
                                                    blocking = std::move(blocking)]() mutable {

@@ -16,8 +16,8 @@
 #include <set>
 #include <utility>
 
-#include "huge_page_memory.hpp"
-#include "process_cpu.hpp"
+#include "base/huge_page_memory.hpp"
+#include "base/process_cpu.hpp"
 #include "streaming/discovery.hpp"
 #include "streaming/options_check.hpp"
 #include "streaming/run_concurrently.hpp"

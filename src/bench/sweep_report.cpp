@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "byte_size.hpp"
-#include "json_string.hpp"
+#include "base/byte_size.hpp"
+#include "base/json_string.hpp"
 
 namespace tensorstream::bench {
 namespace {

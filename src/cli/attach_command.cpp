@@ -4,11 +4,11 @@
 #include <memory>
 #include <string>
 
-#include "byte_size.hpp"
+#include "base/byte_size.hpp"
 #include "cli/commands.hpp"
 #include "cli/counted.hpp"
-#include "cli/number_checks.hpp"
 #include "cli/json_writer.hpp"
+#include "cli/number_checks.hpp"
 #include "cli/sha256.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/store/attached_rank.hpp"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "byte_size.hpp"
+#include "base/byte_size.hpp"
 #include "cli/commands.hpp"
 #include "cli/counted.hpp"
 #include "cli/number_checks.hpp"

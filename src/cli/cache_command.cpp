@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "byte_size.hpp"
+#include "base/byte_size.hpp"
+#include "base/environment_setting.hpp"
 #include "cli/commands.hpp"
 #include "cli/existing_directory.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/time_text.hpp"
-#include "environment_setting.hpp"
 #include "storage/cache/cache_floor.hpp"
 #include "storage/cache/cache_layout.hpp"
 #include "tensorstream/error.hpp"

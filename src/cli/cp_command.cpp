@@ -10,7 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "byte_size.hpp"
+#include "base/blocking_run.hpp"
+#include "base/byte_size.hpp"
 #include "cli/commands.hpp"
 #include "cli/counted.hpp"
 #include "cli/json_writer.hpp"
@@ -20,13 +21,12 @@
 #include "cli/progress_flag.hpp"
 #include "cli/store_flags.hpp"
 #include "model/unlisted_model_files.hpp"
-#include "model/blocking_run.hpp"
 #include "storage/relative_key.hpp"
 #include "tensorstream/error.hpp"
-#include "tensorstream/model/copy_objects.hpp"
-#include "tensorstream/model/hf_cache.hpp"
 #include "tensorstream/storage/open_store.hpp"
 #include "tensorstream/storage/url.hpp"
+#include "tensorstream/transfer/copy_objects.hpp"
+#include "tensorstream/transfer/hf_cache.hpp"
 
 namespace tensorstream::cli {
 namespace {

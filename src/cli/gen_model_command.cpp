@@ -2,7 +2,7 @@
 #include <memory>
 #include <string>
 
-#include "byte_size.hpp"
+#include "base/byte_size.hpp"
 #include "cli/commands.hpp"
 #include "cli/counted.hpp"
 #include "cli/number_checks.hpp"

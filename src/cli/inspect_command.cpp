@@ -3,11 +3,11 @@
 #include <optional>
 #include <string>
 
-#include "byte_size.hpp"
+#include "base/byte_size.hpp"
 #include "cli/commands.hpp"
 #include "cli/counted.hpp"
-#include "cli/number_checks.hpp"
 #include "cli/json_writer.hpp"
+#include "cli/number_checks.hpp"
 #include "cli/store_flags.hpp"
 #include "cli/tensor_filter_flags.hpp"
 #include "tensorstream/streaming/inspect.hpp"

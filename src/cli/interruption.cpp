@@ -9,7 +9,7 @@
 #include <csignal>
 #include <system_error>
 
-#include "model/blocking_run.hpp"
+#include "base/blocking_run.hpp"
 #include "storage/output_file.hpp"
 
 namespace tensorstream::cli {

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "json_string.hpp"
+#include "base/json_string.hpp"
 
 namespace tensorstream::cli {
 

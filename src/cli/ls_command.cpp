@@ -6,16 +6,16 @@
 #include <optional>
 #include <string>
 
-#include "byte_size.hpp"
+#include "base/byte_size.hpp"
 #include "cli/commands.hpp"
 #include "cli/counted.hpp"
 #include "cli/json_writer.hpp"
 #include "cli/object_filter_flags.hpp"
 #include "cli/store_flags.hpp"
-#include "tensorstream/streaming/resolve_url.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/open_store.hpp"
 #include "tensorstream/storage/s3_store.hpp"
+#include "tensorstream/streaming/resolve_url.hpp"
 
 namespace tensorstream::cli {
 namespace {
@@ -75,12 +75,12 @@ boost::asio::awaitable<Listing> list_objects(ObjectStore& store, const Url& url,
                                              const ListedLevel& level, bool recursive) {
   if (!store.can_list() || (url.scheme == "file" && !url.is_prefix())) {
     Listing object;
-    object.objects.push_back(ObjectInfo{url.path, co_await store.size(url.path)});
+    const std::uint64_t size = co_await store.size(url.path);
+    object.objects.push_back(ObjectInfo{url.path, size});
     co_return object;
   }
   Listing listing;
   if (recursive) {
-    // Named, not a braced temporary around the co_await, which GCC 12 miscompiles.
     listing.objects = co_await store.list(level.prefix, ListDepth::recursive);
   } else {
     listing = co_await store.list_level(level.prefix);

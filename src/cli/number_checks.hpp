@@ -12,8 +12,8 @@
 #include <optional>
 #include <string>
 
-#include "byte_size.hpp"
-#include "environment_setting.hpp"
+#include "base/byte_size.hpp"
+#include "base/environment_setting.hpp"
 #include "streaming/options_check.hpp"
 #include "tensorstream/error.hpp"
 

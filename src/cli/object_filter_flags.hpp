@@ -5,8 +5,8 @@
 #include <CLI/App.hpp>
 #include <string>
 
-#include "name_patterns.hpp"
-#include "ordered_name_patterns.hpp"
+#include "base/name_patterns.hpp"
+#include "base/ordered_name_patterns.hpp"
 
 namespace tensorstream::cli {
 

@@ -6,17 +6,17 @@
 #include <string>
 #include <vector>
 
-#include "byte_size.hpp"
-#include "cli/number_checks.hpp"
+#include "base/byte_size.hpp"
 #include "cli/commands.hpp"
 #include "cli/counted.hpp"
 #include "cli/json_writer.hpp"
+#include "cli/number_checks.hpp"
 #include "cli/progress_bar.hpp"
 #include "cli/progress_flag.hpp"
 #include "cli/store_flags.hpp"
-#include "tensorstream/storage/url.hpp"
 #include "tensorstream/error.hpp"
-#include "tensorstream/model/partition_checkpoint.hpp"
+#include "tensorstream/storage/url.hpp"
+#include "tensorstream/transfer/partition_checkpoint.hpp"
 
 namespace tensorstream::cli {
 namespace {

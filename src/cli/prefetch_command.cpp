@@ -3,16 +3,16 @@
 #include <optional>
 #include <string>
 
-#include "byte_size.hpp"
-#include "cli/number_checks.hpp"
+#include "base/byte_size.hpp"
 #include "cli/commands.hpp"
 #include "cli/counted.hpp"
+#include "cli/number_checks.hpp"
 #include "cli/object_filter_flags.hpp"
 #include "cli/store_flags.hpp"
-#include "tensorstream/storage/url.hpp"
 #include "tensorstream/model/model_loader_config.hpp"
-#include "tensorstream/model/hf_cache.hpp"
-#include "tensorstream/model/prefetch.hpp"
+#include "tensorstream/storage/url.hpp"
+#include "tensorstream/transfer/hf_cache.hpp"
+#include "tensorstream/transfer/prefetch.hpp"
 
 namespace tensorstream::cli {
 namespace {

@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "byte_size.hpp"
+#include "base/byte_size.hpp"
 
 namespace tensorstream::cli {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "byte_size.hpp"
+#include "base/byte_size.hpp"
 #include "cli/commands.hpp"
 #include "cli/number_checks.hpp"
 #include "tensorstream/error.hpp"

@@ -19,17 +19,17 @@
 #include <string>
 #include <vector>
 
-#include "byte_size.hpp"
-#include "cli/number_checks.hpp"
+#include "base/byte_size.hpp"
+#include "base/exception_message.hpp"
 #include "cli/commands.hpp"
 #include "cli/group_flags.hpp"
 #include "cli/json_writer.hpp"
+#include "cli/number_checks.hpp"
 #include "cli/progress_bar.hpp"
 #include "cli/progress_flag.hpp"
 #include "cli/store_flags.hpp"
-#include "exception_message.hpp"
-#include "tensorstream/error.hpp"
 #include "streaming/group_agreement.hpp"
+#include "tensorstream/error.hpp"
 #include "tensorstream/store/store_server.hpp"
 
 namespace tensorstream::cli {

@@ -5,16 +5,16 @@
 #include <optional>
 #include <string>
 
-#include "byte_size.hpp"
-#include "cli/number_checks.hpp"
+#include "base/byte_size.hpp"
 #include "cli/commands.hpp"
 #include "cli/counted.hpp"
 #include "cli/json_writer.hpp"
+#include "cli/number_checks.hpp"
 #include "cli/progress_bar.hpp"
 #include "cli/progress_flag.hpp"
 #include "cli/store_flags.hpp"
-#include "model/shard_checkpoint.hpp"
 #include "tensorstream/storage/url.hpp"
+#include "transfer/shard_checkpoint.hpp"
 
 namespace tensorstream::cli {
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "byte_size.hpp"
+#include "base/byte_size.hpp"
 #include "cli/commands.hpp"
 #include "cli/counted.hpp"
 #include "cli/number_checks.hpp"

@@ -1,13 +1,13 @@
 #include "cli/number_checks.hpp"
 #include "cli/store_flags.hpp"
 
-#include "byte_size.hpp"
-#include "environment_setting.hpp"
+#include "base/byte_size.hpp"
+#include "base/environment_setting.hpp"
 #include "storage/s3/profile_provider.hpp"
-#include "tensorstream/storage/s3/cached_provider.hpp"
 #include "tensorstream/error.hpp"
-#include "tensorstream/storage/cache_options.hpp"
 #include "tensorstream/log.hpp"
+#include "tensorstream/storage/cache_options.hpp"
+#include "tensorstream/storage/s3/cached_provider.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -3,21 +3,21 @@
 #include <optional>
 #include <string>
 
-#include "byte_size.hpp"
-#include "process_cpu.hpp"
-#include "cli/number_checks.hpp"
+#include "base/byte_size.hpp"
+#include "base/process_cpu.hpp"
 #include "cli/commands.hpp"
 #include "cli/counted.hpp"
 #include "cli/group_flags.hpp"
 #include "cli/json_writer.hpp"
+#include "cli/number_checks.hpp"
 #include "cli/progress_bar.hpp"
 #include "cli/progress_flag.hpp"
 #include "cli/sha256.hpp"
 #include "cli/store_flags.hpp"
 #include "cli/tensor_filter_flags.hpp"
-#include "tensorstream/storage/url.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/model_loader_config.hpp"
+#include "tensorstream/storage/url.hpp"
 #include "tensorstream/streaming/raw_streamer.hpp"
 
 namespace tensorstream::cli {

@@ -1,8 +1,8 @@
 #include "cli/tensor_filter_flags.hpp"
 
-#include "name_patterns.hpp"
-#include "tensorstream/storage/url.hpp"
+#include "base/name_patterns.hpp"
 #include "tensorstream/error.hpp"
+#include "tensorstream/storage/url.hpp"
 #include "tensorstream/streaming/tensor_selection.hpp"
 
 namespace tensorstream::cli {

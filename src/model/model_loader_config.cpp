@@ -1,6 +1,6 @@
 #include "tensorstream/model/model_loader_config.hpp"
 
-#include "environment_setting.hpp"
+#include "base/environment_setting.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream {

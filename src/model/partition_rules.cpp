@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "json_string.hpp"
+#include "base/json_string.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream {

@@ -11,9 +11,9 @@
 #include <system_error>
 #include <utility>
 
-#include "model/blocking_run.hpp"
-#include "model/write_destination.hpp"
-#include "json_string.hpp"
+#include "base/blocking_run.hpp"
+#include "base/json_string.hpp"
+#include "storage/write_destination.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream {

@@ -8,7 +8,7 @@
 #include "streaming/weight_index.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
-#include "tensorstream/model/prefetch.hpp"
+#include "tensorstream/model/model_files.hpp"
 
 namespace tensorstream::detail {
 namespace {

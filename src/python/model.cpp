@@ -13,8 +13,8 @@
 #include "python/runner.hpp"
 #include "tensorstream/async/library_thread.hpp"
 #include "tensorstream/model/model_loader_config.hpp"
-#include "tensorstream/model/prefetch.hpp"
 #include "tensorstream/streaming/inspect.hpp"
+#include "tensorstream/transfer/prefetch.hpp"
 
 namespace py = pybind11;
 

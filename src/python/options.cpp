@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "environment_setting.hpp"
+#include "base/environment_setting.hpp"
 #include "streaming/options_check.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/cache_options.hpp"

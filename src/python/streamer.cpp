@@ -19,7 +19,7 @@
 #include <optional>
 #include <string>
 
-#include "exception_message.hpp"
+#include "base/exception_message.hpp"
 #include "python/bindings.hpp"
 #include "python/errors.hpp"
 #include "python/options.hpp"

@@ -11,7 +11,7 @@
 #include <unordered_set>
 #include <utility>
 
-#include "json_string.hpp"
+#include "base/json_string.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream {

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <system_error>
 
-#include "json_string.hpp"
+#include "base/json_string.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream {

@@ -17,7 +17,7 @@
 #include <string>
 #include <utility>
 
-#include "exception_message.hpp"
+#include "base/exception_message.hpp"
 #include "tensorstream/async/condition_variable.hpp"
 #include "tensorstream/log.hpp"
 
@@ -143,7 +143,6 @@ class CredentialCache {
     state->refreshing = true;
     std::optional<T> old = state->cached;
     lock.unlock();
-    // Named, not temporaries in the co_await (GCC 12, see pitfalls.md).
     auto refreshing = refresh(std::move(state), std::move(old));
     co_return co_await std::move(refreshing);
   }

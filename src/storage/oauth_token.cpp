@@ -37,9 +37,9 @@ boost::asio::awaitable<std::string> request_token_body(
     http::verb method, std::string url, std::vector<std::pair<std::string, std::string>> headers,
     std::string body, std::chrono::milliseconds timeout, TokenRequester who) {
   EndpointResponse response;
+  const int attempts = who.configured ? 3 : 1;
   try {
-    response =
-        co_await endpoint_request(method, url, headers, body, timeout, who.configured ? 3 : 1);
+    response = co_await endpoint_request(method, url, headers, body, timeout, attempts);
   } catch (const EndpointError& error) {
     throw who.error(error.what());
   }

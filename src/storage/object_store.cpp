@@ -10,7 +10,6 @@ std::unique_ptr<ObjectWriter> ObjectStore::create_writer(std::string key, WriteO
 }
 
 boost::asio::awaitable<ObjectStat> ObjectStore::stat(std::string key) {
-  // Named, not a co_await inside a braced temporary, which GCC 12 destroys twice.
   const std::uint64_t bytes = co_await size(std::move(key));
   co_return ObjectStat{.size = bytes, .version = {}};
 }

@@ -3,7 +3,7 @@
 #include <charconv>
 #include <string>
 
-#include "ascii.hpp"
+#include "base/ascii.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/scheme.hpp"
 

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "json_string.hpp"
+#include "base/json_string.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream::store {

@@ -19,7 +19,7 @@
 #include <utility>
 
 #include "async/run_on_strand.hpp"
-#include "json_string.hpp"
+#include "base/json_string.hpp"
 #include "store/message.hpp"
 #include "store/race.hpp"
 #include "store/wire.hpp"

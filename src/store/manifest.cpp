@@ -7,7 +7,7 @@
 #include <set>
 #include <utility>
 
-#include "json_string.hpp"
+#include "base/json_string.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream::store {

@@ -23,7 +23,6 @@ template <class Event>
 boost::asio::awaitable<bool> finishes_first(boost::asio::awaitable<void> work, Event event) {
   namespace asio = boost::asio;
   const auto strand = co_await asio::this_coro::executor;
-  // Named, not temporaries in the co_await (GCC 12, see pitfalls.md).
   auto race = asio::experimental::make_parallel_group(
       asio::co_spawn(strand, std::move(work), asio::deferred), std::move(event));
   auto first_done = race.async_wait(asio::experimental::wait_for_one(), asio::deferred);

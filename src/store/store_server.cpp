@@ -15,8 +15,8 @@
 #include <set>
 
 #include "async/run_on_strand.hpp"
-#include "exception_message.hpp"
-#include "json_string.hpp"
+#include "base/exception_message.hpp"
+#include "base/json_string.hpp"
 #include "store/rank_loader.hpp"
 #include "streaming/wait_watch.hpp"
 #include "tensorstream/async/condition_variable.hpp"

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "json_string.hpp"
+#include "base/json_string.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream::store {

@@ -10,7 +10,7 @@
 #include <span>
 #include <unordered_set>
 
-#include "byte_size.hpp"
+#include "base/byte_size.hpp"
 #include "streaming/partition_layout.hpp"
 #include "streaming/run_concurrently.hpp"
 #include "streaming/traw_source.hpp"

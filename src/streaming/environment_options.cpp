@@ -1,4 +1,4 @@
-#include "environment_setting.hpp"
+#include "base/environment_setting.hpp"
 #include "tensorstream/streaming/streamer_options.hpp"
 
 namespace tensorstream {

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <set>
 
-#include "byte_size.hpp"
+#include "base/byte_size.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/streaming/resolve_url.hpp"
 

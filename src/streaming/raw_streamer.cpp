@@ -25,9 +25,9 @@
 #include <thread>
 
 #include "async/run_on_thread.hpp"
-#include "byte_size.hpp"
-#include "environment_setting.hpp"
-#include "exception_message.hpp"
+#include "base/byte_size.hpp"
+#include "base/environment_setting.hpp"
+#include "base/exception_message.hpp"
 #include "streaming/broadcast_distribution.hpp"
 #include "streaming/discovery.hpp"
 #include "streaming/group_agreement.hpp"
@@ -326,8 +326,7 @@ class RawStreamer::Engine : public std::enable_shared_from_this<Engine> {
   // this member is alone in its group (a tensor-parallel rank without replicas).
   asio::awaitable<void> join() {
     std::shared_ptr<BroadcastGroup> group = options_.distributed.group;
-    // The blocking calls run on threads of their own, each awaited as a named local: GCC 12 may
-    // destroy the temporaries of a co_await full-expression twice.
+    // The blocking calls run on threads of their own.
     if (!group) {
       auto joining = async::run_on_thread([this] {
         return join_group(options_.distributed, detail::group_key(options_),

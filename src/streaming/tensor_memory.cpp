@@ -8,7 +8,7 @@
 #include <new>
 #include <vector>
 
-#include "huge_page_memory.hpp"
+#include "base/huge_page_memory.hpp"
 
 namespace tensorstream::detail {
 namespace {

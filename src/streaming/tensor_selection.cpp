@@ -1,6 +1,6 @@
 #include "tensorstream/streaming/tensor_selection.hpp"
 
-#include "name_patterns.hpp"
+#include "base/name_patterns.hpp"
 
 namespace tensorstream {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <unordered_map>
 
-#include "json_string.hpp"
+#include "base/json_string.hpp"
 #include "storage/relative_key.hpp"
 
 namespace tensorstream::detail {

@@ -364,7 +364,6 @@ TEST(DynamicBatcher, SubmitBatchReturnsFuturesInOrder) {
                   {.process_fn = times_ten(batches), .target_batch_cost = 4, .batch_timeout = 5ms});
   batcher.start();
   run(context, [&]() -> asio::awaitable<void> {
-    // GCC 12 cannot take braced lists inside a co_await expression, hence the named vectors.
     const std::vector<int> records{1, 2, 3};
     std::vector<std::size_t> costs{1, 3, 1};
     auto futures = co_await batcher.submit_batch(records, std::move(costs));

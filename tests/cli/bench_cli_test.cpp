@@ -20,11 +20,11 @@
 #include <thread>
 #include <vector>
 
+#include "base/byte_size.hpp"
 #include "storage/s3rver_test.hpp"
-#include "byte_size.hpp"
 #include "streaming/checkpoint_files.hpp"
-#include "support/fault_server.hpp"
 #include "support/child_process.hpp"
+#include "support/fault_server.hpp"
 #include "support/files.hpp"
 #include "support/nginx_server.hpp"
 #include "support/process.hpp"

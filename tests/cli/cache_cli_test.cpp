@@ -21,7 +21,7 @@
 #include <thread>
 #include <vector>
 
-#include "byte_size.hpp"
+#include "base/byte_size.hpp"
 #include "storage/s3rver_test.hpp"
 #include "support/child_process.hpp"
 #include "support/fault_proxy.hpp"

@@ -9,17 +9,17 @@
 #include <set>
 #include <thread>
 
+#include "base/byte_size.hpp"
+#include "cli/shape_json.hpp"
 #include "support/child_process.hpp"
 #include "support/fault_server.hpp"
 #include "support/files.hpp"
 #include "support/nginx_server.hpp"
-#include "cli/shape_json.hpp"
 #include "support/process.hpp"
 #include "support/scoped_environment.hpp"
 #include "support/sha256.hpp"
 #include "support/skip.hpp"
 #include "support/temp_dir.hpp"
-#include "byte_size.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
 
 namespace tensorstream {

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "byte_size.hpp"
+#include "base/byte_size.hpp"
 #include "storage/hf/hf_test_environment.hpp"
 #include "storage/s3rver_test.hpp"
 #include "support/child_process.hpp"

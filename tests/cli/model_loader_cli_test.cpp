@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "byte_size.hpp"
-#include "support/process.hpp"
+#include "base/byte_size.hpp"
 #include "support/model_loader_environment.hpp"
+#include "support/process.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "json_string.hpp"
+#include "base/json_string.hpp"
 #include "store/wire.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/store/protocol.hpp"

@@ -17,9 +17,9 @@
 #include "support/local_group.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
-#include "tensorstream/model/partition_checkpoint.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
 #include "tensorstream/storage/scheme.hpp"
+#include "tensorstream/transfer/partition_checkpoint.hpp"
 
 namespace tensorstream::store::testing {
 namespace {

@@ -15,11 +15,11 @@
 
 #include "store/served_model.hpp"
 #include "support/temp_dir.hpp"
-#include "tensorstream/model/partition_checkpoint.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
 #include "tensorstream/store/attached_rank.hpp"
 #include "tensorstream/store/client.hpp"
 #include "tensorstream/store/manifest.hpp"
+#include "tensorstream/transfer/partition_checkpoint.hpp"
 
 namespace tensorstream::store::testing {
 namespace {

@@ -17,9 +17,9 @@
 #include "support/nginx_server.hpp"
 #include "support/skip.hpp"
 #include "support/temp_dir.hpp"
-#include "tensorstream/model/partition_checkpoint.hpp"
 #include "tensorstream/store/attached_rank.hpp"
 #include "tensorstream/store/torch_views.hpp"
+#include "tensorstream/transfer/partition_checkpoint.hpp"
 
 namespace tensorstream::store::testing {
 namespace {

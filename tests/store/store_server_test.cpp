@@ -15,19 +15,19 @@
 #include <regex>
 #include <thread>
 
-#include "support/sha256.hpp"
 #include "model/vllm_oracle.hpp"
-#include "store/server_fixture.hpp"
 #include "store/served_model.hpp"
+#include "store/server_fixture.hpp"
 #include "support/child_process.hpp"
 #include "support/files.hpp"
 #include "support/loopback_listener.hpp"
+#include "support/sha256.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
-#include "tensorstream/model/partition_checkpoint.hpp"
-#include "model/shard_checkpoint.hpp"
 #include "tensorstream/store/attached_rank.hpp"
 #include "tensorstream/store/client.hpp"
+#include "tensorstream/transfer/partition_checkpoint.hpp"
+#include "transfer/shard_checkpoint.hpp"
 
 namespace tensorstream::store::testing {
 namespace {

@@ -6,7 +6,6 @@
 #include <map>
 #include <string>
 
-#include "model/shard_checkpoint.hpp"
 #include "storage/azurite_test.hpp"
 #include "streaming/synthetic_stream.hpp"
 #include "streaming/traw_files.hpp"
@@ -15,6 +14,7 @@
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
 #include "tensorstream/streaming/raw_streamer.hpp"
+#include "transfer/shard_checkpoint.hpp"
 
 namespace tensorstream::azure_streaming_tests {
 

@@ -8,7 +8,6 @@
 #include <set>
 #include <string>
 
-#include "model/shard_checkpoint.hpp"
 #include "storage/hf/hf_test_environment.hpp"
 #include "streaming/synthetic_stream.hpp"
 #include "streaming/traw_files.hpp"
@@ -17,6 +16,7 @@
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
 #include "tensorstream/streaming/raw_streamer.hpp"
+#include "transfer/shard_checkpoint.hpp"
 
 namespace tensorstream::hf_streaming_tests {
 

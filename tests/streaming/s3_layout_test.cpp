@@ -13,10 +13,10 @@
 #include "support/files.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
-#include "tensorstream/model/prefetch.hpp"
-#include "model/shard_checkpoint.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
 #include "tensorstream/streaming/raw_streamer.hpp"
+#include "tensorstream/transfer/prefetch.hpp"
+#include "transfer/shard_checkpoint.hpp"
 
 namespace tensorstream {
 namespace {

@@ -11,7 +11,7 @@
 #include <chrono>
 #include <utility>
 
-#include "json_string.hpp"
+#include "base/json_string.hpp"
 #include "storage/jwt.hpp"
 #include "support/form_fields.hpp"
 #include "support/jwt_parts.hpp"

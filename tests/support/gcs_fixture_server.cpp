@@ -16,7 +16,7 @@
 #include <string_view>
 #include <utility>
 
-#include "json_string.hpp"
+#include "base/json_string.hpp"
 #include "support/byte_range.hpp"
 #include "support/files.hpp"
 #include "support/form_fields.hpp"

@@ -14,7 +14,7 @@
 #include <tuple>
 #include <utility>
 
-#include "json_string.hpp"
+#include "base/json_string.hpp"
 #include "support/byte_range.hpp"
 #include "support/files.hpp"
 #include "support/form_fields.hpp"
@@ -208,7 +208,6 @@ asio::awaitable<void> HubFixtureServer::serve(tcp::socket socket, bool cdn) {
       response.content_length(reply.bytes_count);
       http::response_serializer<http::span_body<const char>> serializer(response);
       if (head) serializer.split(true);
-      // Not a conditional expression of two co_awaits, whose temporaries GCC 12 miscompiles.
       boost::system::error_code ec;
       if (head) {
         std::tie(ec, std::ignore) =

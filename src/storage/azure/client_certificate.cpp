@@ -11,7 +11,7 @@
 #include <cstring>
 #include <memory>
 
-#include "json_string.hpp"
+#include "base/json_string.hpp"
 #include "storage/jwt.hpp"
 #include "tensorstream/error.hpp"
 

@@ -1,6 +1,6 @@
 #include "storage/azure/connection_string.hpp"
 
-#include "ascii.hpp"
+#include "base/ascii.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream::azure {

@@ -5,7 +5,7 @@
 #include <map>
 #include <vector>
 
-#include "ascii.hpp"
+#include "base/ascii.hpp"
 #include "storage/base64.hpp"
 #include "storage/percent_decode.hpp"
 #include "storage/s3/digest.hpp"

@@ -4,8 +4,8 @@
 #include <charconv>
 #include <string>
 
-#include "byte_size.hpp"
-#include "environment_setting.hpp"
+#include "base/byte_size.hpp"
+#include "base/environment_setting.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/storage/cache_options.hpp"
 

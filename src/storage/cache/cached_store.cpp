@@ -24,17 +24,17 @@
 #include <set>
 #include <sstream>
 
-#include "byte_size.hpp"
-#include "environment_setting.hpp"
-#include "exception_message.hpp"
+#include "async/run_on_thread.hpp"
+#include "base/byte_size.hpp"
+#include "base/environment_setting.hpp"
+#include "base/exception_message.hpp"
 #include "storage/cache/cache_entry.hpp"
 #include "storage/cache/cache_floor.hpp"
 #include "storage/cache/cache_layout.hpp"
 #include "storage/cache/open_entries.hpp"
 #include "storage/cache/write_behind.hpp"
-#include "storage/request_checks.hpp"
 #include "storage/file/read_pieces.hpp"
-#include "async/run_on_thread.hpp"
+#include "storage/request_checks.hpp"
 #include "tensorstream/async/library_thread.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"

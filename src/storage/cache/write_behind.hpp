@@ -13,7 +13,7 @@
 #include <optional>
 #include <vector>
 
-#include "huge_page_memory.hpp"
+#include "base/huge_page_memory.hpp"
 
 namespace tensorstream::detail {
 

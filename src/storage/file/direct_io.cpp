@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstdint>
 
-#include "environment_setting.hpp"
+#include "base/environment_setting.hpp"
 #include "storage/errno_code.hpp"
 #include "storage/file/read_pieces.hpp"
 #include "tensorstream/error.hpp"

@@ -11,7 +11,6 @@ AuthorizedUserProvider::AuthorizedUserProvider(AuthorizedUser user,
 std::string AuthorizedUserProvider::name() const { return "authorized user"; }
 
 boost::asio::awaitable<AccessToken> AuthorizedUserProvider::get() {
-  // Built apart from the co_await: GCC 12 rejects braced lists inside co_await expressions.
   std::string form = form_encode({{"grant_type", "refresh_token"},
                                   {"client_id", user_.client_id},
                                   {"client_secret", user_.client_secret},

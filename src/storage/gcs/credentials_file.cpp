@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "json_string.hpp"
+#include "base/json_string.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream::gcs {

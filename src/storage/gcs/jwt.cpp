@@ -2,7 +2,7 @@
 
 #include <cstdint>
 
-#include "json_string.hpp"
+#include "base/json_string.hpp"
 
 namespace tensorstream::gcs {
 

@@ -20,7 +20,6 @@ boost::asio::awaitable<AccessToken> ServiceAccountProvider::get() {
   } catch (const InvalidArgument& error) {
     throw CredentialsError("Google", name(), error.what(), true);
   }
-  // Built apart from the co_await: GCC 12 rejects braced lists inside co_await expressions.
   std::string form = form_encode(
       {{"grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"}, {"assertion", assertion}});
   co_return co_await post_token_request(key_.token_uri, std::move(form), timeout_, name());

@@ -5,7 +5,7 @@
 #include <iterator>
 #include <system_error>
 
-#include "ascii.hpp"
+#include "base/ascii.hpp"
 #include "storage/hf/hub_api.hpp"
 #include "tensorstream/error.hpp"
 

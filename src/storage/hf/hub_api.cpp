@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "ascii.hpp"
+#include "base/ascii.hpp"
 #include "storage/relative_key.hpp"
 #include "storage/s3/sigv4.hpp"
 #include "tensorstream/error.hpp"

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "ascii.hpp"
+#include "base/ascii.hpp"
 #include "storage/environment.hpp"
 #include "storage/service_endpoint.hpp"
 #include "tensorstream/error.hpp"

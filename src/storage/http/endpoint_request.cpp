@@ -88,7 +88,6 @@ asio::awaitable<EndpointResponse> send_within(Url parsed, http::request<http::st
   const auto strand = co_await asio::this_coro::executor;
   asio::steady_timer deadline(strand, timeout);
   auto sending = send(std::move(parsed), std::move(request), std::move(resolve), request_text);
-  // Named, not temporaries in the co_await (GCC 12, see pitfalls.md).
   auto race = asio::experimental::make_parallel_group(
       asio::co_spawn(strand, std::move(sending), asio::deferred),
       deadline.async_wait(asio::deferred));

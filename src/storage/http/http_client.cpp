@@ -12,12 +12,12 @@
 #include <exception>
 #include <utility>
 
-#include "environment_setting.hpp"
+#include "async/run_on_strand.hpp"
+#include "base/environment_setting.hpp"
 #include "storage/http/head_request.hpp"
 #include "storage/http/open_file_limit.hpp"
 #include "storage/http/range_request.hpp"
 #include "storage/http/redirect.hpp"
-#include "async/run_on_strand.hpp"
 #include "storage/http/text_request.hpp"
 #include "storage/http/tls_context.hpp"
 #include "tensorstream/error.hpp"

@@ -5,7 +5,7 @@
 #include <charconv>
 #include <string_view>
 
-#include "ascii.hpp"
+#include "base/ascii.hpp"
 #include "storage/base64.hpp"
 #include "storage/environment.hpp"
 #include "storage/percent_decode.hpp"

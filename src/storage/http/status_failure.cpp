@@ -7,7 +7,7 @@
 #include <string_view>
 #include <utility>
 
-#include "ascii.hpp"
+#include "base/ascii.hpp"
 
 namespace tensorstream {
 namespace {

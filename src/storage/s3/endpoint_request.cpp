@@ -8,9 +8,10 @@ boost::asio::awaitable<EndpointResponse> endpoint_request(
     boost::beast::http::verb method, const std::string& url, const std::vector<HeaderField>& headers,
     const std::string& body, std::chrono::milliseconds timeout, const std::string& provider,
     bool configured) {
+  const int attempts = configured ? 3 : 1;
   try {
     co_return co_await tensorstream::endpoint_request(method, url, headers, body, timeout,
-                                                      configured ? 3 : 1);
+                                                      attempts);
   } catch (const EndpointError& error) {
     throw CredentialsError("AWS", provider, error.what(), configured);
   }

@@ -2,10 +2,10 @@
 
 #include <cctype>
 
-#include "ascii.hpp"
+#include "base/ascii.hpp"
+#include "storage/environment.hpp"
 #include "storage/s3/credentials_document.hpp"
 #include "storage/s3/endpoint_request.hpp"
-#include "storage/environment.hpp"
 #include "tensorstream/storage/credentials_error.hpp"
 
 namespace tensorstream::s3 {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <ctime>
 
-#include "ascii.hpp"
+#include "base/ascii.hpp"
 #include "storage/s3/digest.hpp"
 #include "tensorstream/error.hpp"
 

@@ -1,4 +1,4 @@
-#include "tensorstream/model/prefetch.hpp"
+#include "tensorstream/transfer/prefetch.hpp"
 
 #include <algorithm>
 #include <boost/asio/io_context.hpp>
@@ -8,15 +8,15 @@
 #include <system_error>
 
 #include "async/run_on_strand.hpp"
-#include "model/blocking_run.hpp"
+#include "base/blocking_run.hpp"
+#include "base/name_patterns.hpp"
 #include "model/unlisted_model_files.hpp"
-#include "name_patterns.hpp"
 #include "storage/relative_key.hpp"
-#include "tensorstream/streaming/resolve_url.hpp"
 #include "tensorstream/error.hpp"
-#include "tensorstream/model/copy_objects.hpp"
 #include "tensorstream/storage/file_store.hpp"
 #include "tensorstream/storage/open_store.hpp"
+#include "tensorstream/streaming/resolve_url.hpp"
+#include "tensorstream/transfer/copy_objects.hpp"
 
 namespace tensorstream {
 namespace {
@@ -79,7 +79,6 @@ asio::awaitable<PrefetchResult> copy_all(ObjectStore& source, std::string prefix
                                          ObjectStore& destination, std::string destination_prefix,
                                          PrefetchOptions options) {
   const bool listed = source.can_list();
-  // Not a conditional expression of two co_awaits, whose temporaries GCC 12 miscompiles.
   std::vector<ObjectInfo> objects;
   if (listed) {
     objects = co_await source.list(prefix, ListDepth::recursive);
@@ -108,7 +107,6 @@ asio::awaitable<PrefetchResult> copy_all(ObjectStore& source, std::string prefix
   for (const auto& copy : copies) {
     transfers.push_back({copy.key, copy.size, destination_prefix + copy.relative});
   }
-  // Named, not a braced temporary in the co_await, which GCC 12 destroys twice.
   CopyOptions copy_options{.max_concurrency = options.max_concurrency,
                            .chunk_size = options.chunk_size};
   co_await copy_objects(source, std::move(transfers), destination, std::move(copy_options));

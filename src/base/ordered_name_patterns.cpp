@@ -1,4 +1,4 @@
-#include "ordered_name_patterns.hpp"
+#include "base/ordered_name_patterns.hpp"
 
 #include <algorithm>
 

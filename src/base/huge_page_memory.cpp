@@ -1,4 +1,4 @@
-#include "huge_page_memory.hpp"
+#include "base/huge_page_memory.hpp"
 
 #include <sys/mman.h>
 

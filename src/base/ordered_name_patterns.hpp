@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "name_patterns.hpp"
+#include "base/name_patterns.hpp"
 
 namespace tensorstream::detail {
 

@@ -60,7 +60,8 @@ TEST_F(LayerTree, ARootWithoutTheTreeIsAnErrorNotAPass) {
 TEST_F(LayerTree, DownwardIncludesPass) {
   write("include/tensorstream/storage/url.hpp", "#pragma once\n");
   write("src/streaming/discovery.cpp", "#include \"tensorstream/storage/url.hpp\"\n");
-  write("src/model/prefetch.cpp", "#include \"streaming/discovery.hpp\"\n#include \"log.hpp\"\n");
+  write("src/model/prefetch.cpp",
+        "#include \"streaming/discovery.hpp\"\n#include \"base/byte_size.hpp\"\n");
   const auto result = check();
   EXPECT_EQ(result.exit_code, 0) << result.out;
 }
@@ -89,13 +90,33 @@ TEST_F(LayerTree, BatchingMayNotReachIntoStorage) {
 TEST_F(LayerTree, BatchingMayNotUseTheBaseFilesOfTheCoreLibrary) {
   // byte_size is compiled into tensorstream_core, which tensorstream_batching does not link.
   write("src/batching/pipeline.cpp",
-        "#include \"tensorstream/log.hpp\"\n#include \"byte_size.hpp\"\n");
-  write("src/async/gate.cpp", "#include \"exception_message.hpp\"\n");
+        "#include \"tensorstream/log.hpp\"\n#include \"base/byte_size.hpp\"\n");
+  write("src/async/gate.cpp", "#include \"base/exception_message.hpp\"\n");
   const auto result = check();
   EXPECT_EQ(result.exit_code, 1);
   EXPECT_EQ(result.out, (root_.path() / "src/batching/pipeline.cpp").string() +
-                            ":2: batching includes \"byte_size.hpp\" from base, a layer above it "
-                            "or beside it\n");
+                            ":2: batching includes \"base/byte_size.hpp\" from base, a layer "
+                            "above it or beside it\n");
+}
+
+TEST_F(LayerTree, ModelDoesNotReachIntoTransfer) {
+  write("include/tensorstream/transfer/prefetch.hpp", "#pragma once\n");
+  write("src/transfer/prefetch.cpp", "#include \"model/unlisted_model_files.hpp\"\n");
+  write("src/model/partition_checkpoint.cpp", "#include \"tensorstream/transfer/prefetch.hpp\"\n");
+  const auto result = check();
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.out, (root_.path() / "src/model/partition_checkpoint.cpp").string() +
+                            ":1: model includes \"tensorstream/transfer/prefetch.hpp\" from "
+                            "transfer, a layer above it or beside it\n");
+}
+
+TEST_F(LayerTree, NoFileSitsAtTheTopOfSrc) {
+  write("include/tensorstream/log.hpp", "#pragma once\n");
+  write("src/byte_size.cpp", "#include \"tensorstream/log.hpp\"\n");
+  const auto result = check();
+  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.out, (root_.path() / "src/byte_size.cpp").string() +
+                            ": a file at the top of src/ (move it into its room, e.g. src/base/)\n");
 }
 
 TEST_F(LayerTree, AnAngleBracketIncludeCountsToo) {

@@ -1,4 +1,4 @@
-#include "json_string.hpp"
+#include "base/json_string.hpp"
 
 #include <array>
 

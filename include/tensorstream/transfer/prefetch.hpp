@@ -3,16 +3,15 @@
 /// Copying a model's other artifacts (config.json, tokenizer files, generation_config.json, ...)
 /// to local disk, for loaders that read them from files while the weights are streamed.
 
-#include <array>
 #include <boost/asio/awaitable.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "tensorstream/export.hpp"
+#include "tensorstream/model/model_files.hpp"
 #include "tensorstream/storage/object_store.hpp"
 #include "tensorstream/storage/store_options.hpp"
 
@@ -40,15 +39,6 @@ struct PrefetchOptions {
   /// Leave out objects whose path below the prefix matches one of these globs.
   std::vector<std::string> exclude{};
 };
-
-/// The files a model directory holds besides its weights, by the conventions of Hugging Face
-/// repositories: what prefetch() asks for by name from a store that cannot list (http(s)://).
-inline constexpr std::array<std::string_view, 13> known_artifact_names = {
-    "config.json",          "generation_config.json", "tokenizer.json",
-    "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model",
-    "vocab.json",           "merges.txt",             "vocab.txt",
-    "added_tokens.json",    "chat_template.json",     "preprocessor_config.json",
-    "model.safetensors.index.json"};
 
 /// What prefetch() copied.
 struct PrefetchResult {

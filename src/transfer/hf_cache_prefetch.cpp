@@ -1,4 +1,4 @@
-#include "tensorstream/model/hf_cache.hpp"
+#include "tensorstream/transfer/hf_cache.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -7,7 +7,7 @@
 #include <system_error>
 #include <unistd.h>
 
-#include "model/blocking_run.hpp"
+#include "base/blocking_run.hpp"
 #include "storage/hf/hf_cache.hpp"
 #include "storage/hf/hub_settings.hpp"
 #include "storage/hf/repo_path.hpp"

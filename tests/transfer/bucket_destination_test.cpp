@@ -12,10 +12,10 @@
 #include "support/run_task.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
-#include "model/shard_checkpoint.hpp"
 #include "tensorstream/model/synthetic_model.hpp"
 #include "tensorstream/storage/open_store.hpp"
 #include "tensorstream/streaming/raw_streamer.hpp"
+#include "transfer/shard_checkpoint.hpp"
 
 namespace tensorstream {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "tensorstream/export.hpp"
-#include "tensorstream/model/prefetch.hpp"
+#include "tensorstream/transfer/prefetch.hpp"
 
 namespace tensorstream {
 

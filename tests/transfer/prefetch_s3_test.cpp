@@ -11,7 +11,7 @@
 #include "support/random_bytes.hpp"
 #include "support/temp_dir.hpp"
 #include "tensorstream/error.hpp"
-#include "tensorstream/model/prefetch.hpp"
+#include "tensorstream/transfer/prefetch.hpp"
 
 namespace tensorstream {
 namespace {

@@ -2,7 +2,7 @@
 // parallel within and across objects but never more than asked, and a failure that leaves no
 // partial object behind.
 
-#include "tensorstream/model/copy_objects.hpp"
+#include "tensorstream/transfer/copy_objects.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "environment_setting.hpp"
+#include "base/environment_setting.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <limits>
 
-#include "byte_size.hpp"
+#include "base/byte_size.hpp"
 #include "tensorstream/error.hpp"
 
 namespace tensorstream::detail {

@@ -1,4 +1,4 @@
-#include "model/write_destination.hpp"
+#include "storage/write_destination.hpp"
 
 #include <algorithm>
 #include <boost/asio/this_coro.hpp>

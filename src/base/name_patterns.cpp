@@ -1,4 +1,4 @@
-#include "name_patterns.hpp"
+#include "base/name_patterns.hpp"
 
 #include <fnmatch.h>
 

@@ -1,4 +1,4 @@
-#include "tensorstream/model/copy_objects.hpp"
+#include "tensorstream/transfer/copy_objects.hpp"
 
 #include <algorithm>
 #include <boost/asio/strand.hpp>
@@ -8,7 +8,7 @@
 #include <span>
 
 #include "async/run_on_strand.hpp"
-#include "model/write_destination.hpp"
+#include "storage/write_destination.hpp"
 #include "streaming/run_concurrently.hpp"
 #include "tensorstream/async/condition_variable.hpp"
 #include "tensorstream/error.hpp"

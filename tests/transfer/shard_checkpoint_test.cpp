@@ -1,4 +1,4 @@
-#include "model/shard_checkpoint.hpp"
+#include "transfer/shard_checkpoint.hpp"
 
 #include <gtest/gtest.h>
 

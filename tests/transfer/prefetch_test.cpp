@@ -1,4 +1,4 @@
-#include "tensorstream/model/prefetch.hpp"
+#include "tensorstream/transfer/prefetch.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "model/shard_checkpoint.hpp"
+#include "transfer/shard_checkpoint.hpp"
 
 #include <boost/asio/io_context.hpp>
 
@@ -10,10 +10,10 @@
 #include <span>
 #include <unordered_map>
 
+#include "base/blocking_run.hpp"
+#include "base/json_string.hpp"
 #include "model/read_head_config.hpp"
-#include "model/blocking_run.hpp"
-#include "model/write_destination.hpp"
-#include "json_string.hpp"
+#include "storage/write_destination.hpp"
 #include "streaming/discovery.hpp"
 #include "streaming/wait_watch.hpp"
 #include "tensorstream/error.hpp"

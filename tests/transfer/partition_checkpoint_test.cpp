@@ -2,7 +2,7 @@
 // it was written, must be the slice of the original tensor (with vocabulary padding) that vLLM's
 // tensor-parallel Llama layers hold on that rank, byte for byte.
 
-#include "tensorstream/model/partition_checkpoint.hpp"
+#include "tensorstream/transfer/partition_checkpoint.hpp"
 
 #include <gtest/gtest.h>
 

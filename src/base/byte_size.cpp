@@ -1,4 +1,4 @@
-#include "byte_size.hpp"
+#include "base/byte_size.hpp"
 
 #include <algorithm>
 #include <array>

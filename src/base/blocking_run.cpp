@@ -1,4 +1,4 @@
-#include "model/blocking_run.hpp"
+#include "base/blocking_run.hpp"
 
 #include <boost/asio/bind_cancellation_slot.hpp>
 #include <boost/asio/cancellation_signal.hpp>

@@ -1,4 +1,4 @@
-#include "process_cpu.hpp"
+#include "base/process_cpu.hpp"
 
 #include <sys/resource.h>
 

@@ -1,4 +1,4 @@
-#include "tensorstream/model/partition_checkpoint.hpp"
+#include "tensorstream/transfer/partition_checkpoint.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
@@ -14,21 +14,21 @@
 #include <unordered_map>
 
 #include "async/run_on_strand.hpp"
-#include "byte_size.hpp"
+#include "base/blocking_run.hpp"
+#include "base/byte_size.hpp"
+#include "base/json_string.hpp"
 #include "model/read_head_config.hpp"
-#include "model/blocking_run.hpp"
-#include "model/write_destination.hpp"
-#include "json_string.hpp"
+#include "storage/write_destination.hpp"
 #include "streaming/discovery.hpp"
 #include "streaming/run_concurrently.hpp"
 #include "streaming/wait_watch.hpp"
 #include "tensorstream/async/condition_variable.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/model/partition_rules.hpp"
-#include "tensorstream/model/prefetch.hpp"
 #include "tensorstream/safetensors/writer.hpp"
 #include "tensorstream/storage/open_store.hpp"
 #include "tensorstream/streaming/raw_streamer.hpp"
+#include "tensorstream/transfer/prefetch.hpp"
 #include "tensorstream/traw/format.hpp"
 
 namespace tensorstream {
@@ -499,7 +499,8 @@ asio::awaitable<void> run_partition(std::string source, std::string destination,
 
   if (options.abort_stale) {
     const std::string prefix = target.prefix;
-    const auto stale = co_await destination_store.abort_stale_uploads(prefix, {});
+    const std::chrono::system_clock::duration any_age{0};
+    const auto stale = co_await destination_store.abort_stale_uploads(prefix, any_age);
     report.stale_uploads_removed = stale.removed.size();
   }
 
