@@ -17,7 +17,7 @@
 #include <iterator>
 #include <memory>
 
-#include "storage/object_version.hpp"
+#include "storage/response_version.hpp"
 #include "storage/s3rver_test.hpp"
 #include "support/fault_proxy.hpp"
 #include "support/files.hpp"
@@ -140,7 +140,7 @@ void expect_stream_stops_at_the_change(const std::string& url, StreamerOptions o
   EXPECT_FALSE(error->transient());
 }
 
-TEST(ObjectVersion, ConditionsHoldTheReadToThePinnedVersion) {
+TEST(ResponseVersion, ConditionsHoldTheReadToThePinnedVersion) {
   EXPECT_EQ(version_conditions({.etag = "\"a\"", .last_modified = "Tue, 01 Dec 2026 05:00:00 GMT"}),
             "If-Match: \"a\"\r\n");
   // A weak ETag never matches If-Match; the date stands in.
@@ -152,7 +152,7 @@ TEST(ObjectVersion, ConditionsHoldTheReadToThePinnedVersion) {
   EXPECT_EQ(version_conditions({}), "");
 }
 
-TEST(ObjectVersion, ChangesAreJudgedByTheStrongestIdentityBothName) {
+TEST(ResponseVersion, ChangesAreJudgedByTheStrongestIdentityBothName) {
   EXPECT_EQ(version_change({.etag = "\"a\""}, {.etag = "\"b\""}),
             "the object changed while it was being read (ETag \"a\" became \"b\"); restart the "
             "stream");

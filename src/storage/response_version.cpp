@@ -1,4 +1,4 @@
-#include "storage/object_version.hpp"
+#include "storage/response_version.hpp"
 
 #include <chrono>
 #include <string_view>
@@ -24,15 +24,15 @@ std::string changed(const std::string& what, const std::string& from, const std:
 
 }  // namespace
 
-std::string ObjectVersion::describe() const {
+std::string ResponseVersion::describe() const {
   if (!generation.empty()) return "generation " + generation;
   if (!etag.empty()) return "ETag " + etag;
   if (!last_modified.empty()) return "Last-Modified " + last_modified;
   return "no version";
 }
 
-ObjectVersion version_of(const boost::beast::http::fields& response) {
-  ObjectVersion version;
+ResponseVersion version_of(const boost::beast::http::fields& response) {
+  ResponseVersion version;
   version.generation = std::string(response["x-goog-generation"]);
   if (!version.generation.empty()) return version;
   version.etag = std::string(response[boost::beast::http::field::etag]);
@@ -46,7 +46,7 @@ ObjectVersion version_of(const boost::beast::http::fields& response) {
 }
 
 std::optional<std::pair<std::string_view, std::string_view>> version_condition(
-    const ObjectVersion& pinned) {
+    const ResponseVersion& pinned) {
   if (!pinned.generation.empty()) return std::nullopt;
   if (!pinned.etag.empty() && !is_weak(pinned.etag)) {
     return std::pair<std::string_view, std::string_view>{"If-Match", pinned.etag};
@@ -58,14 +58,14 @@ std::optional<std::pair<std::string_view, std::string_view>> version_condition(
   return std::nullopt;
 }
 
-std::string version_conditions(const ObjectVersion& pinned) {
+std::string version_conditions(const ResponseVersion& pinned) {
   const auto condition = version_condition(pinned);
   if (!condition) return {};
   return std::string(condition->first) + ": " + std::string(condition->second) + "\r\n";
 }
 
-std::optional<std::string> version_change(const ObjectVersion& pinned,
-                                          const ObjectVersion& seen) {
+std::optional<std::string> version_change(const ResponseVersion& pinned,
+                                          const ResponseVersion& seen) {
   if (!pinned.generation.empty() && !seen.generation.empty()) {
     if (pinned.generation == seen.generation) return std::nullopt;
     return changed("generation", pinned.generation, seen.generation);
@@ -81,22 +81,22 @@ std::optional<std::string> version_change(const ObjectVersion& pinned,
   return std::nullopt;
 }
 
-std::string version_precondition_failed(const ObjectVersion& pinned) {
+std::string version_precondition_failed(const ResponseVersion& pinned) {
   return "the object changed while it was being read (" + pinned.describe() +
          " is no longer current: HTTP 412 Precondition Failed); restart the stream";
 }
 
-std::string version_range_gone(const ObjectVersion& pinned, const std::string& asked) {
+std::string version_range_gone(const ResponseVersion& pinned, const std::string& asked) {
   return "the object changed while it was being read (" + asked + " lay inside the " +
          std::to_string(pinned.size.value_or(0)) + " bytes of " + pinned.describe() +
          " and are now beyond its end: HTTP 416 Range Not Satisfiable); restart the stream";
 }
 
-void pin_version(ObjectPins<ObjectVersion>& pins, const std::string& key, const std::string& url,
-                 const ObjectVersion& seen) {
+void pin_version(ObjectPins<ResponseVersion>& pins, const std::string& key, const std::string& url,
+                 const ResponseVersion& seen) {
   // Nothing to hold the object to; a later response that names a version pins that one.
   if (seen.empty()) return;
-  const ObjectVersion pinned = pins.pin(key, seen);
+  const ResponseVersion pinned = pins.pin(key, seen);
   if (auto change = version_change(pinned, seen)) throw StorageError(url, std::move(*change));
 }
 
