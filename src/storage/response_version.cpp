@@ -31,6 +31,14 @@ std::string ResponseVersion::describe() const {
   return "no version";
 }
 
+ObjectVersion object_version(const ResponseVersion& version, std::string object, bool settled) {
+  if (!version.generation.empty()) {
+    return ObjectVersion::generation(std::move(object), version.generation);
+  }
+  if (!version.etag.empty()) return ObjectVersion::etag(std::move(object), version.etag, settled);
+  return ObjectVersion::last_modified(std::move(object), version.last_modified, settled);
+}
+
 ResponseVersion version_of(const boost::beast::http::fields& response) {
   ResponseVersion version;
   version.generation = std::string(response["x-goog-generation"]);

@@ -1,6 +1,7 @@
 #pragma once
 // The version of a remote object as an HTTP response names it, which a store pins at the
-// object's first access so that every later read can insist on the same version.
+// object's first access so that every later read can insist on the same version. What the
+// store tells its callers of it is an ObjectVersion (object_version()).
 
 #include <boost/beast/http/fields.hpp>
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <utility>
 
 #include "storage/object_pins.hpp"
+#include "tensorstream/storage/object_version.hpp"
 
 namespace tensorstream {
 
@@ -60,7 +62,8 @@ std::string version_conditions(const ResponseVersion& pinned);
 /// Why `seen` is not the version `pinned`, e.g. `the object changed while it was being read
 /// (ETag "a" became "b"); restart the stream`; nullopt when they agree or share no identity to
 /// compare.
-std::optional<std::string> version_change(const ResponseVersion& pinned, const ResponseVersion& seen);
+std::optional<std::string> version_change(const ResponseVersion& pinned,
+                                          const ResponseVersion& seen);
 
 /// Why a read made conditional on `pinned` was answered 412 Precondition Failed.
 std::string version_precondition_failed(const ResponseVersion& pinned);
@@ -75,8 +78,12 @@ std::string version_range_gone(const ResponseVersion& pinned, const std::string&
 void pin_version(ObjectPins<ResponseVersion>& pins, const std::string& key, const std::string& url,
                  const ResponseVersion& seen);
 
-/// For pinned_stat(): what a pinned version says of itself and of the object's size.
-inline std::string describe(const ResponseVersion& version) { return version.describe(); }
+/// What `version` is to the store's callers: its strongest identity (as describe() picks it) of
+/// the object `object` (ObjectStore::object_identity), settled as `settled` says.
+ObjectVersion object_version(const ResponseVersion& version, std::string object,
+                             bool settled = true);
+
+/// For pinned_stat(): the object's size, where the response that named the version said it.
 inline std::optional<std::uint64_t> pinned_size(const ResponseVersion& version) {
   return version.size;
 }

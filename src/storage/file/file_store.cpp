@@ -11,6 +11,7 @@
 #include <boost/asio/error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -109,12 +110,12 @@ std::string file_change(const FileVersion& pinned, const FileVersion& seen) {
   return "the file changed while it was being read (" + details + "); restart the stream";
 }
 
-// "inode 12 of device 2049, 4096 bytes, modified 2026-12-01 05:40:01.123456789 UTC"
-std::string describe(const FileVersion& version) {
-  return "inode " + std::to_string(version.inode) + " of device " +
-         std::to_string(version.device) + ", " + std::to_string(version.size) +
-         " bytes, modified " +
-         format_file_time(version.modified_seconds, version.modified_nanoseconds);
+// For pinned_stat(): what a file's version is to the store's callers.
+ObjectVersion object_version(const FileVersion& version, std::string object) {
+  const auto modified = std::chrono::seconds(version.modified_seconds) +
+                        std::chrono::nanoseconds(version.modified_nanoseconds);
+  return ObjectVersion::file(std::move(object), version.device, version.inode, version.size,
+                             modified);
 }
 
 // For pinned_stat(): a file's version always knows its size.

@@ -225,7 +225,7 @@ boost::asio::awaitable<ObjectStat> HfStore::stat(std::string key) {
   }
   // Not the commit, with which a cache keyed by version would miss the same bytes at every new
   // commit of the branch.
-  co_return ObjectStat{file->size, "blob " + file->blob};
+  co_return ObjectStat{file->size, ObjectVersion::content(file->blob)};
 }
 
 boost::asio::awaitable<std::vector<ObjectInfo>> HfStore::list(std::string prefix,

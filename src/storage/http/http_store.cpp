@@ -65,7 +65,8 @@ boost::asio::awaitable<ObjectStat> HttpStore::stat(std::string key) {
   // A plain server's ETag may be made of the modification time (nginx's is), so only a version
   // seen well after the object's last change, or not weak, tells its bytes apart.
   if (const auto pinned = impl_->pins.find(key)) {
-    found.settled = !pinned->recent && !pinned->etag.starts_with("W/");
+    const bool settled = !pinned->recent && !pinned->etag.starts_with("W/");
+    found.version = object_version(*pinned, object_identity(key), settled);
   }
   co_return found;
 }
