@@ -65,7 +65,7 @@ std::string entry_json(const CacheEntryStatus& entry) {
   append_key(line, "url");
   append_json_string(line, entry.url);
   append_key(line, "version");
-  append_json_string(line, entry.version);
+  append_json_string(line, entry.version.describe());
   line += ",\"size\":" + std::to_string(entry.size) +
           ",\"cached_bytes\":" + std::to_string(entry.cached_bytes) +
           ",\"disk_bytes\":" + std::to_string(entry.disk_bytes);
@@ -77,7 +77,7 @@ std::string entry_json(const CacheEntryStatus& entry) {
 
 std::string entry_text(const CacheEntryStatus& entry) {
   return entry.url + "  " + format_byte_size(entry.cached_bytes) + " of " +
-         format_byte_size(entry.size) + "  " + entry.version + "  last used " +
+         format_byte_size(entry.size) + "  " + entry.version.describe() + "  last used " +
          utc_text(entry.last_used) + (entry.in_use ? "  (in use)" : "");
 }
 

@@ -41,20 +41,22 @@ class ObjectPins {
 /// ObjectStore::stat() of a store that pins versions in `pins`: from the pin where it knows the
 /// object's size, else from `store.size()`, which pins the object. Every store with pins answers
 /// stat() with this; a Version tells it what it knows through two functions found beside it,
-/// `describe(version)` (for ObjectStat::version) and `pinned_size(version)` (nullopt where the
-/// response that named the version did not say the size).
+/// `object_version(version, identity)` (the ObjectVersion of the object named by `identity`,
+/// ObjectStore::object_identity) and `pinned_size(version)` (nullopt where the response that
+/// named the version did not say the size).
 template <class Version>
 boost::asio::awaitable<ObjectStat> pinned_stat(ObjectStore& store, const ObjectPins<Version>& pins,
                                                std::string key) {
   std::optional<Version> pinned = pins.find(key);
   if (pinned) {
     if (const std::optional<std::uint64_t> size = pinned_size(*pinned)) {
-      co_return ObjectStat{*size, describe(*pinned)};
+      co_return ObjectStat{*size, object_version(*pinned, store.object_identity(key))};
     }
   }
   const std::uint64_t size = co_await store.size(key);
   pinned = pins.find(key);
-  co_return ObjectStat{size, pinned ? describe(*pinned) : std::string()};
+  co_return ObjectStat{size, pinned ? object_version(*pinned, store.object_identity(key))
+                                    : ObjectVersion()};
 }
 
 }  // namespace tensorstream

@@ -11,7 +11,7 @@ std::unique_ptr<ObjectWriter> ObjectStore::create_writer(std::string key, WriteO
 
 boost::asio::awaitable<ObjectStat> ObjectStore::stat(std::string key) {
   const std::uint64_t bytes = co_await size(std::move(key));
-  co_return ObjectStat{.size = bytes, .version = {}};
+  co_return ObjectStat{.size = bytes, .version = ObjectVersion()};
 }
 
 std::size_t ObjectStore::memory_alignment(const std::string&) { return 0; }

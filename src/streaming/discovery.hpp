@@ -22,7 +22,7 @@ struct SourceFile {
   std::uint64_t size = 0;
   /// The version the store pinned when it read the header (ObjectStat::version), which the
   /// members of a distributed stream compare; discovery leaves it empty.
-  std::string version;
+  ObjectVersion version;
   Header header;
   /// ObjectStore::memory_alignment() of the key, which the stream's tensor memory follows; 0
   /// until the stream asks, after discovery.

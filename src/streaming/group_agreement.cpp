@@ -3,9 +3,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <set>
+#include <string_view>
 
 #include "base/byte_size.hpp"
 #include "tensorstream/error.hpp"
+#include "tensorstream/storage/object_version.hpp"
 #include "tensorstream/streaming/resolve_url.hpp"
 
 namespace tensorstream::detail {
@@ -38,8 +40,13 @@ std::vector<std::string> lines_of(const std::string& summary) {
   }
 }
 
-std::string version_text(const std::string& version) {
-  return version.empty() ? "a version its store could not name" : version;
+std::string version_text(const ObjectVersion& version) {
+  return version.empty() ? "a version its store could not name" : version.describe();
+}
+
+// The version a member's "URL\tVERSION" line names; none where it names none this build reads.
+ObjectVersion version_in(const std::string& line, std::size_t tab) {
+  return ObjectVersion::decode(std::string_view(line).substr(tab + 1)).value_or(ObjectVersion());
 }
 
 }  // namespace
@@ -69,7 +76,7 @@ std::string plan_summary(const std::vector<PlannedRead>& reads) {
     mix(digest, &read.begin, sizeof read.begin);
     mix(digest, &read.length, sizeof read.length);
     if (listed.insert(read.file).second) {
-      versions += "\n" + read.file->url + "\t" + read.file->version;
+      versions += "\n" + read.file->url + "\t" + read.file->version.encode();
     }
   }
   char text[160];
@@ -105,10 +112,13 @@ void check_agreement(const std::vector<std::string>& summaries, const BroadcastG
     for (std::size_t line = 2; line < first.size(); ++line) {
       if (other[line] == first[line]) continue;
       const std::size_t tab = first[line].find('\t');
+      const ObjectVersion first_version = version_in(first[line], tab);
+      const ObjectVersion other_version = version_in(other[line], other[line].find('\t'));
+      if (other_version == first_version) continue;
       const std::string object = first[line].substr(0, tab);
       throw Error(prefix + "the members read different versions of " + object + ": " +
-                  name(0) + " read " + version_text(first[line].substr(tab + 1)) + ", " +
-                  name(r) + " read " + version_text(other[line].substr(tab + 1)) +
+                  name(0) + " read " + version_text(first_version) + ", " + name(r) + " read " +
+                  version_text(other_version) +
                   "; it changed while they read the headers, restart the stream");
     }
   }

@@ -21,8 +21,8 @@ std::string member_description(const std::string& remote_path, const StreamerOpt
 
 /// A line that differs between two plans that differ (tensors, bytes, reads and a 64-bit digest
 /// of every read's file, offset and length), then a line "URL\tVERSION" for each file read, in
-/// plan order: members that plan alike but pinned different versions of an object would
-/// broadcast bytes of both.
+/// plan order, VERSION as ObjectVersion::encode() writes it: members that plan alike but pinned
+/// different versions of an object would broadcast bytes of both.
 std::string plan_summary(const std::vector<PlannedRead>& reads);
 
 /// Checks the members' "DESCRIPTION\nPLAN" (or "DESCRIPTION\nerror\nMESSAGE", from a member

@@ -26,9 +26,13 @@ class AzuriteTest : public tensorstream::testing::IsolatedEnvironmentTest {
              "AZURE_AUTHORITY_HOST", "IDENTITY_ENDPOINT", "IDENTITY_HEADER",
              "AZURE_POD_IDENTITY_AUTHORITY_HOST"}) {}
 
-  static void SetUpTestSuite() {
-    if (!tensorstream::testing::AzuriteServer::unavailable()) {
-      azurite_ = new tensorstream::testing::AzuriteServer();
+  static void SetUpTestSuite() { start({}); }
+
+  /// Starts the suite's Azurite with `options`, for a suite that needs other ones: its
+  /// SetUpTestSuite calls this.
+  static void start(const tensorstream::testing::AzuriteServer::Options& options) {
+    if (!tensorstream::testing::AzuriteServer::unavailable(options)) {
+      azurite_ = new tensorstream::testing::AzuriteServer(options);
     }
   }
 

@@ -17,7 +17,7 @@
 #include <iterator>
 #include <memory>
 
-#include "storage/object_version.hpp"
+#include "storage/response_version.hpp"
 #include "storage/s3rver_test.hpp"
 #include "support/fault_proxy.hpp"
 #include "support/files.hpp"
@@ -140,7 +140,7 @@ void expect_stream_stops_at_the_change(const std::string& url, StreamerOptions o
   EXPECT_FALSE(error->transient());
 }
 
-TEST(ObjectVersion, ConditionsHoldTheReadToThePinnedVersion) {
+TEST(ResponseVersion, ConditionsHoldTheReadToThePinnedVersion) {
   EXPECT_EQ(version_conditions({.etag = "\"a\"", .last_modified = "Tue, 01 Dec 2026 05:00:00 GMT"}),
             "If-Match: \"a\"\r\n");
   // A weak ETag never matches If-Match; the date stands in.
@@ -152,7 +152,7 @@ TEST(ObjectVersion, ConditionsHoldTheReadToThePinnedVersion) {
   EXPECT_EQ(version_conditions({}), "");
 }
 
-TEST(ObjectVersion, ChangesAreJudgedByTheStrongestIdentityBothName) {
+TEST(ResponseVersion, ChangesAreJudgedByTheStrongestIdentityBothName) {
   EXPECT_EQ(version_change({.etag = "\"a\""}, {.etag = "\"b\""}),
             "the object changed while it was being read (ETag \"a\" became \"b\"); restart the "
             "stream");
@@ -246,9 +246,10 @@ TEST_F(ObjectChange, StatNamesTheFilesPinnedVersion) {
   EXPECT_EQ(first.size, 100'000u);
   struct stat status {};
   ASSERT_EQ(::stat(path.c_str(), &status), 0);
-  EXPECT_EQ(first.version, "inode " + std::to_string(status.st_ino) + " of device " +
-                               std::to_string(status.st_dev) +
-                               ", 100000 bytes, modified 2020-01-01 00:00:00.000000000 UTC");
+  EXPECT_EQ(first.version.describe(),
+            "inode " + std::to_string(status.st_ino) + " of device " +
+                std::to_string(status.st_dev) +
+                ", 100000 bytes, modified 2020-01-01 00:00:00.000000000 UTC");
   overwrite_in_place(path, random_bytes(100'000, 2));
   EXPECT_EQ(testing::run_task(io_, store->stat(path.string())).version, first.version)
       << "the store keeps the version it pinned";
@@ -298,7 +299,7 @@ TEST_F(ObjectChangeOverHttp, StatNamesTheETagOfTheFirstReadWithoutAnotherRequest
   const ObjectStat stat = testing::run_task(io_, store.stat("/model.safetensors"));
   EXPECT_EQ(store.stats().requests, requests);
   EXPECT_EQ(stat.size, fs::file_size(checkpoint_));
-  EXPECT_TRUE(stat.version.starts_with("ETag \"")) << stat.version;
+  EXPECT_TRUE(stat.version.describe().starts_with("ETag \"")) << stat.version.describe();
 
   HttpStore fresh(io_.get_executor(), Url::parse(nginx_->base_url()));
   EXPECT_EQ(testing::run_task(io_, fresh.stat("/model.safetensors")).version, stat.version);
@@ -384,7 +385,7 @@ TEST_F(ObjectChangeOverS3, StatNamesTheETag) {
   auto store = open_store(Url::parse("s3://models/"), io.get_executor(), {});
   const ObjectStat stat = testing::run_task(io, store->stat("/tiny/model.safetensors"));
   EXPECT_EQ(stat.size, fs::file_size(checkpoint_));
-  EXPECT_EQ(stat.version, "ETag " + md5_etag(read_file(checkpoint_)));
+  EXPECT_EQ(stat.version.describe(), "ETag " + md5_etag(read_file(checkpoint_)));
 }
 
 TEST_F(ObjectChangeOverS3, AStreamStopsAtTheChangeWithoutMixingVersions) {
@@ -446,11 +447,11 @@ TEST_F(ObjectChangeOverGcs, StatNamesTheGenerationWithoutAnotherRequest) {
   boost::asio::io_context io;
   auto store = open_store(Url::parse("gs://models/"), io.get_executor(), options());
   const std::string key = "/tiny/model.safetensors";
-  EXPECT_EQ(testing::run_task(io, store->stat(key)).version, "generation 1");
+  EXPECT_EQ(testing::run_task(io, store->stat(key)).version.describe(), "generation 1");
   const std::size_t requests = google_.requests().size();
   const ObjectStat stat = testing::run_task(io, store->stat(key));
   EXPECT_EQ(stat.size, bytes_.size());
-  EXPECT_EQ(stat.version, "generation 1");
+  EXPECT_EQ(stat.version.describe(), "generation 1");
   EXPECT_EQ(google_.requests().size(), requests);
 }
 

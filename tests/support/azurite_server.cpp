@@ -60,6 +60,14 @@ AzuriteServer::AzuriteServer(Options options) : options_(options) {
                                 "--disableProductStyleUrl",
                                 "--silent"};
   if (options_.loose) argv.push_back("--loose");
+  if (!options_.more_accounts.empty()) {
+    // Naming accounts replaces the default one, which every test of the suite uses.
+    std::string accounts = std::string("AZURITE_ACCOUNTS=") + account_name + ":" + account_key;
+    for (const auto& account : options_.more_accounts) {
+      accounts += ";" + account + ":" + account_key;
+    }
+    argv.insert(argv.begin(), {find_program("env")->string(), accounts});
+  }
   if (options_.https) {
     std::filesystem::create_directory(dir / "tls");
     const auto certificates = Certificates::generate(dir / "tls");
@@ -80,38 +88,39 @@ AzuriteServer::~AzuriteServer() {
   if (process_) process_->stop(std::chrono::milliseconds(0));
 }
 
-std::string AzuriteServer::blob_endpoint() const {
+std::string AzuriteServer::blob_endpoint(const std::string& account) const {
   return std::string(options_.https ? "https" : "http") + "://127.0.0.1:" + std::to_string(port_) +
-         "/" + account_name;
+         "/" + account;
 }
 
-std::string AzuriteServer::connection_string() const {
+std::string AzuriteServer::connection_string(const std::string& account) const {
   return std::string("DefaultEndpointsProtocol=") + (options_.https ? "https" : "http") +
-         ";AccountName=" + account_name + ";AccountKey=" + account_key +
-         ";BlobEndpoint=" + blob_endpoint() + ";";
+         ";AccountName=" + account + ";AccountKey=" + account_key +
+         ";BlobEndpoint=" + blob_endpoint(account) + ";";
 }
 
 std::string AzuriteServer::log() const { return read_text_file(directory_.path() / "azurite.log"); }
 
-void AzuriteServer::create_container(const std::string& name, PublicAccess access) const {
+void AzuriteServer::create_container(const std::string& name, PublicAccess access,
+                                     const std::string& account) const {
   std::vector<std::string> arguments{"create-container", name};
   if (access != PublicAccess::none) {
     arguments.insert(arguments.end(),
                      {"--public-access", access == PublicAccess::blob ? "blob" : "container"});
   }
-  tool(arguments);
+  tool(arguments, account);
 }
 
 void AzuriteServer::put_blob(const std::string& container, const std::string& name,
-                             const std::filesystem::path& file) const {
-  tool({"put", container, name, file.string()});
+                             const std::filesystem::path& file, const std::string& account) const {
+  tool({"put", container, name, file.string()}, account);
 }
 
 void AzuriteServer::put_blob(const std::string& container, const std::string& name,
-                             const std::string& bytes) const {
+                             const std::string& bytes, const std::string& account) const {
   const auto file = directory_.path() / ("upload-" + std::to_string(uploads_++));
   write_file(file, bytes);
-  put_blob(container, name, file);
+  put_blob(container, name, file, account);
   std::filesystem::remove(file);
 }
 
@@ -153,9 +162,10 @@ std::string AzuriteServer::container_sas(const std::string& container,
   return token;
 }
 
-std::optional<std::string> AzuriteServer::tool(const std::vector<std::string>& arguments) const {
+std::optional<std::string> AzuriteServer::tool(const std::vector<std::string>& arguments,
+                                               const std::string& account) const {
   std::vector<std::string> argv{azure_python, azure_blob_tool_script.string(),
-                                "--connection-string", connection_string()};
+                                "--connection-string", connection_string(account)};
   if (!ca_file_.empty()) argv.insert(argv.end(), {"--ca-file", ca_file_.string()});
   argv.insert(argv.end(), arguments.begin(), arguments.end());
   const ProcessResult result = run_process(argv);

@@ -19,8 +19,9 @@ namespace tensorstream::testing {
 /// Azurite's blob service on an ephemeral 127.0.0.1 port, from construction until destruction,
 /// its blobs in memory.
 ///
-/// Azurite serves one account, devstoreaccount1, and checks Shared Key signatures and SAS tokens
-/// against its well-known key. Blob URLs are path-style: blob_endpoint() + "/container/blob".
+/// Azurite serves the account devstoreaccount1 (and any of Options::more_accounts), and checks
+/// Shared Key signatures and SAS tokens against its well-known key. Blob URLs are path-style:
+/// blob_endpoint() + "/container/blob".
 /// The seeding and inspection methods go through tests/support/azure_blob_tool.py, the Azure
 /// SDK's client, so what a test checks does not depend on the store under test.
 ///
@@ -40,6 +41,9 @@ class AzuriteServer {
     /// `--loose`: ignore headers and parameters Azurite does not implement instead of failing
     /// the request. Off, so that a request relying on one fails visibly.
     bool loose = false;
+    /// Accounts to serve besides devstoreaccount1, with its key (AZURITE_ACCOUNTS), for tests
+    /// of what tells two accounts' blobs of one container and name apart.
+    std::vector<std::string> more_accounts{};
   };
 
   /// Whether a container's blobs can be read without credentials.
@@ -80,13 +84,13 @@ class AzuriteServer {
   /// The port Azurite listens on, on 127.0.0.1.
   std::uint16_t port() const { return port_; }
 
-  /// "http://127.0.0.1:PORT/devstoreaccount1" (https with Options::https): the account's blob
-  /// endpoint, path-style as the emulator's are.
-  std::string blob_endpoint() const;
+  /// "http://127.0.0.1:PORT/devstoreaccount1" (https with Options::https): the blob endpoint
+  /// of `account`, path-style as the emulator's are.
+  std::string blob_endpoint(const std::string& account = account_name) const;
 
-  /// A connection string naming the account, its key and blob_endpoint(), as the Azure tools
-  /// take one.
-  std::string connection_string() const;
+  /// A connection string naming `account`, its key and blob_endpoint(), as the Azure tools take
+  /// one.
+  std::string connection_string(const std::string& account = account_name) const;
 
   /// The PEM CA file a client must trust with Options::https; empty otherwise.
   const std::filesystem::path& ca_file() const { return ca_file_; }
@@ -94,16 +98,19 @@ class AzuriteServer {
   /// Azurite's output, for diagnosing a failing test.
   std::string log() const;
 
-  /// Creates the container `name`, readable anonymously as `access` says.
-  void create_container(const std::string& name, PublicAccess access = PublicAccess::none) const;
+  /// Creates the container `name` of `account`, readable anonymously as `access` says.
+  void create_container(const std::string& name, PublicAccess access = PublicAccess::none,
+                        const std::string& account = account_name) const;
 
-  /// Uploads `file` as the block blob `name` of `container`, replacing any.
+  /// Uploads `file` as the block blob `name` of `account`'s `container`, replacing any.
   void put_blob(const std::string& container, const std::string& name,
-                const std::filesystem::path& file) const;
+                const std::filesystem::path& file,
+                const std::string& account = account_name) const;
 
-  /// Uploads `bytes` (the content, not a file name) as the block blob `name` of `container`.
-  void put_blob(const std::string& container, const std::string& name,
-                const std::string& bytes) const;
+  /// Uploads `bytes` (the content, not a file name) as the block blob `name` of `account`'s
+  /// `container`.
+  void put_blob(const std::string& container, const std::string& name, const std::string& bytes,
+                const std::string& account = account_name) const;
 
   /// Uploads every file under `directory` as a block blob named `prefix` followed by its path
   /// relative to `directory` (e.g. "llama/" + "model.safetensors"), in one run of the tool.
@@ -134,9 +141,11 @@ class AzuriteServer {
                             std::chrono::minutes lifetime = std::chrono::minutes(60)) const;
 
  private:
-  // Runs azure_blob_tool.py with `arguments` and returns its stdout; nullopt when it exits
-  // with its "missing" code. Throws std::runtime_error quoting its stderr on any other failure.
-  std::optional<std::string> tool(const std::vector<std::string>& arguments) const;
+  // Runs azure_blob_tool.py with `arguments` on `account` and returns its stdout; nullopt when
+  // it exits with its "missing" code. Throws std::runtime_error quoting its stderr on any other
+  // failure.
+  std::optional<std::string> tool(const std::vector<std::string>& arguments,
+                                  const std::string& account = account_name) const;
 
   Options options_;
   TempDir directory_;

@@ -23,7 +23,7 @@ void invert_tensor_data(const std::filesystem::path& path);
 /// Sets the modification time of `root` (a file, or every file under a directory) a minute into
 /// the past, as of a model written a while before it is served: its server's validators (an
 /// nginx ETag of the time in seconds) then tell any later rewrite apart, and a cache trusts them
-/// (ObjectStat::settled).
+/// (ObjectVersion::settled).
 void age_files(const std::filesystem::path& root);
 
 /// Every regular file under `root`, as paths relative to it, sorted; none when `root` does not

@@ -39,7 +39,8 @@ class MemoryStore final : public ObjectStore {
 
   boost::asio::awaitable<ObjectStat> stat(std::string key) override {
     ++requests_;
-    co_return ObjectStat{object(key).size(), "memory"};
+    ObjectVersion version = ObjectVersion::other(object_identity(key), "memory");
+    co_return ObjectStat{object(key).size(), std::move(version)};
   }
 
   bool can_list() const override { return true; }

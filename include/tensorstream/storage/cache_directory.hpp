@@ -10,13 +10,16 @@
 
 #include "tensorstream/export.hpp"
 #include "tensorstream/storage/cache_options.hpp"
+#include "tensorstream/storage/object_version.hpp"
 
 namespace tensorstream {
 
 /// One entry of a cache directory: one version of one object.
 struct CacheEntryStatus {
   std::string url;               ///< The object, as streams name it.
-  std::string version;           ///< ETag, generation, ... as ObjectStat::version says it.
+  /// Which version of it (ObjectStat::version); empty for an entry of an earlier build, which
+  /// no stream opens and eviction removes in its turn.
+  ObjectVersion version;
   std::uint64_t size = 0;        ///< The object's size.
   std::uint64_t cached_bytes = 0;///< Of those, the bytes the entry holds.
   std::uint64_t disk_bytes = 0;  ///< Blocks its files take.

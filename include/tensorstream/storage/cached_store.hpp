@@ -45,8 +45,9 @@ TENSORSTREAM_API std::optional<ResolvedCache> resolve_cache(const StoreOptions& 
 ///
 /// - **Entries by object and version.** The first access to an object asks `source` for its
 ///   size and version (ObjectStore::stat: one request, pinning that version as the source
-///   does); the entry of that URL and version holds its bytes. A changed object gets a new
-///   entry; an object whose source reports no version is not cached.
+///   does); the entry of that object (ObjectStore::object_identity) and version
+///   (ObjectVersion::cache_key) holds its bytes. A changed object gets a new entry; an object
+///   whose source reports no version is not cached.
 /// - **Partial entries.** An entry records the ranges it holds. read_range() reads those from
 ///   disk and fetches the rest from the source, keeping it (CacheMode::readwrite): a stream of
 ///   some tensors caches those, and a later full stream fetches only the others.
@@ -74,7 +75,7 @@ TENSORSTREAM_API std::optional<ResolvedCache> resolve_cache(const StoreOptions& 
 ///   make room for a new one; an object that still does not fit is streamed without being kept,
 ///   and fills that would pass the floor stop (warned once).
 /// - **Unsettled versions.** An entry made while its version could not tell a same-second
-///   rewrite apart (ObjectStat::settled) is not read online: the next stream makes it anew.
+///   rewrite apart (ObjectVersion::settled) is not read online: the next stream makes it anew.
 ///
 /// Listings pass through to the source and are kept for offline use, as are the sizes of the
 /// objects a stream found without a listing (an http(s):// model's index). Writes pass through.

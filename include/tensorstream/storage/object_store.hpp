@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tensorstream/export.hpp"
+#include "tensorstream/storage/object_version.hpp"
 #include "tensorstream/storage/object_writer.hpp"
 
 namespace tensorstream {
@@ -26,17 +27,10 @@ struct ObjectInfo {
 /// What ObjectStore::stat tells of one object.
 struct ObjectStat {
   std::uint64_t size = 0;  ///< Size in bytes.
-  /// What identifies the version the store pinned, as its messages name it: `ETag "a1"`,
-  /// `generation 7`, `Last-Modified Tue, 01 Dec 2026 05:00:00 GMT`, or a file's
-  /// `inode 12 of device 2049, 4096 bytes, modified 2026-12-01 05:00:00.123456789`. Two stats
-  /// of one object agree on it exactly when they saw the same version. Empty when the store
-  /// knows none (a server that sends neither ETag nor Last-Modified).
-  std::string version;
-  /// Whether `version` tells this object's bytes from those of any later change. False where a
-  /// rewrite could keep it: a weak ETag, or a Last-Modified within a second of the response's
-  /// Date (an ETag made of the modification time in seconds, as nginx's, is the same for two
-  /// writes of one second). A cache trusts what it kept of an unsettled version only offline.
-  bool settled = true;
+  /// The version the store pinned. Two stats of one object have equal versions exactly when they
+  /// saw the same version. Empty when the store knows none (a server that sends neither ETag nor
+  /// Last-Modified, a store that does not override stat()).
+  ObjectVersion version{};
 };
 
 /// How deep ObjectStore::list looks under its prefix.
@@ -124,7 +118,9 @@ class TENSORSTREAM_API ObjectStore {
 
   /// Size and version of the object, pinning it as size() does. Asks the server only when the
   /// store has not read the object yet (or read it without learning its size), so a stat after a
-  /// read costs nothing. The default calls size() and knows no version.
+  /// read costs nothing. The default calls size() and knows no version, so a CachedStore over
+  /// the store keeps none of its objects: a store of a scheme of its own that can tell versions
+  /// apart overrides it and names them with ObjectVersion::other.
   virtual boost::asio::awaitable<ObjectStat> stat(std::string key);
 
   /// Whether list() is supported (plain HTTP has no listing).

@@ -12,7 +12,7 @@
 #include "storage/builtin_schemes.hpp"
 #include "storage/environment.hpp"
 #include "storage/http/http_client.hpp"
-#include "storage/object_version.hpp"
+#include "storage/response_version.hpp"
 #include "storage/percent_decode.hpp"
 #include "storage/s3/sigv4.hpp"
 #include "storage/request_checks.hpp"
@@ -168,7 +168,7 @@ struct AzureStore::Impl {
   std::uint32_t list_page_size = max_list_results;
   std::string description;
   std::shared_ptr<HttpClient> client;  // Shared with writers, which end in the background.
-  ObjectPins<ObjectVersion> pins;
+  ObjectPins<ResponseVersion> pins;
 
   // A key's container, and the key within it ("/name", names decoded in URL paths).
   struct Blob {
@@ -267,7 +267,7 @@ boost::asio::awaitable<std::uint64_t> AzureStore::size(std::string key) {
   const Impl::Blob blob = impl_->locate(object, key);
   check_bucket_key(object, blob.key, "Azure");
   const std::string target = impl_->target(blob);
-  ObjectVersion version;
+  ResponseVersion version;
   const std::uint64_t size = co_await impl_->client->content_length(target, object, version);
   version.size = size;
   pin_version(impl_->pins, key, object, version);
@@ -305,7 +305,7 @@ boost::asio::awaitable<void> AzureStore::read_range(std::string key, std::uint64
   check_bucket_key(object, blob.key, "Azure");
   if (destination.empty()) co_return;
   check_byte_range(object, offset, destination.size());
-  ObjectVersion version = impl_->pins.find(key).value_or(ObjectVersion{});
+  ResponseVersion version = impl_->pins.find(key).value_or(ResponseVersion{});
   const std::string target = impl_->target(blob);
   co_await impl_->client->read_range(target, object, offset, destination, version);
   pin_version(impl_->pins, key, object, version);

@@ -24,7 +24,11 @@ namespace fs = std::filesystem;
 namespace tensorstream::detail {
 namespace {
 
-constexpr std::string_view info_header = "tensorstream-cache-entry 1";
+// An info file's first line. Entries of format 1 named their version as messages do, which is
+// no identity: they are listed (and so evicted and pruned) but their version is not read, so
+// that no stream opens them.
+constexpr std::string_view info_header = "tensorstream-cache-entry 2";
+constexpr std::string_view earlier_info_header = "tensorstream-cache-entry 1";
 
 // The first 16 bytes of the SHA-256 of `text`, in hex: names that do not collide in practice
 // and say nothing a file name could not hold.
@@ -127,7 +131,7 @@ fs::path object_directory(const fs::path& root, const std::string& identity) {
 
 fs::path entry_directory(const fs::path& root, const EntryInfo& info) {
   return object_directory(root, info.key()) /
-         short_hash(info.version + "\n" + std::to_string(info.size));
+         short_hash(info.version.cache_key() + "\n" + std::to_string(info.size));
 }
 
 bool holds_other_files(const fs::path& root) {
@@ -143,8 +147,7 @@ bool cacheable(const EntryInfo& info) {
   const auto has_break = [](const std::string& text) {
     return text.find_first_of("\r\n") != std::string::npos;
   };
-  return !info.version.empty() && !has_break(info.url) && !has_break(info.version) &&
-         !has_break(info.identity);
+  return !info.version.empty() && !has_break(info.url) && !has_break(info.identity);
 }
 
 std::optional<EntryInfo> read_entry_info(const fs::path& directory) {
@@ -152,7 +155,10 @@ std::optional<EntryInfo> read_entry_info(const fs::path& directory) {
   if (!text) return std::nullopt;
   std::istringstream lines(*text);
   std::string line;
-  if (!std::getline(lines, line) || line != info_header) return std::nullopt;
+  if (!std::getline(lines, line) || (line != info_header && line != earlier_info_header)) {
+    return std::nullopt;
+  }
+  const bool versioned = line == info_header;
   EntryInfo info;
   bool have_size = false;
   while (std::getline(lines, line)) {
@@ -161,9 +167,12 @@ std::optional<EntryInfo> read_entry_info(const fs::path& directory) {
     const std::string key = line.substr(0, space);
     std::string value = line.substr(space + 1);
     if (key == "url") info.url = std::move(value);
-    if (key == "version") info.version = std::move(value);
+    if (key == "version" && versioned) {
+      const auto version = ObjectVersion::decode(value);
+      if (!version) return std::nullopt;
+      info.version = *version;
+    }
     if (key == "identity") info.identity = std::move(value);
-    if (key == "settled") info.settled = value != "0";
     if (key == "size") {
       try {
         std::size_t used = 0;
@@ -207,9 +216,8 @@ fs::path create_entry(const fs::path& root, const EntryInfo& info) {
     }
     ::close(journal);
     std::string text = std::string(info_header) + "\nurl " + info.url + "\nversion " +
-                       info.version + "\nsize " + std::to_string(info.size) + "\n";
+                       info.version.encode() + "\nsize " + std::to_string(info.size) + "\n";
     if (!info.identity.empty()) text += "identity " + info.identity + "\n";
-    if (!info.settled) text += "settled 0\n";
     try {
       write_new_file(draft / "info", text);
     } catch (const StorageError&) {

@@ -1,6 +1,7 @@
 #pragma once
-// Where a cache directory keeps what: one directory per object (named by its URL's hash) holding
-// one entry per version (named by the version's hash), and each entry's files:
+// Where a cache directory keeps what: one directory per object (named by the hash of its
+// identity) holding one entry per version (named by the hash of the version's cache key and the
+// object's size), and each entry's files:
 //
 //     DIR/objects/<hash of identity>/<hash of version and size>/info     URL, version, size, ...
 //                                                         /data     the object's bytes (sparse)
@@ -20,18 +21,19 @@
 #include <string>
 #include <vector>
 
+#include "tensorstream/storage/object_version.hpp"
+
 namespace tensorstream::detail {
 
 /// What an entry caches.
 struct EntryInfo {
   std::string url;
-  std::string version;
+  /// Which bytes: an unsettled version's (ObjectVersion::settled) are trusted only offline.
+  /// Empty for an entry of an earlier build, which no stream opens.
+  ObjectVersion version;
   std::uint64_t size = 0;
   /// What names the object across stores (ObjectStore::object_identity); empty: the URL.
   std::string identity{};
-  /// Whether the version told the object's bytes apart when the entry was made (ObjectStat::
-  /// settled): an unsettled entry's bytes are trusted only offline.
-  bool settled = true;
 
   const std::string& key() const { return identity.empty() ? url : identity; }
 };
@@ -57,7 +59,7 @@ std::filesystem::path object_directory(const std::filesystem::path& root,
 std::filesystem::path entry_directory(const std::filesystem::path& root, const EntryInfo& info);
 
 /// Whether `info` can name an entry: a version to tell versions apart, and no line break in the
-/// URL or version (the info file is line based).
+/// URL or identity (the info file is line based).
 bool cacheable(const EntryInfo& info);
 
 /// The info file's contents of `directory`; nullopt when it is missing or unreadable.

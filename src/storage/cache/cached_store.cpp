@@ -390,12 +390,13 @@ struct CachedStore::State {
     std::lock_guard lock(opening);
     bool fills = filling();
     if (auto shared = detail::shared_entry(directory, fills)) {
-      if (online() && !shared->info().settled) return nullptr;  // another store's, refetched
+      // Another store's unsettled entry, which it fetches anew.
+      if (online() && !shared->info().version.settled()) return nullptr;
       return shared;
     }
     if (online()) {
       const auto existing = detail::read_entry_info(directory);
-      if (existing && !existing->settled) {
+      if (existing && !existing->version.settled()) {
         // Filled within a second of the object's last change, which a same-second rewrite
         // keeps its version through: its bytes may be another write's, so it is made anew.
         if (!fills || !detail::remove_entry_if_unused(directory)) return nullptr;
@@ -574,11 +575,11 @@ asio::awaitable<ObjectStat> CachedStore::stat(std::string key) {
   auto lookup = on_cache_threads(state->io, [state, identity]() -> std::optional<ObjectStat> {
     std::optional<detail::EntryOnDisk> newest;
     for (auto& entry : detail::list_entries(state->root)) {
-      if (entry.info.key() != identity) continue;
+      if (entry.info.key() != identity || !detail::cacheable(entry.info)) continue;
       if (!newest || entry.last_used > newest->last_used) newest = std::move(entry);
     }
     if (!newest) return std::nullopt;
-    return ObjectStat{newest->info.size, newest->info.version, newest->info.settled};
+    return ObjectStat{newest->info.size, newest->info.version};
   });
   const std::optional<ObjectStat> found = co_await std::move(lookup);
   if (!found) {
@@ -639,8 +640,7 @@ asio::awaitable<std::shared_ptr<CacheEntry>> CachedStore::entry_of(const std::st
     }
   }
   const ObjectStat version = co_await stat(key);
-  EntryInfo info{source_->url(key), version.version, version.size, source_->object_identity(key),
-                 version.settled};
+  EntryInfo info{source_->url(key), version.version, version.size, source_->object_identity(key)};
   auto opening = on_cache_threads(state->io, [state, key, info]() -> std::shared_ptr<CacheEntry> {
     std::shared_ptr<CacheEntry> opened;
     try {
@@ -668,7 +668,7 @@ asio::awaitable<void> CachedStore::read_range(std::string key, std::uint64_t off
   const std::uint64_t end = offset + destination.size();
   // Online, an entry made while its version could not tell a same-second rewrite apart serves
   // nothing: it was made anew for this store, which fills it.
-  const bool trusted = entry->info().settled || !state->online();
+  const bool trusted = entry->info().version.settled() || !state->online();
   auto finding = on_cache_threads(state->io, [entry, offset, end, trusted] {
     // Bytes a stream of this process fetched and queued for its writers (which may still be
     // writing when the next stream starts, as a Python program's previous stream ends on a

@@ -11,9 +11,8 @@
 #include <boost/asio/error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <cerrno>
-#include <cstdio>
+#include <chrono>
 #include <cstdlib>
-#include <ctime>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -23,6 +22,7 @@
 #include "storage/builtin_schemes.hpp"
 #include "storage/errno_code.hpp"
 #include "storage/file/direct_io.hpp"
+#include "storage/file/file_time.hpp"
 #include "storage/file/file_writer.hpp"
 #include "storage/file/io_uring_reader.hpp"
 #include "storage/object_pins.hpp"
@@ -88,18 +88,6 @@ FileVersion version_of(const struct stat& status) {
           static_cast<std::int64_t>(status.st_mtim.tv_nsec)};
 }
 
-// "2026-12-01 05:40:01.123456789 UTC"
-std::string format_time(std::int64_t seconds, std::int64_t nanoseconds) {
-  const auto time = static_cast<std::time_t>(seconds);
-  std::tm parts{};
-  ::gmtime_r(&time, &parts);
-  char text[64];
-  const auto length = std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &parts);
-  std::snprintf(text + length, sizeof text - length, ".%09lld UTC",
-                static_cast<long long>(nanoseconds));
-  return text;
-}
-
 std::string file_change(const FileVersion& pinned, const FileVersion& seen) {
   std::string details;
   const auto add = [&](const std::string& part) {
@@ -116,17 +104,18 @@ std::string file_change(const FileVersion& pinned, const FileVersion& seen) {
   }
   if (seen.modified_seconds != pinned.modified_seconds ||
       seen.modified_nanoseconds != pinned.modified_nanoseconds) {
-    add("modified " + format_time(pinned.modified_seconds, pinned.modified_nanoseconds) +
-        " became " + format_time(seen.modified_seconds, seen.modified_nanoseconds));
+    add("modified " + format_file_time(pinned.modified_seconds, pinned.modified_nanoseconds) +
+        " became " + format_file_time(seen.modified_seconds, seen.modified_nanoseconds));
   }
   return "the file changed while it was being read (" + details + "); restart the stream";
 }
 
-// "inode 12 of device 2049, 4096 bytes, modified 2026-12-01 05:40:01.123456789 UTC"
-std::string describe(const FileVersion& version) {
-  return "inode " + std::to_string(version.inode) + " of device " +
-         std::to_string(version.device) + ", " + std::to_string(version.size) +
-         " bytes, modified " + format_time(version.modified_seconds, version.modified_nanoseconds);
+// For pinned_stat(): what a file's version is to the store's callers.
+ObjectVersion object_version(const FileVersion& version, std::string object) {
+  const auto modified = std::chrono::seconds(version.modified_seconds) +
+                        std::chrono::nanoseconds(version.modified_nanoseconds);
+  return ObjectVersion::file(std::move(object), version.device, version.inode, version.size,
+                             modified);
 }
 
 // For pinned_stat(): a file's version always knows its size.

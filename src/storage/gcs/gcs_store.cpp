@@ -10,7 +10,7 @@
 #include "storage/gcs/json_api.hpp"
 #include "storage/gcs/writer.hpp"
 #include "storage/http/http_client.hpp"
-#include "storage/object_version.hpp"
+#include "storage/response_version.hpp"
 #include "storage/request_checks.hpp"
 #include "storage/service_endpoint.hpp"
 #include "tensorstream/error.hpp"
@@ -90,7 +90,7 @@ struct GcsStore::Impl {
   std::string path_prefix;
   std::string description;
   std::shared_ptr<HttpClient> client;  // Shared with writers, which cancel in the background.
-  ObjectPins<ObjectVersion> pins;
+  ObjectPins<ResponseVersion> pins;
 };
 
 GcsStore::GcsStore(boost::asio::any_io_executor executor, const Url& bucket, HttpOptions http,
@@ -130,7 +130,7 @@ boost::asio::awaitable<std::uint64_t> GcsStore::size(std::string key) {
       max_metadata);
   const gcs::ObjectMetadata metadata = gcs::parse_object_metadata(body, object);
   pin_version(impl_->pins, key, object,
-              ObjectVersion{.generation = metadata.generation, .size = metadata.size});
+              ResponseVersion{.generation = metadata.generation, .size = metadata.size});
   co_return metadata.size;
 }
 
@@ -155,7 +155,7 @@ boost::asio::awaitable<void> GcsStore::read_range(std::string key, std::uint64_t
   check_bucket_key(object, key, "GCS");
   if (destination.empty()) co_return;
   check_byte_range(object, offset, destination.size());
-  ObjectVersion version = impl_->pins.find(key).value_or(ObjectVersion{});
+  ResponseVersion version = impl_->pins.find(key).value_or(ResponseVersion{});
   const std::string media =
       impl_->path_prefix + gcs::media_target(impl_->bucket, key.substr(1), version.generation);
   co_await impl_->client->read_range(media, object, offset, destination, version);

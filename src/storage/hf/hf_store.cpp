@@ -17,7 +17,7 @@
 #include "storage/hf/hub_settings.hpp"
 #include "storage/hf/repo_path.hpp"
 #include "storage/http/http_client.hpp"
-#include "storage/object_version.hpp"
+#include "storage/response_version.hpp"
 #include "storage/request_checks.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
@@ -72,7 +72,7 @@ struct HfStore::Impl {
   boost::asio::any_io_executor executor;
   FileOptions file_options;
   std::shared_ptr<HttpClient> client;  // Null offline.
-  ObjectPins<ObjectVersion> pins;
+  ObjectPins<ResponseVersion> pins;
   std::mutex mutex;                    // Guards snapshots and cache.
   // By the key's first segment ("/NAME@REV"): one resolution per revision, however many
   // requests want it at once.
@@ -225,7 +225,7 @@ boost::asio::awaitable<ObjectStat> HfStore::stat(std::string key) {
   }
   // Not the commit, with which a cache keyed by version would miss the same bytes at every new
   // commit of the branch.
-  co_return ObjectStat{file->size, "blob " + file->blob};
+  co_return ObjectStat{file->size, ObjectVersion::content(file->blob)};
 }
 
 boost::asio::awaitable<std::vector<ObjectInfo>> HfStore::list(std::string prefix,
@@ -274,7 +274,7 @@ boost::asio::awaitable<void> HfStore::read_range(std::string key, std::uint64_t 
     co_await impl_->cache_store().read_range(local, offset, destination);
     co_return;
   }
-  ObjectVersion version = impl_->pins.find(key).value_or(ObjectVersion{});
+  ResponseVersion version = impl_->pins.find(key).value_or(ResponseVersion{});
   const std::string target =
       hf::resolve_target(impl_->settings.path_prefix, snapshot.repo, snapshot.commit, file->path);
   co_await impl_->client->read_range(target, object, offset, destination, version);

@@ -11,7 +11,7 @@
 #include "storage/http/connection.hpp"
 #include "storage/http/failure.hpp"
 #include "storage/http/service_adapter.hpp"
-#include "storage/object_version.hpp"
+#include "storage/response_version.hpp"
 
 namespace tensorstream {
 
@@ -42,7 +42,7 @@ class HeadRequest {
   std::uint64_t size() const { return size_; }
 
   /// The version the response named (empty if it named none), once an attempt succeeded.
-  const ObjectVersion& version() const { return version_; }
+  const ResponseVersion& version() const { return version_; }
 
  private:
   std::string_view target_;
@@ -50,7 +50,7 @@ class HeadRequest {
   std::chrono::milliseconds read_timeout_;
   Authorization credentials_;
   std::uint64_t size_ = 0;
-  ObjectVersion version_;
+  ResponseVersion version_;
 };
 
 }  // namespace tensorstream

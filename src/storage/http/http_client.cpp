@@ -359,7 +359,7 @@ asio::awaitable<void> HttpClient::follow(Request& request, std::string_view targ
 
 asio::awaitable<std::uint64_t> HttpClient::content_length(std::string_view target,
                                                           const std::string& url,
-                                                          ObjectVersion& version) {
+                                                          ResponseVersion& version) {
   HeadRequest request(target, home_->host_header, options_.read_timeout);
   std::exception_ptr refused;
   try {
@@ -388,7 +388,7 @@ asio::awaitable<std::uint64_t> HttpClient::content_length(std::string_view targe
 asio::awaitable<void> HttpClient::read_range(std::string_view target, const std::string& url,
                                              std::uint64_t offset,
                                              std::span<std::byte> destination,
-                                             ObjectVersion& version) {
+                                             ResponseVersion& version) {
   RangeRequest request(target, home_->host_header, offset, destination, options_.read_timeout);
   request.pin(version);
   request.count_into(bytes_);

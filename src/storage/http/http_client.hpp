@@ -24,7 +24,7 @@
 #include "storage/http/response_waits.hpp"
 #include "storage/http/service_adapter.hpp"
 #include "storage/http/text_request.hpp"
-#include "storage/object_version.hpp"
+#include "storage/response_version.hpp"
 #include "tensorstream/storage/http_options.hpp"
 #include "tensorstream/storage/object_store.hpp"
 #include "tensorstream/storage/url.hpp"
@@ -72,14 +72,14 @@ class HttpClient {
   /// version the response names.
   boost::asio::awaitable<std::uint64_t> content_length(std::string_view target,
                                                        const std::string& url,
-                                                       ObjectVersion& version);
+                                                       ResponseVersion& version);
 
   /// Fills `destination` with the bytes of `target` starting at `offset`, from the object's
   /// `version` only (see RangeRequest::pin) or, when `version` is empty, from the version the
   /// first response names, which is then stored in `version`.
   boost::asio::awaitable<void> read_range(std::string_view target, const std::string& url,
                                           std::uint64_t offset, std::span<std::byte> destination,
-                                          ObjectVersion& version);
+                                          ResponseVersion& version);
 
   /// The body of `target` (a 200 response), at most `max_size` bytes: listings, metadata.
   boost::asio::awaitable<std::string> get_text(std::string_view target, const std::string& url,

@@ -4,7 +4,7 @@
 
 #include "storage/builtin_schemes.hpp"
 #include "storage/http/http_client.hpp"
-#include "storage/object_version.hpp"
+#include "storage/response_version.hpp"
 #include "storage/request_checks.hpp"
 #include "tensorstream/error.hpp"
 
@@ -40,7 +40,7 @@ struct HttpStore::Impl {
   // CDN policy) that grants this path and what lies under it.
   std::string query;
   HttpClient client;
-  ObjectPins<ObjectVersion> pins;
+  ObjectPins<ResponseVersion> pins;
 
   // What goes on the request line for `key`: the key, with the store's query unless it has one.
   std::string target(const std::string& key) const {
@@ -65,7 +65,8 @@ boost::asio::awaitable<ObjectStat> HttpStore::stat(std::string key) {
   // A plain server's ETag may be made of the modification time (nginx's is), so only a version
   // seen well after the object's last change, or not weak, tells its bytes apart.
   if (const auto pinned = impl_->pins.find(key)) {
-    found.settled = !pinned->recent && !pinned->etag.starts_with("W/");
+    const bool settled = !pinned->recent && !pinned->etag.starts_with("W/");
+    found.version = object_version(*pinned, object_identity(key), settled);
   }
   co_return found;
 }
@@ -73,7 +74,7 @@ boost::asio::awaitable<ObjectStat> HttpStore::stat(std::string key) {
 boost::asio::awaitable<std::uint64_t> HttpStore::size(std::string key) {
   const std::string object = url(key);
   check_key(object, key);
-  ObjectVersion version;
+  ResponseVersion version;
   const std::uint64_t size =
       co_await impl_->client.content_length(impl_->target(key), object, version);
   pin_version(impl_->pins, key, object, version);
@@ -92,7 +93,7 @@ boost::asio::awaitable<void> HttpStore::read_range(std::string key, std::uint64_
   check_key(object, key);
   if (destination.empty()) co_return;
   check_byte_range(object, offset, destination.size());
-  ObjectVersion version = impl_->pins.find(key).value_or(ObjectVersion{});
+  ResponseVersion version = impl_->pins.find(key).value_or(ResponseVersion{});
   co_await impl_->client.read_range(impl_->target(key), object, offset, destination, version);
   pin_version(impl_->pins, key, object, version);
 }

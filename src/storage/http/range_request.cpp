@@ -115,7 +115,7 @@ asio::awaitable<std::optional<Failure>> RangeRequest::attempt(Connection& connec
 }
 
 std::optional<Failure> RangeRequest::check_version(const HeaderParser& parser) {
-  ObjectVersion seen = version_of(parser.get());
+  ResponseVersion seen = version_of(parser.get());
   if (parser.get().result_int() == 206) {
     const auto range = ContentRange::parse(parser.get()[field::content_range]);
     if (range) seen.size = range->total;

@@ -14,7 +14,7 @@
 #include "storage/http/connection.hpp"
 #include "storage/http/failure.hpp"
 #include "storage/http/service_adapter.hpp"
-#include "storage/object_version.hpp"
+#include "storage/response_version.hpp"
 
 namespace tensorstream {
 
@@ -46,10 +46,10 @@ class RangeRequest {
   /// (If-Match, If-Unmodified-Since), and a 412 or a response naming another version is a
   /// permanent failure saying the object changed. Without a pin the first response's version is
   /// pinned, so a resumed body never mixes two versions.
-  void pin(ObjectVersion pinned) { pinned_ = std::move(pinned); }
+  void pin(ResponseVersion pinned) { pinned_ = std::move(pinned); }
 
   /// The version the responses named (empty if they named none), once an attempt succeeded.
-  const ObjectVersion& version() const { return pinned_; }
+  const ResponseVersion& version() const { return pinned_; }
 
   /// Requests the missing bytes on `connection` and reads them into the destination. On
   /// success the connection is left reusable if its response was read to the end.
@@ -97,7 +97,7 @@ class RangeRequest {
   std::chrono::milliseconds read_timeout_;
   std::string range_;
   Authorization credentials_;
-  ObjectVersion pinned_;
+  ResponseVersion pinned_;
   std::uint64_t delivered_ = 0;
   std::atomic<std::uint64_t>* landed_ = nullptr;
   std::uint64_t attempt_first_ = 0;

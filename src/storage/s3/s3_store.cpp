@@ -11,7 +11,7 @@
 #include "storage/bucket_listing.hpp"
 #include "storage/environment.hpp"
 #include "storage/http/http_client.hpp"
-#include "storage/object_version.hpp"
+#include "storage/response_version.hpp"
 #include "storage/request_checks.hpp"
 #include "storage/s3/adapter.hpp"
 #include "storage/s3/bucket_endpoint.hpp"
@@ -70,7 +70,7 @@ struct S3Store::Impl {
   std::string description;
   boost::asio::any_io_executor executor;
   std::shared_ptr<HttpClient> client;  // Shared with writers aborting in the background.
-  ObjectPins<ObjectVersion> pins;
+  ObjectPins<ResponseVersion> pins;
 
   // The request target of `key`: the bucket's path prefix and the URI-encoded key.
   std::string target(const std::string& key) const {
@@ -110,7 +110,7 @@ boost::asio::awaitable<std::uint64_t> S3Store::size(std::string key) {
   check_bucket_key(object, key, "S3");
   std::exception_ptr refused;
   try {
-    ObjectVersion version;
+    ResponseVersion version;
     const std::uint64_t size =
         co_await impl_->client->content_length(impl_->target(key), object, version);
     pin_version(impl_->pins, key, object, version);
@@ -124,7 +124,7 @@ boost::asio::awaitable<std::uint64_t> S3Store::size(std::string key) {
   // request id (NoSuchKey or NoSuchBucket, AccessDenied, SignatureDoesNotMatch, ...), which is
   // what the caller needs to act on. Should it succeed after all, the HEAD's refusal stands.
   std::byte first_byte[1];
-  ObjectVersion any_version;
+  ResponseVersion any_version;
   co_await impl_->client->read_range(impl_->target(key), object, 0,
                                      std::span<std::byte>(first_byte), any_version);
   std::rethrow_exception(refused);
@@ -150,7 +150,7 @@ boost::asio::awaitable<void> S3Store::read_range(std::string key, std::uint64_t 
   check_bucket_key(object, key, "S3");
   if (destination.empty()) co_return;
   check_byte_range(object, offset, destination.size());
-  ObjectVersion version = impl_->pins.find(key).value_or(ObjectVersion{});
+  ResponseVersion version = impl_->pins.find(key).value_or(ResponseVersion{});
   co_await impl_->client->read_range(impl_->target(key), object, offset, destination, version);
   pin_version(impl_->pins, key, object, version);
 }

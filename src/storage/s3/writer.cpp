@@ -222,7 +222,7 @@ asio::awaitable<void> Writer::send_completion(RequestBody body) {
 
 asio::awaitable<std::optional<std::string>> Writer::completed_object(
     std::optional<std::string> etag) {
-  ObjectVersion version;
+  ResponseVersion version;
   const std::uint64_t size = co_await client_->content_length(target_, url_, version);
   if (size != written_) co_return std::nullopt;
   // Stores that give multipart objects an ETag of S3's form give this upload's one; others (s3rver

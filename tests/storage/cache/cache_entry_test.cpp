@@ -32,7 +32,8 @@ class CacheEntryTest : public ::testing::Test {
  protected:
   void SetUp() override {
     for (int i = 0; i < 100; ++i) text_ += static_cast<char>('a' + i % 26);
-    info_ = EntryInfo{"http://127.0.0.1/m/model.safetensors", "\"etag\"", text_.size()};
+    const std::string url = "http://127.0.0.1/m/model.safetensors";
+    info_ = EntryInfo{url, ObjectVersion::etag(url, "\"etag\""), text_.size()};
     create_entry(root_.path(), info_);
   }
 

@@ -233,10 +233,41 @@ TEST_F(CachedStoreTest, ListCacheReportsWhatAnEntryHolds) {
   const auto entries = list_cache(cache_.path().string());
   ASSERT_EQ(entries.size(), 1u);
   EXPECT_EQ(entries[0].url, "mem://bucket/m/model.safetensors");
-  EXPECT_EQ(entries[0].version, "memory");
+  EXPECT_EQ(entries[0].version.describe(), "memory");
   EXPECT_EQ(entries[0].size, 4000u);
   EXPECT_EQ(entries[0].cached_bytes, 1500u);
   EXPECT_FALSE(entries[0].in_use);
+}
+
+// An earlier build's entry named its version as messages do, which is no identity: it is listed
+// (so that eviction and prune remove it) but no stream opens it, and a stream makes a new entry.
+TEST_F(CachedStoreTest, AnEntryOfAnEarlierBuildIsListedButNeverOpened) {
+  {
+    auto store = open();
+    read(*store, 0, 4000);
+  }
+  const auto made = list_cache(cache_.path().string());
+  ASSERT_EQ(made.size(), 1u);
+  // Where the earlier build named it: by the hash of `memory` and the size.
+  const std::filesystem::path earlier =
+      std::filesystem::path(made[0].directory).parent_path() / "0123456789abcdef0123456789abcdef";
+  std::filesystem::rename(made[0].directory, earlier);
+  std::ofstream(earlier / "info") << "tensorstream-cache-entry 1\nurl " << made[0].url
+                                  << "\nversion memory\nsize 4000\n";
+  const auto listed = list_cache(cache_.path().string());
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_TRUE(listed[0].version.empty());
+  EXPECT_EQ(listed[0].cached_bytes, 4000u);
+  EXPECT_THROW(read(*open(CacheMode::offline), 0, 4000), NotFoundError);
+
+  {
+    auto store = open();
+    EXPECT_EQ(read(*store, 0, 4000), text_);
+    EXPECT_EQ(source_->stats().bytes, 4000u) << "nothing came from the earlier entry";
+  }
+  EXPECT_EQ(list_cache(cache_.path().string()).size(), 2u);
+  EXPECT_EQ(read(*open(CacheMode::offline), 0, 4000), text_);
+  EXPECT_EQ(prune_cache(cache_.path().string(), {}).size(), 2u);
 }
 
 TEST_F(CachedStoreTest, AnEntryIsInUseWhileAStoreHasItOpen) {

@@ -491,7 +491,7 @@ TEST(HttpClientRetries, BackoffCapsDoubleFromTheBaseWithoutSleeping) {
   asio::io_context io;
   MemoryClient memory(io, failing_first(object, 4, 500));
   std::string destination(range_size, '\0');
-  ObjectVersion version;
+  ResponseVersion version;
   auto read = memory.client().read_range("/object", url, range_offset, bytes_of(destination), version);
   memory.run(std::move(read));
   EXPECT_EQ(destination, object.substr(range_offset, range_size));
@@ -504,7 +504,7 @@ TEST(HttpClientRetries, ThrottlingBacksOffFromTheLargerBase) {
   for (const unsigned status : {429u, 503u}) {
     asio::io_context io;
     MemoryClient memory(io, failing_first(object, 3, status));
-    ObjectVersion version;
+    ResponseVersion version;
     auto size = memory.client().content_length("/object", url, version);
     EXPECT_EQ(memory.run(std::move(size)), object_size);
     EXPECT_EQ(memory.caps(), caps({1000, 2000, 4000})) << status;
@@ -515,7 +515,7 @@ TEST(HttpClientRetries, GivesUpAfterTheConfiguredAttemptsWithCappedDelays) {
   const std::string object = pattern(object_size);
   asio::io_context io;
   MemoryClient memory(io, failing_first(object, 1000, 502));
-  ObjectVersion version;
+  ResponseVersion version;
   auto size = memory.client().content_length("/object", url, version);
   try {
     memory.run(std::move(size));
@@ -537,7 +537,7 @@ TEST(HttpClientRetries, RetriesAreAnOption) {
   options.retry_base_delay = milliseconds(30);
   options.retry_max_delay = milliseconds(50);
   MemoryClient memory(io, failing_first(object, 1000, 500), options);
-  ObjectVersion version;
+  ResponseVersion version;
   auto size = memory.client().content_length("/object", url, version);
   EXPECT_THROW(memory.run(std::move(size)), StorageError);
   EXPECT_EQ(memory.caps(), caps({30, 50}));
@@ -547,7 +547,7 @@ TEST(HttpClientRetries, PermanentFailuresAreNotRetried) {
   const std::string object = pattern(object_size);
   asio::io_context io;
   MemoryClient memory(io, failing_first(object, 1000, 403));
-  ObjectVersion version;
+  ResponseVersion version;
   auto size = memory.client().content_length("/object", url, version);
   EXPECT_THROW(memory.run(std::move(size)), StorageError);
   EXPECT_TRUE(memory.caps().empty());
@@ -565,7 +565,7 @@ TEST(HttpClientVersions, A416InsideThePinnedSizeIsTheObjectChanging) {
     asio::io_context io;
     MemoryClient memory(io, shorter);
     std::string destination(10, '\0');
-    ObjectVersion version{.etag = "\"a\"", .size = 1000};
+    ResponseVersion version{.etag = "\"a\"", .size = 1000};
     auto read = memory.client().read_range("/object", url, offset, bytes_of(destination), version);
     try {
       memory.run(std::move(read));
@@ -596,7 +596,7 @@ TEST(HttpClientRetries, AStalledReadIsRetriedOnAFreshConnectionFromWhereItStoppe
   options.read_timeout = milliseconds(5000);
   MemoryClient memory(io, respond, options, &clock);
   std::string destination(range_size, '\0');
-  ObjectVersion version;
+  ResponseVersion version;
   auto read = memory.client().read_range("/object", url, range_offset, bytes_of(destination), version);
   auto done = asio::co_spawn(io, std::move(read), asio::use_future);
   run_ready(io);

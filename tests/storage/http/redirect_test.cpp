@@ -20,7 +20,7 @@
 
 #include "storage/http/http_client.hpp"
 #include "storage/http/redirect.hpp"
-#include "storage/object_version.hpp"
+#include "storage/response_version.hpp"
 #include "support/certificates.hpp"
 #include "support/files.hpp"
 #include "support/loopback_listener.hpp"
@@ -359,7 +359,7 @@ TEST(HttpRedirectCredentials, StayWithTheServerTheyAreFor) {
   HttpClient client(io.get_executor(),
                     Url::parse("http://127.0.0.1:" + std::to_string(origin.port())), options,
                     std::make_shared<BearerToken>());
-  ObjectVersion version;
+  ResponseVersion version;
   EXPECT_EQ(testing::run_task(io, client.content_length("/object", "object", version)), 5u);
   ASSERT_EQ(origin.headers().size(), 1u);
   EXPECT_NE(origin.headers()[0].find("\r\nAuthorization: Bearer secret\r\n"), std::string::npos)

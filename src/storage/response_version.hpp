@@ -1,6 +1,7 @@
 #pragma once
-// The identity of one version of a remote object, which a store pins at the object's first
-// access so that every later read can insist on the same version.
+// The version of a remote object as an HTTP response names it, which a store pins at the
+// object's first access so that every later read can insist on the same version. What the
+// store tells its callers of it is an ObjectVersion (object_version()).
 
 #include <boost/beast/http/fields.hpp>
 #include <cstdint>
@@ -10,12 +11,14 @@
 #include <utility>
 
 #include "storage/object_pins.hpp"
+#include "tensorstream/storage/object_version.hpp"
 
 namespace tensorstream {
 
-/// What identifies one version of an object on a server: the generation (GCS), else the ETag,
-/// else the Last-Modified date. Empty when the server told none of them.
-struct ObjectVersion {
+/// What a response tells of the object's version: the generation (GCS), else the ETag, else
+/// the Last-Modified date identifies it; each is kept, as If-Match and If-Unmodified-Since need
+/// them. Empty when the server told none of them.
+struct ResponseVersion {
   std::string generation{};     ///< GCS's object generation, a decimal number.
   std::string etag{};           ///< The ETag header as sent, quotes and any W/ included.
   std::string last_modified{};  ///< The Last-Modified header as sent.
@@ -34,7 +37,7 @@ struct ObjectVersion {
   /// `Last-Modified Tue, 01 Dec 2026 05:00:00 GMT`.
   std::string describe() const;
 
-  bool operator==(const ObjectVersion& other) const {
+  bool operator==(const ResponseVersion& other) const {
     return generation == other.generation && etag == other.etag &&
            last_modified == other.last_modified && size == other.size;
   }
@@ -43,40 +46,45 @@ struct ObjectVersion {
 /// The version a response names in its x-goog-generation, ETag and Last-Modified headers. A
 /// generation, where given, is the whole identity: GCS's ETags are not usable in If-Match on the
 /// JSON API.
-ObjectVersion version_of(const boost::beast::http::fields& response);
+ResponseVersion version_of(const boost::beast::http::fields& response);
 
 /// The header that makes a request fail with 412 unless the object is still `pinned`, as
 /// version_conditions() says; its value points into `pinned`.
 std::optional<std::pair<std::string_view, std::string_view>> version_condition(
-    const ObjectVersion& pinned);
+    const ResponseVersion& pinned);
 
 /// Header lines ("Name: value\r\n") that make a request fail with 412 unless the object is still
 /// `pinned`: If-Match with a strong ETag, else If-Unmodified-Since with the Last-Modified date;
 /// nothing for a generation (GCS asks for ifGenerationMatch in the query) or an empty version.
 /// A weak ETag never matches in If-Match, so it is only compared afterwards.
-std::string version_conditions(const ObjectVersion& pinned);
+std::string version_conditions(const ResponseVersion& pinned);
 
 /// Why `seen` is not the version `pinned`, e.g. `the object changed while it was being read
 /// (ETag "a" became "b"); restart the stream`; nullopt when they agree or share no identity to
 /// compare.
-std::optional<std::string> version_change(const ObjectVersion& pinned, const ObjectVersion& seen);
+std::optional<std::string> version_change(const ResponseVersion& pinned,
+                                          const ResponseVersion& seen);
 
 /// Why a read made conditional on `pinned` was answered 412 Precondition Failed.
-std::string version_precondition_failed(const ObjectVersion& pinned);
+std::string version_precondition_failed(const ResponseVersion& pinned);
 
 /// Why `asked` (`bytes 10-19`), a range inside the pinned object's size, was answered 416 Range
 /// Not Satisfiable: a server that checks the range before If-Match (s3rver while it rewrites an
 /// object) says so of a shorter object put in its place.
-std::string version_range_gone(const ObjectVersion& pinned, const std::string& asked);
+std::string version_range_gone(const ResponseVersion& pinned, const std::string& asked);
 
 /// Pins `seen` as the version of `key` at its first access that names one; afterwards throws
 /// StorageError naming `url` when `seen` is another version than the one pinned.
-void pin_version(ObjectPins<ObjectVersion>& pins, const std::string& key, const std::string& url,
-                 const ObjectVersion& seen);
+void pin_version(ObjectPins<ResponseVersion>& pins, const std::string& key, const std::string& url,
+                 const ResponseVersion& seen);
 
-/// For pinned_stat(): what a pinned version says of itself and of the object's size.
-inline std::string describe(const ObjectVersion& version) { return version.describe(); }
-inline std::optional<std::uint64_t> pinned_size(const ObjectVersion& version) {
+/// What `version` is to the store's callers: its strongest identity (as describe() picks it) of
+/// the object `object` (ObjectStore::object_identity), settled as `settled` says.
+ObjectVersion object_version(const ResponseVersion& version, std::string object,
+                             bool settled = true);
+
+/// For pinned_stat(): the object's size, where the response that named the version said it.
+inline std::optional<std::uint64_t> pinned_size(const ResponseVersion& version) {
   return version.size;
 }
 
