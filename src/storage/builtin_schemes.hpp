@@ -40,16 +40,16 @@ std::unique_ptr<ObjectStore> open_hf_store(const Url& url, boost::asio::any_io_e
 // Anonymous requests: no token.
 void apply_hf_settings(const CommonStoreSettings& settings, StoreOptions& options);
 
-// storage/azure/azure_store.cpp: az://, and http(s):// URLs of blob endpoints
+// storage/azure/azure_store.cpp: az://, and the http(s):// URLs is_azure_blob_url() claims
 std::unique_ptr<ObjectStore> open_azure_store(const Url& url, boost::asio::any_io_executor executor,
                                               const StoreOptions& options);
 // Anonymous requests, the blob endpoint and the storage account.
 void apply_azure_settings(const CommonStoreSettings& settings, StoreOptions& options);
 
-// storage/azure/azure_store.cpp: whether an http(s) URL names a blob of Azure Storage, which
-// open_http_store() leaves to open_azure_store(): a host of Azure's blob endpoints
-// (ACCOUNT.blob.core.windows.net and the sovereign clouds'), or a URL under the blob endpoint the
-// options or AZURE_STORAGE_CONNECTION_STRING name (an emulator's).
+// storage/azure/azure_store.cpp: az://'s claim on http(s) URLs, which name blobs of Azure Storage
+// that open_azure_store() serves with listings, credentials and writes: a host of Azure's blob
+// endpoints (ACCOUNT.blob.core.windows.net and the sovereign clouds'), or a URL under the blob
+// endpoint the options or AZURE_STORAGE_CONNECTION_STRING name (an emulator's).
 bool is_azure_blob_url(const Url& url, const StoreOptions& options);
 
 }  // namespace tensorstream

@@ -29,7 +29,8 @@ class Registry {
          .form = UrlForm::bucket,
          .open = open_azure_store,
          .takes = {anonymous, endpoint, account},
-         .apply = apply_azure_settings});
+         .apply = apply_azure_settings,
+         .claims = is_azure_blob_url});
     add({.name = "hf",
          .form = UrlForm::bucket,
          .open = open_hf_store,
@@ -62,8 +63,8 @@ class Registry {
     return names;
   }
 
-  // A copy, so that the schemes' own functions run without the lock: an applier may ask the
-  // registry in turn.
+  // A copy, so that the schemes' own functions run without the lock: a claim or an applier may
+  // ask the registry in turn.
   std::vector<std::shared_ptr<const Scheme>> all() const {
     std::lock_guard lock(mutex_);
     return schemes_;
@@ -127,6 +128,15 @@ bool any_given(const CommonStoreSettings& settings) {
 void register_scheme(Scheme scheme) { registry().add(std::move(scheme)); }
 
 std::shared_ptr<const Scheme> find_scheme(std::string_view name) { return registry().find(name); }
+
+std::shared_ptr<const Scheme> find_scheme_serving(const Url& url, const StoreOptions& options) {
+  for (const auto& scheme : registry().all()) {
+    if (scheme->name != url.scheme && scheme->claims && scheme->claims(url, options)) {
+      return scheme;
+    }
+  }
+  return find_scheme(url.scheme);
+}
 
 void apply_common_settings(const CommonStoreSettings& settings, StoreOptions& options) {
   for (const auto& scheme : registry().all()) {

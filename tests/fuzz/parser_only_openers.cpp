@@ -1,6 +1,6 @@
 // The fuzz targets parse URLs, which needs the registry of schemes, but build no stores: their
-// openers and the functions that receive their settings here refuse, so that the parsers link
-// without the network and file code.
+// openers and the functions that receive their settings here refuse, and az:// claims no URL, so
+// that the parsers link without the network and file code.
 #include "storage/builtin_schemes.hpp"
 #include "tensorstream/error.hpp"
 
@@ -44,5 +44,7 @@ void apply_s3_settings(const CommonStoreSettings&, StoreOptions&) { refuse_setti
 void apply_gcs_settings(const CommonStoreSettings&, StoreOptions&) { refuse_settings(); }
 void apply_hf_settings(const CommonStoreSettings&, StoreOptions&) { refuse_settings(); }
 void apply_azure_settings(const CommonStoreSettings&, StoreOptions&) { refuse_settings(); }
+
+bool is_azure_blob_url(const Url&, const StoreOptions&) { return false; }
 
 }  // namespace tensorstream

@@ -1,6 +1,6 @@
-// Schemes a program registers: how their URLs parse, how open_store finds their stores and which
-// common settings reach them. Each test registers names of its own, since the registry lives as
-// long as the process.
+// Schemes a program registers: how their URLs parse, how open_store finds their stores, which
+// common settings reach them and which URLs of other schemes they claim. Each test registers names
+// of its own, since the registry lives as long as the process.
 #include "tensorstream/storage/scheme.hpp"
 
 #include <gtest/gtest.h>
@@ -185,6 +185,32 @@ TEST(Schemes, TakingSettingsNeedsSomethingToReceiveThem) {
             }),
             "deaf://: a scheme that takes common settings needs `apply`");
   EXPECT_EQ(find_scheme("deaf"), nullptr);
+}
+
+TEST(Schemes, AClaimOpensAnotherSchemesUrlsWithItsOwnOpener) {
+  register_scheme({.name = "mirror",
+                   .form = UrlForm::bucket,
+                   .open = memory_opener(),
+                   .claims = [](const Url& url, const StoreOptions&) {
+                     return url.scheme == "https" && url.host == "mirror.test";
+                   }});
+  const StoreOptions none;
+  EXPECT_EQ(find_scheme_serving(Url::parse("https://mirror.test/m/a.bin"), none)->name, "mirror");
+  EXPECT_EQ(find_scheme_serving(Url::parse("http://mirror.test/m/a.bin"), none)->name, "http");
+  EXPECT_EQ(find_scheme_serving(Url::parse("https://other.test/m/a.bin"), none)->name, "https");
+  EXPECT_EQ(find_scheme_serving(Url::parse("https://acct.blob.core.windows.net/c/m.bin"), none)
+                ->name,
+            "az")
+      << "az:// claims Azure's blob endpoints";
+
+  StoreOptions options;
+  options.set(MemoryOptions{std::make_shared<const MemoryObjects>(
+      MemoryObjects{{"/m/a.bin", "0123456789"}})});
+  boost::asio::io_context io;
+  const auto store =
+      open_store(Url::parse("https://mirror.test/m/a.bin"), io.get_executor(), options);
+  EXPECT_EQ(store->url("/m/a.bin"), "mem://mirror.test/m/a.bin") << "mirror://'s store";
+  EXPECT_EQ(testing::read_string(io, *store, "/m/a.bin", 2, 3), "234");
 }
 
 TEST(Schemes, AnUnknownSchemeNamesTheRegisteredOnes) {

@@ -62,6 +62,11 @@ struct CommonStoreSettings {
 using SettingsApplier =
     std::function<void(const CommonStoreSettings& settings, StoreOptions& options)>;
 
+/// Whether `url`, of another scheme, names data this scheme's stores serve better than that
+/// scheme's would (az:// claims https URLs of Azure's blob endpoints, whose listings and
+/// credentials plain https lacks), given the caller's options.
+using UrlClaim = std::function<bool(const Url& url, const StoreOptions& options)>;
+
 /// One URL scheme.
 struct Scheme {
   /// Lowercase ASCII letters, digits, '+', '-' and '.', starting with a letter: "s3".
@@ -72,6 +77,8 @@ struct Scheme {
   /// The common settings its stores take; apply_common_settings() gives it these only.
   std::vector<CommonSetting> takes{};
   SettingsApplier apply{};  ///< Receives the settings in `takes`; needed when `takes` has any.
+  /// Optional: URLs of other schemes that `open` serves; open_store() asks it first.
+  UrlClaim claims{};
 };
 
 /// Adds `scheme`: from then on Url::parse(), open_store(), every stream, the CLI's commands and
@@ -82,6 +89,12 @@ TENSORSTREAM_API void register_scheme(Scheme scheme);
 
 /// The registered scheme called `name` (lowercase), or nullptr. Thread-safe.
 TENSORSTREAM_API std::shared_ptr<const Scheme> find_scheme(std::string_view name);
+
+/// The scheme whose opener serves `url` with `options`: the first registered scheme whose
+/// `claims` takes it, else the one `url.scheme` names; nullptr when that is not registered.
+/// open_store() opens what it finds. Thread-safe.
+TENSORSTREAM_API std::shared_ptr<const Scheme> find_scheme_serving(const Url& url,
+                                                                   const StoreOptions& options);
 
 /// Gives `settings` to every registered scheme that takes any of the given ones, each through its
 /// `apply` and with only the settings it takes: what the CLI's `--endpoint-url` and the like do,
