@@ -3,25 +3,35 @@
 
 #include "base/byte_size.hpp"
 #include "base/environment_setting.hpp"
-#include "storage/s3/profile_provider.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
 #include "tensorstream/storage/cache_options.hpp"
-#include "tensorstream/storage/s3/cached_provider.hpp"
+#include "tensorstream/storage/scheme.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <memory>
 #include <string>
+#include <vector>
 
 namespace tensorstream::cli {
 namespace {
 
 std::string seconds_text(std::chrono::milliseconds duration) {
   return std::to_string(duration.count() / 1000);
+}
+
+// "; taken by s3:// and az://": the registered schemes that take `setting`, the ones a program
+// added included, as the help of the flag that sets it names them.
+std::string taken_by(CommonSetting setting) {
+  const std::vector<std::string> names = schemes_taking(setting);
+  std::string text = "; taken by ";
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) text += i + 1 == names.size() ? " and " : ", ";
+    text += names[i] + "://";
+  }
+  return text;
 }
 
 // At least a millisecond, so that a tiny positive value does not turn into "no time at all".
@@ -32,23 +42,26 @@ std::chrono::milliseconds milliseconds(double seconds) {
 }  // namespace
 
 void add_store_flags(CLI::App& command, StoreFlags& flags) {
+  // Each scheme resolves what a flag leaves unset as docs/object-stores.md says for it.
+  using enum CommonSetting;
   command.add_flag("--no-sign-request", flags.no_sign_request,
-                   "Send requests without credentials (public s3:// and gs:// buckets, public "
-                   "az:// containers, hf:// without HF_TOKEN)");
+                   "Send requests without credentials, for public buckets, containers and "
+                   "repositories" +
+                       taken_by(anonymous));
   command.add_option("--profile", flags.profile,
-                     "AWS profile of ~/.aws/credentials and ~/.aws/config for s3:// (as "
-                     "AWS_PROFILE; its keys win over the environment's, as with the AWS CLI)");
+                     "Profile of the service's shared credentials and config files, as the AWS "
+                     "CLI's --profile names one: its keys win over the environment's" +
+                         taken_by(profile));
   command.add_option("--region", flags.region,
-                     "S3 region; default: AWS_REGION, AWS_DEFAULT_REGION, the profile, us-east-1");
+                     "Region of the service; default: the environment's, else the scheme's own" +
+                         taken_by(region));
   command.add_option("--endpoint-url", flags.endpoint_url,
-                     "S3-compatible endpoint, e.g. http://127.0.0.1:9000; default: "
-                     "AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, AWS. For az://, the blob endpoint, "
-                     "e.g. Azurite's http://127.0.0.1:10000/devstoreaccount1; default: the "
-                     "connection string's BlobEndpoint, else "
-                     "https://ACCOUNT.blob.core.windows.net");
+                     "Endpoint of the service: a compatible server or an emulator, e.g. "
+                     "http://127.0.0.1:9000; default: the environment's, else the service's own" +
+                         taken_by(endpoint));
   command.add_option("--account", flags.account,
-                     "Azure storage account of az:// URLs; default: the connection string's "
-                     "AccountName, else AZURE_STORAGE_ACCOUNT");
+                     "Storage account the URLs name; default: the environment's" +
+                         taken_by(account));
   command.add_option("--ca-bundle", flags.ca_bundle,
                      "PEM file of CAs trusted for https; default: AWS_CA_BUNDLE for s3://, "
                      "else the system's (SSL_CERT_FILE)");
@@ -107,25 +120,14 @@ void add_store_flags(CLI::App& command, StoreFlags& flags) {
 }
 
 StoreOptions apply_store_flags(const StoreFlags& flags, StoreOptions options) {
-  if (flags.no_sign_request) {
-    options.s3().sign_requests = false;
-    options.gcs().anonymous = true;
-    options.azure().anonymous = true;
-    options.hf().anonymous = true;
-  }
-  if (!flags.account.empty()) options.azure().account = flags.account;
-  if (!flags.profile.empty()) {
-    // What the AWS CLI's --profile does: the profile's region and files, as AWS_PROFILE names
-    // them (set before any thread of the command starts), and its keys before the environment's.
-    ::setenv("AWS_PROFILE", flags.profile.c_str(), 1);
-    options.s3().credentials =
-        std::make_shared<s3::CachedProvider>(std::make_shared<s3::ProfileProvider>());
-  }
-  if (!flags.region.empty()) options.s3().region = flags.region;
-  if (!flags.endpoint_url.empty()) {
-    options.s3().endpoint = flags.endpoint_url;
-    options.azure().endpoint = flags.endpoint_url;
-  }
+  // Before any thread of the command starts, since a scheme may set the environment (s3:// names
+  // a profile as AWS_PROFILE).
+  apply_common_settings({.anonymous = flags.no_sign_request,
+                         .endpoint = flags.endpoint_url,
+                         .region = flags.region,
+                         .account = flags.account,
+                         .profile = flags.profile},
+                        options);
   if (!flags.ca_bundle.empty()) options.http().ca_file = flags.ca_bundle;
   if (flags.insecure) {
     options.http().verify_peer = false;

@@ -11,13 +11,14 @@
 
 namespace tensorstream::cli {
 
-/// What the storage flags say; empty or false means "as the environment says".
+/// What the storage flags say; empty or false means "as the environment says". The first five
+/// are common settings (CommonStoreSettings), which go to every scheme that takes them.
 struct StoreFlags {
-  bool no_sign_request = false;  ///< Anonymous requests, for public buckets.
-  std::string profile;           ///< AWS profile of the shared files.
-  std::string region;            ///< S3 region.
-  std::string endpoint_url;      ///< S3-compatible endpoint, or Azure blob endpoint.
-  std::string account;           ///< Azure storage account.
+  bool no_sign_request = false;  ///< Anonymous requests, for public data.
+  std::string profile;           ///< Profile of the service's shared files.
+  std::string region;            ///< The service's region.
+  std::string endpoint_url;      ///< The service's endpoint: a compatible server, an emulator.
+  std::string account;           ///< Storage account.
   std::string ca_bundle;         ///< PEM file of trusted CAs for https.
   bool insecure = false;         ///< Do not verify TLS certificates.
   std::optional<int> retries;    ///< Attempts after the first for transient failures.
@@ -55,7 +56,8 @@ StreamerOptions apply_source_read_flags(const SourceReadFlags& flags, const Stor
 /// (which must outlive parsing).
 void add_store_flags(CLI::App& command, StoreFlags& flags);
 
-/// `options` with what `flags` set. Warns on stderr that certificates are not verified when
+/// `options` with what `flags` set, the common settings given to the registered schemes that take
+/// them (apply_common_settings()). Warns on stderr that certificates are not verified when
 /// --insecure is given.
 StoreOptions apply_store_flags(const StoreFlags& flags, StoreOptions options = {});
 

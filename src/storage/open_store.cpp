@@ -8,7 +8,7 @@ namespace tensorstream {
 
 std::unique_ptr<ObjectStore> open_store(const Url& url, boost::asio::any_io_executor executor,
                                         const StoreOptions& options) {
-  const auto scheme = find_scheme(url.scheme);
+  const auto scheme = find_scheme_serving(url, options);
   if (!scheme) {
     throw InvalidArgument(url.str() + ": " + url.scheme + ":// is not a registered scheme");
   }

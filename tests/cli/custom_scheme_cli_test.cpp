@@ -1,5 +1,6 @@
 // A scheme registered by the program that embeds the commands, from this file alone, serves the
-// tool's commands as the built-in ones do: the stream, the listing and the errors.
+// tool's commands as the built-in ones do: the stream, the listing, the errors, and the common
+// flags it declares (--endpoint-url), which reach its own options.
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -64,9 +65,16 @@ Outcome run_in_process(std::vector<std::string> arguments) {
   return outcome;
 }
 
+// mem://'s own options: the endpoint whose memory serves the buckets, as --endpoint-url names an
+// S3-compatible server.
+struct MemOptions {
+  std::string endpoint;
+};
+
 class CustomSchemeCli : public ::testing::Test {
  protected:
-  // The synthetic checkpoint on disk, and the same files under mem://models/tiny/.
+  // The synthetic checkpoint on disk, and the same files under mem://models/tiny/; at any
+  // endpoint, a replica holding one note under that prefix instead.
   static void SetUpTestSuite() {
     model_ = new TempDir;
     generate_synthetic_model(model_->path() / "tiny", {.preset = "tiny"});
@@ -74,16 +82,30 @@ class CustomSchemeCli : public ::testing::Test {
     for (const auto& entry : fs::directory_iterator(model_->path() / "tiny")) {
       (*objects)["/tiny/" + entry.path().filename().string()] = testing::read_file(entry.path());
     }
+    auto replica = std::make_shared<MemoryObjects>();
+    (*replica)["/tiny/NOTE"] = "at the replica\n";
     static std::once_flag registered;
     std::call_once(registered, [&] {
-      register_scheme({.name = "mem",
-                       .form = UrlForm::bucket,
-                       .open = [objects](const Url& url, boost::asio::any_io_executor,
-                                         const StoreOptions&) -> std::unique_ptr<ObjectStore> {
-                         return std::make_unique<MemoryStore>(url.host, objects);
-                       }});
+      register_scheme(
+          {.name = "mem",
+           .form = UrlForm::bucket,
+           .open = [objects, replica](const Url& url, boost::asio::any_io_executor,
+                                      const StoreOptions& options) -> std::unique_ptr<ObjectStore> {
+             if (const MemOptions* mine = options.find<MemOptions>()) {
+               return std::make_unique<MemoryStore>(url.host, replica, mine->endpoint);
+             }
+             return std::make_unique<MemoryStore>(url.host, objects);
+           },
+           .takes = {CommonSetting::endpoint},
+           .apply =
+               [](const CommonStoreSettings& settings, StoreOptions& options) {
+                 handed_.push_back(settings);
+                 options.get<MemOptions>().endpoint = settings.endpoint;
+               }});
     });
   }
+
+  void SetUp() override { handed_.clear(); }
 
   static void TearDownTestSuite() {
     delete model_;
@@ -91,6 +113,8 @@ class CustomSchemeCli : public ::testing::Test {
   }
 
   static inline TempDir* model_ = nullptr;
+  // What the registry handed mem://'s `apply`, in order.
+  static inline std::vector<CommonStoreSettings> handed_;
 };
 
 TEST_F(CustomSchemeCli, StreamsEveryTensorByteExact) {
@@ -129,6 +153,53 @@ TEST_F(CustomSchemeCli, ListsItsObjects) {
   }
   expected += std::to_string(files.size()) + " objects, 3.8 MiB\n";
   EXPECT_EQ(listing.out, expected);
+}
+
+TEST_F(CustomSchemeCli, TheEndpointFlagReachesItsOwnOptions) {
+  const Outcome listing =
+      run_in_process({"ls", "--json", "--endpoint-url", "http://replica.test:9000",
+                      "mem://models/tiny/"});
+  ASSERT_EQ(listing.exit_code, 0) << listing.err;
+  EXPECT_EQ(listing.out, "{\"url\":\"mem://models/tiny/NOTE\",\"size\":15}\n");
+  ASSERT_FALSE(handed_.empty());
+  for (const CommonStoreSettings& settings : handed_) {
+    EXPECT_EQ(settings.endpoint, "http://replica.test:9000");
+  }
+}
+
+TEST_F(CustomSchemeCli, IsGivenOnlyTheSettingsItDeclares) {
+  const Outcome listing = run_in_process(
+      {"ls", "--json", "--endpoint-url", "http://replica.test:9000", "--region", "eu-west-1",
+       "--account", "devstoreaccount1", "--no-sign-request", "mem://models/tiny/NOTE"});
+  ASSERT_EQ(listing.exit_code, 0) << listing.err;
+  EXPECT_EQ(listing.out, "{\"url\":\"mem://models/tiny/NOTE\",\"size\":15}\n");
+  ASSERT_FALSE(handed_.empty());
+  for (const CommonStoreSettings& settings : handed_) {
+    EXPECT_EQ(settings.endpoint, "http://replica.test:9000");
+    EXPECT_EQ(settings.region, "");
+    EXPECT_EQ(settings.account, "");
+    EXPECT_FALSE(settings.anonymous);
+    EXPECT_EQ(settings.profile, "");
+  }
+}
+
+TEST_F(CustomSchemeCli, FlagsItDoesNotDeclareLeaveItsOptionsAlone) {
+  const Outcome listing = run_in_process({"ls", "--json", "--region", "eu-west-1", "--account",
+                                          "devstoreaccount1", "--no-sign-request",
+                                          "mem://models/tiny/config.json"});
+  ASSERT_EQ(listing.exit_code, 0) << listing.err;
+  EXPECT_EQ(listing.out,
+            "{\"url\":\"mem://models/tiny/config.json\",\"size\":" +
+                std::to_string(fs::file_size(model_->path() / "tiny" / "config.json")) + "}\n");
+  EXPECT_TRUE(handed_.empty()) << "mem:// declares none of --region, --account, --no-sign-request";
+}
+
+TEST_F(CustomSchemeCli, TheHelpNamesItAmongTheSchemesAFlagReaches) {
+  const Outcome help = run_in_process({"ls", "--help"});
+  ASSERT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_NE(help.out.find("taken by s3://, az:// and mem://"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("taken by s3://, gs://, az:// and hf://"), std::string::npos)
+      << help.out;
 }
 
 TEST_F(CustomSchemeCli, AMissingObjectIsARuntimeErrorNamingIt) {

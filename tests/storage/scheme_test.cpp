@@ -1,10 +1,13 @@
-// Schemes a program registers: how their URLs parse and how open_store finds their stores. Each
-// test registers names of its own, since the registry lives as long as the process.
+// Schemes a program registers: how their URLs parse, how open_store finds their stores, which
+// common settings reach them and which URLs of other schemes they claim. Each test registers names
+// of its own, since the registry lives as long as the process.
 #include "tensorstream/storage/scheme.hpp"
 
 #include <gtest/gtest.h>
 
 #include <boost/asio/io_context.hpp>
+
+#include <algorithm>
 
 #include "support/memory_store.hpp"
 #include "support/run_task.hpp"
@@ -119,6 +122,95 @@ TEST(Schemes, NamesAreCheckedAndNotTakenTwice) {
   EXPECT_EQ(invalid_argument([] { register_scheme({.name = "noopener", .open = {}}); }),
             "noopener://: a scheme needs an opener");
   EXPECT_EQ(find_scheme("noopener"), nullptr);
+}
+
+// A key-value scheme's own options, which take a region and an endpoint from the common settings.
+struct KvOptions {
+  std::string region;
+  std::string endpoint;
+  int applied = 0;  // How often apply_common_settings() handed it settings.
+};
+
+TEST(Schemes, CommonSettingsReachEverySchemeThatTakesThemAndNoOther) {
+  register_scheme({.name = "kv",
+                   .form = UrlForm::bucket,
+                   .open = memory_opener(),
+                   .takes = {CommonSetting::region, CommonSetting::endpoint},
+                   .apply = [](const CommonStoreSettings& settings, StoreOptions& options) {
+                     KvOptions& mine = options.get<KvOptions>();
+                     ++mine.applied;
+                     if (!settings.region.empty()) mine.region = settings.region;
+                     if (!settings.endpoint.empty()) mine.endpoint = settings.endpoint;
+                     EXPECT_EQ(settings.account, "") << "kv:// does not take an account";
+                     EXPECT_FALSE(settings.anonymous) << "kv:// does not take anonymous";
+                   }});
+
+  StoreOptions options;
+  options.s3().region = "kept";
+  apply_common_settings({.endpoint = "http://127.0.0.1:9000", .account = "devstoreaccount1"},
+                        options);
+  EXPECT_EQ(options.get<KvOptions>().endpoint, "http://127.0.0.1:9000");
+  EXPECT_EQ(options.get<KvOptions>().region, "");
+  EXPECT_EQ(options.s3().endpoint, "http://127.0.0.1:9000");
+  EXPECT_EQ(options.s3().region, "kept") << "a setting not given leaves the options alone";
+  EXPECT_EQ(options.azure().endpoint, "http://127.0.0.1:9000");
+  EXPECT_EQ(options.azure().account, "devstoreaccount1");
+
+  apply_common_settings({.anonymous = true, .region = "eu-west-1"}, options);
+  EXPECT_EQ(options.get<KvOptions>().region, "eu-west-1");
+  EXPECT_EQ(options.s3().region, "eu-west-1");
+  EXPECT_FALSE(options.s3().sign_requests);
+  EXPECT_TRUE(options.gcs().anonymous);
+  EXPECT_TRUE(options.azure().anonymous);
+  EXPECT_TRUE(options.hf().anonymous);
+
+  apply_common_settings({.anonymous = true, .account = "other"}, options);
+  EXPECT_EQ(options.get<KvOptions>().applied, 2) << "none of kv://'s settings was given";
+  EXPECT_EQ(options.azure().account, "other");
+
+  const std::vector<std::string> regions = schemes_taking(CommonSetting::region);
+  ASSERT_GE(regions.size(), 2u);
+  EXPECT_EQ(regions.front(), "s3");
+  EXPECT_NE(std::find(regions.begin(), regions.end(), "kv"), regions.end());
+  EXPECT_EQ(schemes_taking(CommonSetting::profile), std::vector<std::string>{"s3"});
+  EXPECT_EQ(schemes_taking(CommonSetting::anonymous),
+            (std::vector<std::string>{"s3", "gs", "az", "hf"}));
+}
+
+TEST(Schemes, TakingSettingsNeedsSomethingToReceiveThem) {
+  EXPECT_EQ(invalid_argument([] {
+              register_scheme({.name = "deaf",
+                               .open = memory_opener(),
+                               .takes = {CommonSetting::endpoint}});
+            }),
+            "deaf://: a scheme that takes common settings needs `apply`");
+  EXPECT_EQ(find_scheme("deaf"), nullptr);
+}
+
+TEST(Schemes, AClaimOpensAnotherSchemesUrlsWithItsOwnOpener) {
+  register_scheme({.name = "mirror",
+                   .form = UrlForm::bucket,
+                   .open = memory_opener(),
+                   .claims = [](const Url& url, const StoreOptions&) {
+                     return url.scheme == "https" && url.host == "mirror.test";
+                   }});
+  const StoreOptions none;
+  EXPECT_EQ(find_scheme_serving(Url::parse("https://mirror.test/m/a.bin"), none)->name, "mirror");
+  EXPECT_EQ(find_scheme_serving(Url::parse("http://mirror.test/m/a.bin"), none)->name, "http");
+  EXPECT_EQ(find_scheme_serving(Url::parse("https://other.test/m/a.bin"), none)->name, "https");
+  EXPECT_EQ(find_scheme_serving(Url::parse("https://acct.blob.core.windows.net/c/m.bin"), none)
+                ->name,
+            "az")
+      << "az:// claims Azure's blob endpoints";
+
+  StoreOptions options;
+  options.set(MemoryOptions{std::make_shared<const MemoryObjects>(
+      MemoryObjects{{"/m/a.bin", "0123456789"}})});
+  boost::asio::io_context io;
+  const auto store =
+      open_store(Url::parse("https://mirror.test/m/a.bin"), io.get_executor(), options);
+  EXPECT_EQ(store->url("/m/a.bin"), "mem://mirror.test/m/a.bin") << "mirror://'s store";
+  EXPECT_EQ(testing::read_string(io, *store, "/m/a.bin", 2, 3), "234");
 }
 
 TEST(Schemes, AnUnknownSchemeNamesTheRegisteredOnes) {

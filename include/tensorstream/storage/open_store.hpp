@@ -11,8 +11,9 @@
 
 namespace tensorstream {
 
-/// Creates the store serving `url`'s scheme (see register_scheme()), running its I/O on
-/// `executor`. Throws InvalidArgument for a scheme nobody registered.
+/// Creates the store serving `url` (see register_scheme()): that of the scheme claiming it, else
+/// of its own scheme (find_scheme_serving()), running its I/O on `executor`. Throws
+/// InvalidArgument for a scheme nobody registered.
 TENSORSTREAM_API
 std::unique_ptr<ObjectStore> open_store(const Url& url, boost::asio::any_io_executor executor,
                                         const StoreOptions& options = {});

@@ -340,4 +340,11 @@ std::unique_ptr<ObjectStore> open_azure_store(const Url& url,
   return std::make_unique<AzureStore>(std::move(executor), url, options.http(), options.azure());
 }
 
+void apply_azure_settings(const CommonStoreSettings& settings, StoreOptions& options) {
+  AzureOptions& azure = options.azure();
+  if (settings.anonymous) azure.anonymous = true;
+  if (!settings.account.empty()) azure.account = settings.account;
+  if (!settings.endpoint.empty()) azure.endpoint = settings.endpoint;
+}
+
 }  // namespace tensorstream

@@ -183,4 +183,8 @@ std::unique_ptr<ObjectStore> open_gcs_store(const Url& url, boost::asio::any_io_
   return std::make_unique<GcsStore>(std::move(executor), url, options.http(), options.gcs());
 }
 
+void apply_gcs_settings(const CommonStoreSettings& settings, StoreOptions& options) {
+  if (settings.anonymous) options.gcs().anonymous = true;
+}
+
 }  // namespace tensorstream

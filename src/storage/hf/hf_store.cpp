@@ -303,4 +303,8 @@ std::unique_ptr<ObjectStore> open_hf_store(const Url& url, boost::asio::any_io_e
                                    options.file());
 }
 
+void apply_hf_settings(const CommonStoreSettings& settings, StoreOptions& options) {
+  if (settings.anonymous) options.hf().anonymous = true;
+}
+
 }  // namespace tensorstream

@@ -102,8 +102,6 @@ StoreStats HttpStore::stats() const { return impl_->client.stats(); }
 
 std::unique_ptr<ObjectStore> open_http_store(const Url& url, boost::asio::any_io_executor executor,
                                              const StoreOptions& options) {
-  // Blob endpoints serve more than ranged GETs: listings, credentials and writes.
-  if (is_azure_blob_url(url, options)) return open_azure_store(url, std::move(executor), options);
   return std::make_unique<HttpStore>(std::move(executor), url, options.http());
 }
 

@@ -3,6 +3,8 @@
 #include <exception>
 
 #include <algorithm>
+#include <cstdlib>
+#include <memory>
 #include <optional>
 #include <tuple>
 #include <utility>
@@ -18,9 +20,11 @@
 #include "storage/s3/list_buckets.hpp"
 #include "storage/s3/list_objects.hpp"
 #include "storage/s3/multipart_documents.hpp"
+#include "storage/s3/profile_provider.hpp"
 #include "storage/s3/writer.hpp"
 #include "tensorstream/error.hpp"
 #include "tensorstream/log.hpp"
+#include "tensorstream/storage/s3/cached_provider.hpp"
 #include "tensorstream/storage/s3/default_credentials.hpp"
 #include "storage/s3/sigv4.hpp"
 
@@ -213,6 +217,20 @@ StoreStats S3Store::stats() const { return impl_->client->stats(); }
 std::unique_ptr<ObjectStore> open_s3_store(const Url& url, boost::asio::any_io_executor executor,
                                            const StoreOptions& options) {
   return std::make_unique<S3Store>(std::move(executor), url, options.http(), options.s3());
+}
+
+void apply_s3_settings(const CommonStoreSettings& settings, StoreOptions& options) {
+  S3Options& s3_options = options.s3();
+  if (settings.anonymous) s3_options.sign_requests = false;
+  if (!settings.profile.empty()) {
+    // What the AWS CLI's --profile does: the profile's region and files, as AWS_PROFILE names
+    // them (set before any thread of the program starts), and its keys before the environment's.
+    ::setenv("AWS_PROFILE", settings.profile.c_str(), 1);
+    s3_options.credentials =
+        std::make_shared<s3::CachedProvider>(std::make_shared<s3::ProfileProvider>());
+  }
+  if (!settings.region.empty()) s3_options.region = settings.region;
+  if (!settings.endpoint.empty()) s3_options.endpoint = settings.endpoint;
 }
 
 boost::asio::awaitable<std::vector<std::string>> list_s3_buckets(
