@@ -124,7 +124,7 @@ def full_expression(tokens, index):
             opening = opening_of(tokens, i)
             if opens_block(tokens, opening):
                 if tokens[opening - 1][0] in (")", "]", "mutable", "noexcept") and i + 1 < index \
-                        and tokens[i + 1][0] not in (";",):
+                        and tokens[i + 1][0] != ";":
                     # A lambda's body inside this expression.
                     i = opening - 1
                     continue
@@ -137,11 +137,11 @@ def full_expression(tokens, index):
             if opens_block(tokens, i):
                 break
             inside_braces = True
-        if token in ("(",):
+        if token == "(":
             # An enclosing call or condition: `if (`, `while (` and `for (` end the expression.
             if i > 0 and tokens[i - 1][0] in ("if", "while", "switch", "for"):
                 break
-        if token == ":" and i > 0 and tokens[i - 1][0] not in ("?",):
+        if token == ":" and i > 0 and tokens[i - 1][0] != "?":
             # A label, a case, or a range-for's colon.
             break
         start = i
@@ -163,7 +163,7 @@ def full_expression(tokens, index):
                 break
         elif token == ";" and depth <= 0:
             break
-        elif token == "," and depth == 0 and tokens[start][0] in ("(",):
+        elif token == "," and depth == 0 and tokens[start][0] == "(":
             break
         end = i
         i += 1
